@@ -1,0 +1,239 @@
+// Package patch turns a before and an after JSON document into an RFC 6902 JSON patch.
+//
+// Callers diff two documents marshalled by the same Go types and apply the result to the raw document
+// they received; fields unknown to those types are then never mentioned by the patch and survive.
+package patch
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mattbaird/jsonpatch"
+)
+
+// Operation is one RFC 6902 operation.
+type Operation struct {
+	Op    string
+	Path  string
+	Value any
+}
+
+// MarshalJSON writes "value" for every operation except remove, including a null value.
+func (o Operation) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"op":`)
+	op, _ := json.Marshal(o.Op)
+	b.Write(op)
+	b.WriteString(`,"path":`)
+	path, _ := json.Marshal(o.Path)
+	b.Write(path)
+	if o.Op != "remove" {
+		v, err := json.Marshal(o.Value)
+		if err != nil {
+			return nil, fmt.Errorf("patch value at %s: %w", o.Path, err)
+		}
+		b.WriteString(`,"value":`)
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Patch is a list of operations in application order.
+type Patch []Operation
+
+// Diff returns the operations that turn before into after, sorted by path so that the same change
+// always gives the same bytes. Operations that add or remove whole array elements keep the order the
+// diff produced them in, because their indices depend on it.
+func Diff(before, after []byte) (Patch, error) {
+	ops, err := jsonpatch.CreatePatch(before, after)
+	if err != nil {
+		return nil, fmt.Errorf("diff: %w", err)
+	}
+	out := make(Patch, len(ops))
+	for i, op := range ops {
+		out[i] = Operation{Op: op.Operation, Path: op.Path, Value: op.Value}
+	}
+	if err := sortOps(out, before); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sortOps orders operations by path. The diff only emits index-shifting operations (add or remove of an
+// element) as one group per array whose length changed, in an order that must be kept: the group sorts
+// under its array's path, stably. All other operations touch disjoint paths and may go in any order.
+func sortOps(ops Patch, before []byte) error {
+	if len(ops) < 2 {
+		return nil
+	}
+	var doc any
+	decoded := false
+	keys := make(map[int][]string, len(ops))
+	for i, op := range ops {
+		segs := splitPointer(op.Path)
+		if (op.Op == "add" || op.Op == "remove") && len(segs) > 0 && isIndex(segs[len(segs)-1]) {
+			if !decoded {
+				if err := json.Unmarshal(before, &doc); err != nil {
+					return fmt.Errorf("diff: %w", err)
+				}
+				decoded = true
+			}
+			if _, isArray := lookup(doc, segs[:len(segs)-1]).([]any); isArray {
+				segs = segs[:len(segs)-1]
+			}
+		}
+		keys[i] = segs
+	}
+	idx := make([]int, len(ops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return compareSegments(keys[a], keys[b]) })
+	sorted := make(Patch, len(ops))
+	for i, j := range idx {
+		sorted[i] = ops[j]
+	}
+	copy(ops, sorted)
+	return nil
+}
+
+// compareSegments orders pointers segment by segment, numbers numerically (containers/2 before /10).
+func compareSegments(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] == b[i] {
+			continue
+		}
+		na, errA := strconv.Atoi(a[i])
+		nb, errB := strconv.Atoi(b[i])
+		if errA == nil && errB == nil {
+			return cmp.Compare(na, nb)
+		}
+		return strings.Compare(a[i], b[i])
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil && !strings.HasPrefix(s, "+")
+}
+
+var pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
+
+// splitPointer splits an RFC 6901 pointer into unescaped segments.
+func splitPointer(p string) []string {
+	if p == "" {
+		return nil
+	}
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range segs {
+		segs[i] = pointerUnescaper.Replace(s)
+	}
+	return segs
+}
+
+func lookup(doc any, segs []string) any {
+	for _, s := range segs {
+		switch v := doc.(type) {
+		case map[string]any:
+			doc = v[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil
+			}
+			doc = v[i]
+		default:
+			return nil
+		}
+	}
+	return doc
+}
+
+// Rebase makes a patch computed between two typed renderings apply to the raw target document. Typed
+// rendering writes empty parents the raw document may not have (a pod template's metadata, say), and
+// RFC 6902 cannot add under a missing parent, so such an add becomes an add of the first missing
+// ancestor holding just the new value. Adds under the same missing ancestor are merged into one.
+func Rebase(p Patch, target []byte) (Patch, error) {
+	var doc any
+	decoded := false
+	out := make(Patch, 0, len(p))
+	created := map[string]map[string]any{} // missing ancestor pointer -> the object added there
+	for _, op := range p {
+		segs := splitPointer(op.Path)
+		if op.Op != "add" || len(segs) < 2 {
+			out = append(out, op)
+			continue
+		}
+		if !decoded {
+			if err := json.Unmarshal(target, &doc); err != nil {
+				return nil, fmt.Errorf("rebase: %w", err)
+			}
+			decoded = true
+		}
+		missing := firstMissing(doc, segs[:len(segs)-1])
+		if missing < 0 {
+			out = append(out, op)
+			continue
+		}
+		anchor := joinPointer(segs[:missing+1])
+		root, seen := created[anchor]
+		if !seen {
+			root = map[string]any{}
+			created[anchor] = root
+			out = append(out, Operation{Op: "add", Path: anchor, Value: root})
+		}
+		node := root
+		for _, s := range segs[missing+1 : len(segs)-1] {
+			child, ok := node[s].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				node[s] = child
+			}
+			node = child
+		}
+		node[segs[len(segs)-1]] = op.Value
+	}
+	return out, nil
+}
+
+// firstMissing returns the index of the first segment of segs absent from doc, or -1. Only object
+// members can be missing: the diff never adds under an array element that does not exist.
+func firstMissing(doc any, segs []string) int {
+	for i, s := range segs {
+		switch v := doc.(type) {
+		case map[string]any:
+			child, ok := v[s]
+			if !ok || child == nil {
+				return i
+			}
+			doc = child
+		case []any:
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 || n >= len(v) {
+				return -1
+			}
+			doc = v[n]
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func joinPointer(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(s))
+	}
+	return b.String()
+}

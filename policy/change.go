@@ -1,0 +1,191 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Action says what wincompat did to one field. Annotations, admission warnings, audit annotations and
+// metrics are all rendered from Change values, so a new kind of decision needs no new plumbing.
+type Action string
+
+const (
+	// Strip removes a field the API server rejects on Windows pods.
+	Strip Action = "strip"
+	// Rewrite replaces a value that validation accepts but Windows does not honour.
+	Rewrite Action = "rewrite"
+	// Inject adds scheduling or identity information the pod lacks.
+	Inject Action = "inject"
+	// Warn records something wincompat deliberately left alone.
+	Warn Action = "warn"
+)
+
+// Change is one decision. Path names containers, volumes and mounts by name rather than index
+// (spec.containers[app].securityContext.runAsUser) so that it stays readable and stable when lists move.
+type Change struct {
+	Action Action          `json:"action"`
+	Path   string          `json:"path"`
+	From   json.RawMessage `json:"from,omitempty"`
+	To     json.RawMessage `json:"to,omitempty"`
+	Reason string          `json:"reason"`
+}
+
+// Field is Path with every bracketed name replaced by "*": a bounded key for metrics and summaries.
+func (c Change) Field() string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range c.Path {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[*")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+			if depth == 0 {
+				b.WriteByte(']')
+			}
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func (c Change) equal(o Change) bool {
+	return c.Action == o.Action && c.Path == o.Path && c.Reason == o.Reason &&
+		string(c.From) == string(o.From) && string(c.To) == string(o.To)
+}
+
+// jsonValue renders v for Change.From/To. Values come from typed API fields, which always marshal.
+func jsonValue(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(v)))
+	}
+	return b
+}
+
+// EncodeChanges renders the compact JSON stored in the changes annotations.
+func EncodeChanges(changes []Change) string {
+	b, err := json.Marshal(changes)
+	if err != nil {
+		// Change holds only strings and already-valid JSON, so this cannot happen; keep the annotation
+		// parseable rather than panic.
+		return "[]"
+	}
+	return string(b)
+}
+
+// DecodeChanges parses a changes annotation written by any wincompat version.
+func DecodeChanges(s string) ([]Change, error) {
+	var changes []Change
+	if err := json.Unmarshal([]byte(s), &changes); err != nil {
+		return nil, fmt.Errorf("annotation is not a JSON array of changes: %w", err)
+	}
+	return changes, nil
+}
+
+// mergeChanges appends to recorded the changes it does not already hold, so that reinvocation never
+// grows the list with repeats. It reports whether anything was added.
+func mergeChanges(recorded, found []Change) ([]Change, bool) {
+	added := false
+next:
+	for _, c := range found {
+		for _, r := range recorded {
+			if r.equal(c) {
+				continue next
+			}
+		}
+		recorded = append(recorded, c)
+		added = true
+	}
+	return recorded, added
+}
+
+// Warnings renders one short admission warning per class of change (action and field, ignoring which
+// container), in first-seen order, e.g.
+// "wincompat: removed securityContext.runAsUser from 2 containers (not supported on Windows)".
+func Warnings(changes []Change) []string {
+	type class struct {
+		action Action
+		field  string
+	}
+	type group struct {
+		first  Change
+		owners map[string]bool
+	}
+	var order []class
+	groups := map[class]*group{}
+	for _, c := range changes {
+		owner, field := splitOwner(c.Path)
+		k := class{c.Action, field}
+		g, ok := groups[k]
+		if !ok {
+			g = &group{first: c, owners: map[string]bool{}}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.owners[owner] = true
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		out = append(out, "wincompat: "+describe(k.action, k.field, g.first, ownersPhrase(g.owners)))
+	}
+	return out
+}
+
+// splitOwner separates "spec.containers[app].securityContext.runAsUser" into the owner
+// ("spec.containers[app]") and the field relative to it ("securityContext.runAsUser"). Paths outside
+// containers have the pod as owner.
+func splitOwner(path string) (owner, field string) {
+	for _, list := range []string{"spec.containers[", "spec.initContainers[", "spec.ephemeralContainers["} {
+		if strings.HasPrefix(path, list) {
+			end := strings.Index(path, "].")
+			if end < 0 {
+				return path, path
+			}
+			return path[:end+1], path[end+2:]
+		}
+	}
+	return "pod", path
+}
+
+func ownersPhrase(owners map[string]bool) string {
+	if owners["pod"] {
+		return "the pod"
+	}
+	if len(owners) == 1 {
+		for o := range owners {
+			return strings.TrimPrefix(o, "spec.")
+		}
+	}
+	return fmt.Sprintf("%d containers", len(owners))
+}
+
+func describe(action Action, field string, c Change, owners string) string {
+	switch action {
+	case Strip:
+		return fmt.Sprintf("removed %s from %s (%s)", field, owners, c.Reason)
+	case Rewrite:
+		return fmt.Sprintf("changed %s in %s to %s (%s)", field, owners, string(c.To), c.Reason)
+	case Inject:
+		return fmt.Sprintf("set %s on %s (%s)", field, owners, c.Reason)
+	default:
+		return fmt.Sprintf("%s in %s: %s", field, owners, c.Reason)
+	}
+}
+
+// sortedKeys returns the keys of m in order, so that decisions over maps are deterministic.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

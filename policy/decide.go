@@ -1,0 +1,221 @@
+package policy
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations wincompat reads and writes.
+const (
+	LabelEnabled   = "wincompat.io/enabled"
+	LabelSkip      = "wincompat.io/skip"
+	LabelDefaultOS = "wincompat.io/default-os"
+
+	AnnotationChanges         = "wincompat.io/changes"
+	AnnotationTemplateChanges = "wincompat.io/template-changes"
+	AnnotationBuild           = "wincompat.io/build"
+	AnnotationBuildSource     = "wincompat.io/build-source"
+	AnnotationVersion         = "wincompat.io/version"
+
+	labelPodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	labelWindowsBuild       = "node.kubernetes.io/windows-build"
+)
+
+// Operation is the admission operation the object arrives with.
+type Operation string
+
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+)
+
+// Namespace holds the facts of the object's namespace that decisions depend on.
+type Namespace struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Cluster holds what the server knows about the cluster. Offline (wincompat mutate) it is nil, and every
+// decision that would need it falls back as DESIGN §5 describes.
+type Cluster struct {
+	// Builds are the Windows builds of ready nodes.
+	Builds []string
+	// RuntimeClasses are the names of RuntimeClasses that exist.
+	RuntimeClasses map[string]bool
+}
+
+// Facts are everything outside the object that a decision depends on.
+type Facts struct {
+	Operation Operation
+	Namespace Namespace
+	Cluster   *Cluster
+	// Version is stamped into wincompat.io/version on every Windows pod processed.
+	Version string
+}
+
+// Decision says what Decide did.
+type Decision struct {
+	// Windows is true when the object is a Windows pod (or template) in scope; otherwise Skipped says why.
+	Windows bool
+	Skipped string
+	// Changes found in this pass, including warnings; already recorded in the object's annotations.
+	Changes []Change
+	// Build and BuildSource are the chosen build, for pods.
+	Build       string
+	BuildSource string
+}
+
+// Warnings renders the decision's admission warnings.
+func (d Decision) Warnings() []string { return Warnings(d.Changes) }
+
+// UnsupportedKindError is returned for objects that carry no pod spec wincompat knows.
+type UnsupportedKindError struct{ Type string }
+
+func (e *UnsupportedKindError) Error() string {
+	return fmt.Sprintf("unsupported object %s: wincompat handles Pods and the pod templates of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, ReplicationController and PodTemplate", e.Type)
+}
+
+// Decide applies the policy to obj in place. obj is a *corev1.Pod or a pointer to one of the eight
+// workload kinds; anything else is an *UnsupportedKindError. Decide does no I/O.
+func (p *Policy) Decide(obj any, facts Facts) (Decision, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return p.decidePod(pod, facts), nil
+	}
+	tpl, err := PodTemplateOf(obj)
+	if err != nil {
+		return Decision{}, err
+	}
+	if tpl == nil {
+		return Decision{Skipped: "no pod template"}, nil
+	}
+	return p.decideTemplate(tpl, facts), nil
+}
+
+// PodTemplateOf returns the pod template of a workload object (nil for a ReplicationController without
+// one).
+func PodTemplateOf(obj any) (*corev1.PodTemplateSpec, error) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template, nil
+	case *appsv1.ReplicaSet:
+		return &o.Spec.Template, nil
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template, nil
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template, nil
+	case *batchv1.Job:
+		return &o.Spec.Template, nil
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template, nil
+	case *corev1.ReplicationController:
+		return o.Spec.Template, nil // nil when the controller has no template yet
+	case *corev1.PodTemplate:
+		return &o.Template, nil
+	default:
+		return nil, &UnsupportedKindError{Type: fmt.Sprintf("%T", obj)}
+	}
+}
+
+// inScope reports why an object in this namespace with these labels is left alone ("" when it is not).
+func (p *Policy) inScope(meta *metav1.ObjectMeta, ns Namespace) string {
+	for _, excluded := range p.ExcludedNamespaces {
+		if ns.Name == excluded {
+			return "namespace " + ns.Name + " is excluded by policy"
+		}
+	}
+	if ns.Labels[LabelEnabled] != "true" {
+		return "namespace is not labelled " + LabelEnabled + "=true"
+	}
+	if meta.Labels[LabelSkip] == "true" {
+		return "object is labelled " + LabelSkip + "=true"
+	}
+	return ""
+}
+
+// decideTemplate gives a workload's pod template what validation needs: the Windows trigger, the strip
+// table and the runAsUser intent rule (which must run where runAsUser is removed, or the intent is lost
+// before any Pod exists). Scheduling and rewrites happen when the Pod itself is created.
+func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decision {
+	if why := p.inScope(&tpl.ObjectMeta, facts.Namespace); why != "" {
+		return Decision{Skipped: why}
+	}
+	rec := &recorder{}
+	if why := p.windowsTrigger(&tpl.Spec, facts.Namespace, rec); why != "" {
+		return Decision{Skipped: why}
+	}
+	p.keepNonRootIntent(&tpl.Spec, rec)
+	stripLinuxOnly(&tpl.Spec, rec)
+	recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
+	return Decision{Windows: true, Changes: rec.changes}
+}
+
+func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
+	if why := p.inScope(&pod.ObjectMeta, facts.Namespace); why != "" {
+		return Decision{Skipped: why}
+	}
+	rec := &recorder{}
+	if facts.Operation == Update {
+		// Only pods/ephemeralcontainers reaches us on UPDATE, and the API server ignores every other
+		// field there, so only new ephemeral containers can need (and take) a change.
+		if pod.Spec.OS == nil || pod.Spec.OS.Name != corev1.Windows {
+			return Decision{Skipped: "not a Windows pod"}
+		}
+		stripEphemeral(&pod.Spec, rec)
+		return Decision{Windows: true, Changes: rec.changes}
+	}
+	if why := p.windowsTrigger(&pod.Spec, facts.Namespace, rec); why != "" {
+		return Decision{Skipped: why}
+	}
+	p.keepNonRootIntent(&pod.Spec, rec)
+	stripLinuxOnly(&pod.Spec, rec)
+	rewriteForWindows(pod, rec)
+	p.satisfyRestricted(&pod.Spec, facts.Namespace, rec)
+	build, source := p.schedule(pod, facts, rec)
+
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationVersion] = facts.Version
+	if build != "" {
+		pod.Annotations[AnnotationBuild] = build
+		pod.Annotations[AnnotationBuildSource] = source
+	}
+	recordChanges(&pod.ObjectMeta, AnnotationChanges, rec.changes)
+	return Decision{Windows: true, Changes: rec.changes, Build: build, BuildSource: source}
+}
+
+// stripEphemeral applies the container rows of the strip table to ephemeral containers only.
+func stripEphemeral(spec *corev1.PodSpec, rec *recorder) {
+	only := corev1.PodSpec{EphemeralContainers: spec.EphemeralContainers}
+	stripLinuxOnly(&only, rec)
+}
+
+// recorder collects changes in the order they are made.
+type recorder struct{ changes []Change }
+
+func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
+
+// recordChanges merges found into the JSON list under key. A list that does not parse (edited by hand)
+// is replaced rather than trusted; the lost entries are past decisions, not state we depend on.
+func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) {
+	if len(found) == 0 {
+		return
+	}
+	var recorded []Change
+	if s, ok := meta.Annotations[key]; ok {
+		recorded, _ = DecodeChanges(s)
+	}
+	merged, added := mergeChanges(recorded, found)
+	if !added {
+		return
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = EncodeChanges(merged)
+}

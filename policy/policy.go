@@ -1,0 +1,284 @@
+package policy
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// DefaultPolicyYAML is the default policy, with a comment on every key. It is the one place defaults are
+// written down; Default() parses it.
+//
+//go:embed default.yaml
+var DefaultPolicyYAML []byte
+
+const (
+	policyAPIVersion = "wincompat.io/v1alpha1"
+	policyKind       = "Policy"
+)
+
+// Policy is the validated configuration of every decision. Build it with Default or Load.
+type Policy struct {
+	InferOSFromNodeSelector bool
+	NonRootUserName         string
+	PodSecurityRestricted   bool
+	DefaultBuild            string
+	SetRuntimeClassName     bool
+	Arch                    string
+	WindowsNodeTaints       []corev1.Taint
+	ExcludedNamespaces      []string
+	Builds                  []Build
+}
+
+// Build is one Windows Server build of the catalog.
+type Build struct {
+	Number       string
+	Names        []string
+	ImageTags    []string
+	RuntimeClass string
+}
+
+// file is the YAML shape of a Policy. Pointers tell "not set" from the zero value, so that a user's
+// file overrides only the keys it names.
+type file struct {
+	APIVersion              string      `yaml:"apiVersion"`
+	Kind                    string      `yaml:"kind"`
+	InferOSFromNodeSelector *bool       `yaml:"inferOSFromNodeSelector"`
+	NonRootUserName         *string     `yaml:"nonRootUserName"`
+	PodSecurityRestricted   *bool       `yaml:"podSecurityRestricted"`
+	DefaultBuild            *string     `yaml:"defaultBuild"`
+	SetRuntimeClassName     *bool       `yaml:"setRuntimeClassName"`
+	Arch                    *string     `yaml:"arch"`
+	WindowsNodeTaints       []fileTaint `yaml:"windowsNodeTaints"`
+	ExcludedNamespaces      []string    `yaml:"excludedNamespaces"`
+	Builds                  []fileBuild `yaml:"builds"`
+}
+
+type fileTaint struct {
+	Key    string `yaml:"key"`
+	Value  string `yaml:"value"`
+	Effect string `yaml:"effect"`
+}
+
+type fileBuild struct {
+	Build            string   `yaml:"build"`
+	Names            []string `yaml:"names"`
+	ImageTags        []string `yaml:"imageTags"`
+	RuntimeClassName string   `yaml:"runtimeClassName"`
+}
+
+// Default returns the built-in policy.
+func Default() *Policy {
+	p, err := Load(nil)
+	if err != nil {
+		// default.yaml is compiled in and covered by tests.
+		panic("wincompat: built-in default policy is invalid: " + err.Error())
+	}
+	return p
+}
+
+// Load parses a policy file over the defaults. Unknown keys, wrong types and invalid values are errors
+// that name the key (and, for YAML errors, the line). nil or empty data gives the defaults.
+func Load(data []byte) (*Policy, error) {
+	var f file
+	if err := decodeStrict(DefaultPolicyYAML, &f); err != nil {
+		return nil, fmt.Errorf("built-in defaults: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		var user file
+		if err := decodeStrict(data, &user); err != nil {
+			return nil, err
+		}
+		if user.APIVersion != policyAPIVersion || user.Kind != policyKind {
+			return nil, fmt.Errorf("apiVersion/kind: got %q/%q, want %s/%s", user.APIVersion, user.Kind, policyAPIVersion, policyKind)
+		}
+		f.overlay(&user)
+	}
+	return f.validate()
+}
+
+var yamlFieldError = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+
+func decodeStrict(data []byte, into *file) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(into); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs := make([]string, 0, len(te.Errors))
+			for _, m := range te.Errors {
+				msgs = append(msgs, yamlFieldError.ReplaceAllString(m, fmt.Sprintf("line $1: unknown key %q (known keys: %s)", "$2", knownKeys())))
+			}
+			return errors.New(strings.Join(msgs, "; "))
+		}
+		return err
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("the policy file must hold exactly one YAML document")
+	}
+	return nil
+}
+
+// knownKeys lists every key a policy file may use, for error messages.
+func knownKeys() string {
+	var keys []string
+	for _, t := range []reflect.Type{reflect.TypeFor[file](), reflect.TypeFor[fileTaint](), reflect.TypeFor[fileBuild]()} {
+		for i := range t.NumField() {
+			keys = append(keys, t.Field(i).Tag.Get("yaml"))
+		}
+	}
+	return strings.Join(keys, ", ")
+}
+
+func (f *file) overlay(u *file) {
+	setIf(&f.InferOSFromNodeSelector, u.InferOSFromNodeSelector)
+	setIf(&f.NonRootUserName, u.NonRootUserName)
+	setIf(&f.PodSecurityRestricted, u.PodSecurityRestricted)
+	setIf(&f.DefaultBuild, u.DefaultBuild)
+	setIf(&f.SetRuntimeClassName, u.SetRuntimeClassName)
+	setIf(&f.Arch, u.Arch)
+	if u.WindowsNodeTaints != nil {
+		f.WindowsNodeTaints = u.WindowsNodeTaints
+	}
+	if u.ExcludedNamespaces != nil {
+		f.ExcludedNamespaces = u.ExcludedNamespaces
+	}
+	if u.Builds != nil {
+		f.Builds = u.Builds
+	}
+}
+
+func setIf[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
+}
+
+var validEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+
+func (f *file) validate() (*Policy, error) {
+	p := &Policy{
+		InferOSFromNodeSelector: *f.InferOSFromNodeSelector,
+		NonRootUserName:         *f.NonRootUserName,
+		PodSecurityRestricted:   *f.PodSecurityRestricted,
+		SetRuntimeClassName:     *f.SetRuntimeClassName,
+		Arch:                    *f.Arch,
+		ExcludedNamespaces:      f.ExcludedNamespaces,
+	}
+	var errs []error
+	fail := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if p.Arch != "" && p.Arch != "amd64" && p.Arch != "arm64" {
+		fail("arch", "%q is not supported: use amd64, arm64 or \"\" (do not pin)", p.Arch)
+	}
+	if p.NonRootUserName != "" && !validUserName(p.NonRootUserName) {
+		fail("nonRootUserName", "%q is not a Windows user name: use USER or DOMAIN\\USER, USER at most 104 characters and none of \"/\\:;|=,+*?<>@[]", p.NonRootUserName)
+	}
+	for i, t := range f.WindowsNodeTaints {
+		key := fmt.Sprintf("windowsNodeTaints[%d]", i)
+		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+			fail(key+".key", "%q is not a valid taint key: %s", t.Key, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+			fail(key+".value", "%q is not a valid taint value: %s", t.Value, strings.Join(msgs, "; "))
+		}
+		if !slices.Contains(validEffects, corev1.TaintEffect(t.Effect)) {
+			fail(key+".effect", "%q is not one of NoSchedule, PreferNoSchedule, NoExecute", t.Effect)
+		}
+		p.WindowsNodeTaints = append(p.WindowsNodeTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	for _, ns := range p.ExcludedNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			fail("excludedNamespaces", "%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+	}
+	if len(f.Builds) == 0 {
+		fail("builds", "the catalog is empty: list at least one build (see the defaults)")
+	}
+	seen := map[string]string{}
+	for i, b := range f.Builds {
+		key := fmt.Sprintf("builds[%d]", i)
+		if !buildNumber.MatchString(b.Build) {
+			fail(key+".build", "%q is not a Windows build number like 10.0.20348", b.Build)
+		}
+		if b.RuntimeClassName != "" {
+			if msgs := validation.IsDNS1123Subdomain(b.RuntimeClassName); len(msgs) > 0 {
+				fail(key+".runtimeClassName", "%q is not a valid RuntimeClass name: %s", b.RuntimeClassName, strings.Join(msgs, "; "))
+			}
+		}
+		for _, name := range append(append([]string{b.Build}, b.Names...), b.ImageTags...) {
+			lower := strings.ToLower(name)
+			if other, dup := seen[lower]; dup && other != b.Build {
+				fail(key, "name %q also names build %s: every name must point to one build", name, other)
+			}
+			seen[lower] = b.Build
+		}
+		p.Builds = append(p.Builds, Build{Number: b.Build, Names: b.Names, ImageTags: b.ImageTags, RuntimeClass: b.RuntimeClassName})
+	}
+	if f.DefaultBuild != nil && *f.DefaultBuild != "" {
+		if b, ok := p.lookupBuild(*f.DefaultBuild); ok {
+			p.DefaultBuild = b.Number
+		} else {
+			fail("defaultBuild", "%q is not in the catalog: use one of %s", *f.DefaultBuild, p.buildNames())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// YAML renders the policy as a policy file, for --print-policy.
+func (p *Policy) YAML() []byte {
+	f := file{
+		APIVersion:              policyAPIVersion,
+		Kind:                    policyKind,
+		InferOSFromNodeSelector: &p.InferOSFromNodeSelector,
+		NonRootUserName:         &p.NonRootUserName,
+		PodSecurityRestricted:   &p.PodSecurityRestricted,
+		DefaultBuild:            &p.DefaultBuild,
+		SetRuntimeClassName:     &p.SetRuntimeClassName,
+		Arch:                    &p.Arch,
+		ExcludedNamespaces:      p.ExcludedNamespaces,
+	}
+	for _, t := range p.WindowsNodeTaints {
+		f.WindowsNodeTaints = append(f.WindowsNodeTaints, fileTaint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	for _, b := range p.Builds {
+		f.Builds = append(f.Builds, fileBuild{Build: b.Number, Names: b.Names, ImageTags: b.ImageTags, RuntimeClassName: b.RuntimeClass})
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	_ = enc.Encode(f) // a plain struct of strings, bools and lists always encodes
+	return buf.Bytes()
+}
+
+// validUserName checks the user part the way the API server checks windowsOptions.runAsUserName, so that
+// a policy cannot make wincompat write a value the API server then rejects. The domain part is left to
+// the API server.
+func validUserName(name string) bool {
+	parts := strings.Split(name, `\`)
+	if len(parts) > 2 {
+		return false
+	}
+	user := parts[len(parts)-1]
+	return len(user) > 0 && len(user) <= 104 && !strings.ContainsAny(user, "\"/\\:;|=,+*?<>@[]") &&
+		strings.Trim(user, ". ") != "" && !strings.ContainsFunc(name, unicode.IsControl)
+}

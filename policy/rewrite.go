@@ -1,0 +1,158 @@
+package policy
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Deprecated annotations that the API server still accepts but that mean nothing on Windows.
+const (
+	annotationSeccompPod             = "seccomp.security.alpha.kubernetes.io/pod"
+	annotationSeccompContainerPrefix = "container.seccomp.security.alpha.kubernetes.io/"
+	annotationAppArmorPrefix         = "container.apparmor.security.beta.kubernetes.io/"
+)
+
+// keepNonRootIntent turns a non-zero runAsUser, which is about to be stripped, into a Windows non-admin
+// user when the pod names none, so that "do not run as root" survives the strip. It runs before
+// stripLinuxOnly because it reads the values the strip removes. HostProcess pods choose their own
+// (system) account and are left alone.
+func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
+	if p.NonRootUserName == "" || hostProcess(spec) {
+		return
+	}
+	const reason = "keeps the non-root intent of the removed runAsUser"
+	var podUser *string
+	if sc := spec.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil {
+			podUser = sc.WindowsOptions.RunAsUserName
+		}
+		if podUser == nil && sc.RunAsUser != nil && *sc.RunAsUser != 0 {
+			if sc.WindowsOptions == nil {
+				sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
+			}
+			sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
+			podUser = sc.WindowsOptions.RunAsUserName
+			rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: reason})
+		}
+	}
+	if podUser != nil {
+		return // every container without its own user inherits the pod's
+	}
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		sc := c.SecurityContext
+		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+			return
+		}
+		if sc.WindowsOptions != nil && sc.WindowsOptions.RunAsUserName != nil {
+			return
+		}
+		if sc.WindowsOptions == nil {
+			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
+		}
+		sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
+		rec.add(Change{Action: Inject, Path: path + ".securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: reason})
+	})
+}
+
+// rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
+// about what it leaves alone.
+func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
+	spec := &pod.Spec
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			v.EmptyDir.Medium = corev1.StorageMediumDefault
+			rec.add(Change{Action: Rewrite, Path: "spec.volumes[" + v.Name + "].emptyDir.medium",
+				From: jsonValue(corev1.StorageMediumMemory), To: jsonValue(corev1.StorageMediumDefault),
+				Reason: "Windows has no memory-backed emptyDir; it is node disk either way"})
+		}
+	}
+	if spec.DNSPolicy == corev1.DNSClusterFirstWithHostNet {
+		spec.DNSPolicy = corev1.DNSClusterFirst
+		rec.add(Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue(corev1.DNSClusterFirstWithHostNet),
+			To: jsonValue(corev1.DNSClusterFirst), Reason: "ClusterFirstWithHostNet is not supported on Windows"})
+	}
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		for i := range c.VolumeMounts {
+			m := &c.VolumeMounts[i]
+			if m.MountPropagation != nil {
+				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
+					From: jsonValue(*m.MountPropagation), Reason: "mount propagation is not supported on Windows"})
+				m.MountPropagation = nil
+			}
+		}
+		for _, list := range []struct {
+			name string
+			rl   corev1.ResourceList
+		}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
+			for _, name := range sortedKeys(list.rl) {
+				if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+					rec.add(Change{Action: Rewrite, Path: path + ".resources." + list.name + "[" + string(name) + "]",
+						From: jsonValue(list.rl[name]), Reason: "Windows has no huge pages"})
+					delete(list.rl, name)
+				}
+			}
+		}
+		if len(c.VolumeDevices) > 0 {
+			rec.add(Change{Action: Warn, Path: path + ".volumeDevices",
+				Reason: "raw block volumes are not supported on Windows; left unchanged"})
+		}
+	})
+	if spec.HostNetwork && !hostProcess(spec) {
+		rec.add(Change{Action: Warn, Path: "spec.hostNetwork",
+			Reason: "hostNetwork without hostProcess containers is not supported on Windows; left unchanged"})
+	}
+	for _, key := range sortedKeys(pod.Annotations) {
+		if key == annotationSeccompPod || strings.HasPrefix(key, annotationSeccompContainerPrefix) || strings.HasPrefix(key, annotationAppArmorPrefix) {
+			rec.add(Change{Action: Rewrite, Path: "metadata.annotations[" + key + "]", From: jsonValue(pod.Annotations[key]),
+				Reason: "deprecated Linux security annotation has no meaning on Windows"})
+			delete(pod.Annotations, key)
+		}
+	}
+}
+
+// satisfyRestricted makes a Windows pod pass Pod Security "restricted", which still requires
+// runAsNonRoot on Windows. Setting it only narrows what the pod may do; a non-admin user is named where
+// none is, because most Windows images otherwise run as ContainerAdministrator and would fail the check
+// at start.
+func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *recorder) {
+	if !p.PodSecurityRestricted || ns.Labels[labelPodSecurityEnforce] != "restricted" || hostProcess(spec) {
+		return
+	}
+	const reason = "Pod Security restricted requires runAsNonRoot"
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	sc := spec.SecurityContext
+	if sc.RunAsNonRoot == nil {
+		sc.RunAsNonRoot = new(true)
+		rec.add(Change{Action: Inject, Path: "spec.securityContext.runAsNonRoot", To: jsonValue(true), Reason: reason})
+	} else if !*sc.RunAsNonRoot {
+		sc.RunAsNonRoot = new(true)
+		rec.add(Change{Action: Rewrite, Path: "spec.securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: reason})
+	}
+	allNamed := true
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		if c.SecurityContext == nil {
+			allNamed = false
+			return
+		}
+		if c.SecurityContext.RunAsNonRoot != nil && !*c.SecurityContext.RunAsNonRoot {
+			c.SecurityContext.RunAsNonRoot = new(true)
+			rec.add(Change{Action: Rewrite, Path: path + ".securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: reason})
+		}
+		if wo := c.SecurityContext.WindowsOptions; wo == nil || wo.RunAsUserName == nil {
+			allNamed = false
+		}
+	})
+	if p.NonRootUserName == "" || allNamed || (sc.WindowsOptions != nil && sc.WindowsOptions.RunAsUserName != nil) {
+		return
+	}
+	if sc.WindowsOptions == nil {
+		sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
+	}
+	sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
+	rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName),
+		Reason: "a non-admin user so that runAsNonRoot holds at start"})
+}

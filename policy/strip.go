@@ -1,0 +1,225 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Scope says where a Linux-only field lives.
+type Scope string
+
+const (
+	// PodScope is a field directly under spec.
+	PodScope Scope = "spec"
+	// PodSecurityContextScope is a field under spec.securityContext.
+	PodSecurityContextScope Scope = "spec.securityContext"
+	// ContainerSecurityContextScope is a field under the securityContext of every container,
+	// initContainer and ephemeralContainer.
+	ContainerSecurityContextScope Scope = "containers[*].securityContext"
+)
+
+// Rejection says which values of a field the API server rejects on a Windows pod.
+type Rejection string
+
+const (
+	// WhenSet rejects any value, including false, zero and empty.
+	WhenSet Rejection = "set"
+	// WhenTrue rejects only true.
+	WhenTrue Rejection = "true"
+	// WhenNonEmpty rejects a list with at least one item.
+	WhenNonEmpty Rejection = "non-empty"
+)
+
+// LinuxOnlyField is one row of the strip table: a field that pkg/apis/core/validation (validateWindows,
+// validatePodResources) rejects when spec.os.name is windows.
+type LinuxOnlyField struct {
+	Scope      Scope
+	Name       string
+	RejectedIf Rejection
+}
+
+// Path is the field's path for docs and metrics, with "*" for the container name.
+func (f LinuxOnlyField) Path() string { return string(f.Scope) + "." + f.Name }
+
+// take clears one field and returns its old value when the API server would have rejected it.
+type take[T any] func(*T) (removed any, ok bool)
+
+type row[T any] struct {
+	LinuxOnlyField
+	take take[T]
+}
+
+// ptr clears a pointer field; any non-nil value is rejected.
+func ptr[V any](p **V) (any, bool) {
+	v := *p
+	*p = nil
+	if v == nil {
+		return nil, false
+	}
+	return *v, true
+}
+
+// The strip table. Verified against kubernetes/kubernetes v1.36.3 pkg/apis/core/validation/validation.go:
+// validateWindows (pod and container securityContext, hostPID, hostIPC, hostUsers, shareProcessNamespace)
+// and validatePodResources (pod-level resources). Kept on purpose: runAsNonRoot, windowsOptions and
+// hostNetwork, which Windows pods use.
+var (
+	podRows = []row[corev1.PodSpec]{
+		{LinuxOnlyField{PodScope, "hostPID", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
+			v := s.HostPID
+			s.HostPID = false
+			return v, v
+		}},
+		{LinuxOnlyField{PodScope, "hostIPC", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
+			v := s.HostIPC
+			s.HostIPC = false
+			return v, v
+		}},
+		{LinuxOnlyField{PodScope, "shareProcessNamespace", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+			return ptr(&s.ShareProcessNamespace)
+		}},
+		{LinuxOnlyField{PodScope, "hostUsers", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+			return ptr(&s.HostUsers)
+		}},
+		{LinuxOnlyField{PodScope, "resources", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+			return ptr(&s.Resources)
+		}},
+	}
+
+	podSecurityContextRows = []row[corev1.PodSecurityContext]{
+		{LinuxOnlyField{PodSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.SELinuxOptions)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "seccompProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.SeccompProfile)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "appArmorProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.AppArmorProfile)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "fsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.FSGroup)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "fsGroupChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.FSGroupChangePolicy)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "runAsUser", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.RunAsUser)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "runAsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.RunAsGroup)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "supplementalGroups", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			// The API server rejects even an empty list, so "set" means non-nil here.
+			v := c.SupplementalGroups
+			c.SupplementalGroups = nil
+			return v, v != nil
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "supplementalGroupsPolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.SupplementalGroupsPolicy)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "seLinuxChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+			return ptr(&c.SELinuxChangePolicy)
+		}},
+		{LinuxOnlyField{PodSecurityContextScope, "sysctls", WhenNonEmpty}, func(c *corev1.PodSecurityContext) (any, bool) {
+			v := c.Sysctls
+			if len(v) == 0 {
+				return nil, false
+			}
+			c.Sysctls = nil
+			return v, true
+		}},
+	}
+
+	containerSecurityContextRows = []row[corev1.SecurityContext]{
+		{LinuxOnlyField{ContainerSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.SELinuxOptions)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "seccompProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.SeccompProfile)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "appArmorProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.AppArmorProfile)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "capabilities", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.Capabilities)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "readOnlyRootFilesystem", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.ReadOnlyRootFilesystem)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "privileged", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.Privileged)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "allowPrivilegeEscalation", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.AllowPrivilegeEscalation)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "procMount", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.ProcMount)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "runAsUser", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.RunAsUser)
+		}},
+		{LinuxOnlyField{ContainerSecurityContextScope, "runAsGroup", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+			return ptr(&c.RunAsGroup)
+		}},
+	}
+)
+
+// LinuxOnlyFields returns the strip table in the order wincompat applies it. Docs and tests are generated
+// from it, so this is the only list of these fields in the project.
+func LinuxOnlyFields() []LinuxOnlyField {
+	var out []LinuxOnlyField
+	for _, r := range podRows {
+		out = append(out, r.LinuxOnlyField)
+	}
+	for _, r := range podSecurityContextRows {
+		out = append(out, r.LinuxOnlyField)
+	}
+	for _, r := range containerSecurityContextRows {
+		out = append(out, r.LinuxOnlyField)
+	}
+	return out
+}
+
+const reasonLinuxOnly = "not supported on Windows"
+
+// stripLinuxOnly applies the strip table to a pod spec and records one Change per removed value.
+func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
+	for _, r := range podRows {
+		if v, ok := r.take(spec); ok {
+			rec.add(Change{Action: Strip, Path: "spec." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		for _, r := range podSecurityContextRows {
+			if v, ok := r.take(sc); ok {
+				rec.add(Change{Action: Strip, Path: "spec.securityContext." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+			}
+		}
+	}
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		if c.SecurityContext == nil {
+			return
+		}
+		for _, r := range containerSecurityContextRows {
+			if v, ok := r.take(c.SecurityContext); ok {
+				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+			}
+		}
+	})
+}
+
+// forEachContainer visits containers, initContainers and ephemeralContainers with their change path.
+// Ephemeral containers share the Container fields the table needs through EphemeralContainerCommon.
+func forEachContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
+	for i := range spec.InitContainers {
+		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		ec := &spec.EphemeralContainers[i]
+		c := corev1.Container(ec.EphemeralContainerCommon)
+		visit("spec.ephemeralContainers["+ec.Name+"]", &c)
+		ec.EphemeralContainerCommon = corev1.EphemeralContainerCommon(c)
+	}
+}

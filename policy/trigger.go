@@ -1,0 +1,110 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// osLabels are the node labels that pin an operating system; the beta one still appears in old charts.
+var osLabels = []string{corev1.LabelOSStable, "beta.kubernetes.io/os"}
+
+// osSet is a set of operating systems a pod may run on, as far as its node constraints tell.
+type osSet struct{ linux, windows bool }
+
+var anyOS = osSet{linux: true, windows: true}
+
+func (s osSet) and(o osSet) osSet { return osSet{s.linux && o.linux, s.windows && o.windows} }
+func (s osSet) or(o osSet) osSet  { return osSet{s.linux || o.linux, s.windows || o.windows} }
+
+func osOf(value string) osSet {
+	return osSet{linux: value == string(corev1.Linux), windows: value == string(corev1.Windows)}
+}
+
+// allowedOS is the set of operating systems the pod's nodeSelector and required node affinity admit.
+// Terms of required affinity are alternatives; expressions inside one term must all hold.
+func allowedOS(spec *corev1.PodSpec) osSet {
+	allowed := anyOS
+	for _, l := range osLabels {
+		if v, ok := spec.NodeSelector[l]; ok {
+			allowed = allowed.and(osOf(v))
+		}
+	}
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return allowed
+	}
+	terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return allowed
+	}
+	var union osSet
+	for _, t := range terms {
+		term := anyOS
+		for _, e := range t.MatchExpressions {
+			if e.Key == corev1.LabelOSStable || e.Key == "beta.kubernetes.io/os" {
+				term = term.and(requirementOS(e))
+			}
+		}
+		union = union.or(term)
+	}
+	return allowed.and(union)
+}
+
+func requirementOS(e corev1.NodeSelectorRequirement) osSet {
+	var in osSet
+	for _, v := range e.Values {
+		in = in.or(osOf(v))
+	}
+	switch e.Operator {
+	case corev1.NodeSelectorOpIn:
+		return in
+	case corev1.NodeSelectorOpNotIn:
+		return osSet{linux: !in.linux, windows: !in.windows}
+	case corev1.NodeSelectorOpDoesNotExist:
+		return osSet{}
+	default: // Exists, Gt, Lt say nothing about which OS.
+		return anyOS
+	}
+}
+
+// windowsTrigger decides whether a pod spec is a Windows pod (DESIGN §2), setting spec.os when the
+// decision was inferred. It returns why not, or "".
+func (p *Policy) windowsTrigger(spec *corev1.PodSpec, ns Namespace, rec *recorder) string {
+	if spec.OS != nil {
+		if spec.OS.Name == corev1.Windows {
+			return ""
+		}
+		return "spec.os.name is " + string(spec.OS.Name)
+	}
+	allowed := allowedOS(spec)
+	switch {
+	case allowed == osSet{windows: true} && p.InferOSFromNodeSelector:
+		p.setWindowsOS(spec, rec, "pod is pinned to Windows nodes")
+		return ""
+	case allowed.windows && ns.Labels[LabelDefaultOS] == string(corev1.Windows):
+		p.setWindowsOS(spec, rec, "namespace is labelled "+LabelDefaultOS+"=windows")
+		return ""
+	case !allowed.windows:
+		return "pod is pinned to Linux nodes"
+	default:
+		return "pod declares no spec.os"
+	}
+}
+
+func (p *Policy) setWindowsOS(spec *corev1.PodSpec, rec *recorder, reason string) {
+	spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	rec.add(Change{Action: Inject, Path: "spec.os.name", To: jsonValue(corev1.Windows), Reason: reason})
+}
+
+// hostProcess reports whether the pod runs Windows HostProcess containers. The API server requires all
+// containers to agree, so the pod-level value or any container's decides.
+func hostProcess(spec *corev1.PodSpec) bool {
+	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+		return true
+	}
+	found := false
+	forEachContainer(spec, func(_ string, c *corev1.Container) {
+		if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+			found = true
+		}
+	})
+	return found
+}

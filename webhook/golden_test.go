@@ -1,0 +1,373 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/patch"
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Golden cases live in testdata/golden as <case>.yaml. For each, the test pins the JSON patch
+// (<case>.patch.json) and what the user sees (<case>.out.yaml: warnings and the patched object), and
+// checks that the patch applied to the raw input gives exactly the decided object, that fields unknown to
+// our types survive, and that a second pass changes nothing. UPDATE_GOLDEN=1 rewrites the goldens.
+
+const goldenDir = "testdata/golden"
+
+const goldenVersion = "v0.0.0-golden"
+
+// goldenCase is the input file of a case: the object and the facts around it.
+type goldenCase struct {
+	Namespace struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"namespace"`
+	Operation string `json:"operation"`
+	Cluster   *struct {
+		Builds         []string `json:"builds"`
+		RuntimeClasses []string `json:"runtimeClasses"`
+	} `json:"cluster"`
+	Policy string          `json:"policy"`
+	Object json.RawMessage `json:"object"`
+}
+
+type goldenOutput struct {
+	Warnings []string        `json:"warnings"`
+	Object   json.RawMessage `json:"object"`
+}
+
+func (c *goldenCase) facts() policy.Facts {
+	f := policy.Facts{
+		Operation: policy.Create,
+		Namespace: policy.Namespace{Name: c.Namespace.Name, Labels: c.Namespace.Labels, Annotations: c.Namespace.Annotations},
+		Version:   goldenVersion,
+	}
+	if f.Namespace.Name == "" {
+		f.Namespace.Name = "demo"
+	}
+	if c.Operation != "" {
+		f.Operation = policy.Operation(c.Operation)
+	}
+	if c.Cluster != nil {
+		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]bool{}}
+		for _, rc := range c.Cluster.RuntimeClasses {
+			f.Cluster.RuntimeClasses[rc] = true
+		}
+	}
+	return f
+}
+
+func loadCase(t *testing.T, path string) (*goldenCase, *policy.Policy, schema.GroupVersionKind) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goldenCase
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		t.Fatalf("case %s: %v", path, err)
+	}
+	pol, err := policy.Load([]byte(c.Policy))
+	if err != nil {
+		t.Fatalf("case policy: %v", err)
+	}
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(c.Object, &tm); err != nil {
+		t.Fatal(err)
+	}
+	return &c, pol, schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+}
+
+func TestGolden(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	for _, c := range cases {
+		if !strings.HasSuffix(c, ".out.yaml") {
+			inputs = append(inputs, c)
+		}
+	}
+	if len(inputs) < 30 {
+		t.Fatalf("found %d golden cases in %s, want at least 30", len(inputs), goldenDir)
+	}
+	unknownChecked := 0
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			c, pol, gvk := loadCase(t, in)
+			raw := c.Object
+			facts := c.facts()
+			res, err := Mutate(pol, gvk, raw, facts)
+			if err != nil {
+				t.Fatalf("Mutate: %v", err)
+			}
+			patchJSON := formatPatch(t, res.Patch)
+			applied := applyPatch(t, raw, patchJSON)
+
+			out := goldenOutput{Warnings: res.Decision.Warnings(), Object: applied}
+			if out.Warnings == nil {
+				out.Warnings = []string{}
+			}
+			outJSON, err := json.Marshal(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outYAML, err := yaml.JSONToYAML(outJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join(goldenDir, name+".patch.json"), patchJSON)
+			compareGolden(t, filepath.Join(goldenDir, name+".out.yaml"), outYAML)
+
+			t.Run("round trip", func(t *testing.T) {
+				// The patch applied to the raw input must give the object the policy decided, field for field.
+				decided := typedJSON(t, gvk, raw, func(obj any) {
+					if _, err := pol.Decide(obj, facts); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if got := typedJSON(t, gvk, applied, nil); !bytes.Equal(got, decided) {
+					t.Errorf("patched raw input differs from the decided object\npatched: %s\ndecided: %s", got, decided)
+				}
+			})
+			t.Run("unknown fields survive", func(t *testing.T) {
+				unknown := unknownLeaves(t, gvk, raw)
+				if len(unknown) > 0 {
+					unknownChecked++
+				}
+				var appliedDoc any
+				if err := json.Unmarshal(applied, &appliedDoc); err != nil {
+					t.Fatal(err)
+				}
+				for ptr, want := range unknown {
+					got, ok := leafAt(appliedDoc, ptr)
+					if !ok || !reflect.DeepEqual(got, want) {
+						t.Errorf("unknown field %s = %v was lost or changed (now %v)", ptr, want, got)
+					}
+				}
+			})
+			t.Run("idempotent", func(t *testing.T) {
+				again, err := Mutate(pol, gvk, applied, facts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(again.Patch) != 0 {
+					t.Errorf("second pass is not empty: %s", formatPatch(t, again.Patch))
+				}
+			})
+		})
+	}
+	if !t.Failed() && unknownChecked < 3 {
+		t.Errorf("only %d cases carry fields unknown to k8s.io/api; the survival check needs inputs that have them", unknownChecked)
+	}
+	t.Run("no stale goldens", func(t *testing.T) {
+		outputs, _ := filepath.Glob(filepath.Join(goldenDir, "*"))
+		for _, o := range outputs {
+			base := filepath.Base(o)
+			caseName := strings.TrimSuffix(strings.TrimSuffix(base, ".patch.json"), ".out.yaml")
+			if caseName == base || caseName == strings.TrimSuffix(base, ".yaml") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(goldenDir, caseName+".yaml")); err != nil {
+				if updateGolden() {
+					_ = os.Remove(o)
+					continue
+				}
+				t.Errorf("%s has no case %s.yaml: delete it or run UPDATE_GOLDEN=1 go test ./...", o, caseName)
+			}
+		}
+	})
+}
+
+func updateGolden() bool { return os.Getenv("UPDATE_GOLDEN") == "1" }
+
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updateGolden() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("missing golden %s (run UPDATE_GOLDEN=1 go test ./... and review it): %v", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale (run UPDATE_GOLDEN=1 go test ./... and review the diff)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// formatPatch renders a patch one operation per line, so golden diffs read like the change.
+func formatPatch(t *testing.T, p patch.Patch) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i, op := range p {
+		line, err := json.Marshal(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  ")
+		b.Write(line)
+	}
+	if len(p) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	return b.Bytes()
+}
+
+func applyPatch(t *testing.T, raw, patchJSON []byte) []byte {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(patchJSON)
+	if err != nil {
+		t.Fatalf("decoding patch: %v", err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		t.Fatalf("patch does not apply to the raw input: %v\n%s", err, patchJSON)
+	}
+	return out
+}
+
+// typedJSON decodes raw as its kind, optionally changes it, and marshals it: the view of the object our
+// types have.
+func typedJSON(t *testing.T, gvk schema.GroupVersionKind, raw []byte, change func(any)) []byte {
+	t.Helper()
+	obj := kinds[gvk].newObject()
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(obj)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// unknownLeaves returns the leaves of raw that a typed round trip drops: the fields our k8s.io/api does
+// not know, keyed by JSON pointer.
+func unknownLeaves(t *testing.T, gvk schema.GroupVersionKind, raw []byte) map[string]any {
+	t.Helper()
+	var rawDoc, typedDoc any
+	if err := json.Unmarshal(raw, &rawDoc); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(typedJSON(t, gvk, raw, nil), &typedDoc); err != nil {
+		t.Fatal(err)
+	}
+	leaves := map[string]any{}
+	var walk func(ptr string, r any)
+	walk = func(ptr string, r any) {
+		switch v := r.(type) {
+		case map[string]any:
+			for k, child := range v {
+				walk(ptr+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k), child)
+			}
+		case []any:
+			for i, child := range v {
+				walk(fmt.Sprintf("%s/%d", ptr, i), child)
+			}
+		default:
+			if _, known := leafAt(typedDoc, ptr); !known && v != nil {
+				leaves[ptr] = v
+			}
+		}
+	}
+	walk("", rawDoc)
+	return leaves
+}
+
+// leafAt follows a JSON pointer through a decoded document.
+func leafAt(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+		switch v := doc.(type) {
+		case map[string]any:
+			child, ok := v[seg]
+			if !ok {
+				return nil, false
+			}
+			doc = child
+		case []any:
+			var i int
+			if _, err := fmt.Sscan(seg, &i); err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			doc = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return doc, true
+}
+
+// TestGoldenCasesCoverStripTable fails when a row of the strip table has no golden case that strips it
+// from each kind of container, so that a new row cannot land without a case.
+func TestGoldenCasesCoverStripTable(t *testing.T) {
+	inputs, _ := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	stripped := map[string]bool{}
+	for _, in := range inputs {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		c, pol, gvk := loadCase(t, in)
+		res, err := Mutate(pol, gvk, c.Object, c.facts())
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		for _, ch := range res.Decision.Changes {
+			if ch.Action == policy.Strip {
+				stripped[ch.Field()] = true
+			}
+		}
+	}
+	var missing []string
+	for _, f := range policy.LinuxOnlyFields() {
+		paths := []string{f.Path()}
+		if f.Scope == policy.ContainerSecurityContextScope {
+			paths = nil
+			for _, list := range []string{"containers", "initContainers", "ephemeralContainers"} {
+				paths = append(paths, "spec."+list+"[*].securityContext."+f.Name)
+			}
+		}
+		for _, p := range paths {
+			if !stripped[p] {
+				missing = append(missing, p)
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("no golden case strips: %s", strings.Join(missing, "; "))
+	}
+}

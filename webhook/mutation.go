@@ -1,0 +1,115 @@
+// Package webhook is wincompat's admission plumbing: it turns raw objects into JSON patches with the
+// policy, the same way for the admission server and for `wincompat mutate`.
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/wincompat/wincompat/patch"
+	"github.com/wincompat/wincompat/policy"
+)
+
+// kinds are the objects wincompat mutates, with where their pod spec sits in JSON.
+var kinds = map[schema.GroupVersionKind]struct {
+	newObject   func() any
+	specPointer string
+}{
+	{Version: "v1", Kind: "Pod"}:                        {func() any { return &corev1.Pod{} }, "/spec"},
+	{Version: "v1", Kind: "PodTemplate"}:                {func() any { return &corev1.PodTemplate{} }, "/template/spec"},
+	{Version: "v1", Kind: "ReplicationController"}:      {func() any { return &corev1.ReplicationController{} }, "/spec/template/spec"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"}:  {func() any { return &appsv1.Deployment{} }, "/spec/template/spec"},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"}:  {func() any { return &appsv1.ReplicaSet{} }, "/spec/template/spec"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"}: {func() any { return &appsv1.StatefulSet{} }, "/spec/template/spec"},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"}:   {func() any { return &appsv1.DaemonSet{} }, "/spec/template/spec"},
+	{Group: "batch", Version: "v1", Kind: "Job"}:        {func() any { return &batchv1.Job{} }, "/spec/template/spec"},
+	{Group: "batch", Version: "v1", Kind: "CronJob"}:    {func() any { return &batchv1.CronJob{} }, "/spec/jobTemplate/spec/template/spec"},
+}
+
+// Supported reports whether wincompat mutates objects of this kind.
+func Supported(gvk schema.GroupVersionKind) bool {
+	_, ok := kinds[gvk]
+	return ok
+}
+
+// Result is what Mutate decided and the patch that carries it.
+type Result struct {
+	Decision policy.Decision
+	// Patch is empty when nothing changed.
+	Patch patch.Patch
+}
+
+// DecodeError says the raw object does not fit its kind's schema (a string where a number belongs, say).
+type DecodeError struct {
+	Kind string
+	Err  error
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("decoding %s: %v", e.Kind, e.Err) }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Mutate applies the policy to one raw JSON object of kind gvk and returns the JSON patch to apply to
+// raw. raw itself is never re-encoded: the patch is the difference between the typed object before and
+// after the decision, so fields our types do not know are never mentioned and survive.
+func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts) (Result, error) {
+	k, ok := kinds[gvk]
+	if !ok {
+		return Result{}, &policy.UnsupportedKindError{Type: gvk.String()}
+	}
+	obj := k.newObject()
+	// Case-sensitive, like the API server: a miscased key is an unknown field to it, and must be to us.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		return Result{}, &DecodeError{Kind: gvk.Kind, Err: err}
+	}
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("encoding %s: %w", gvk.Kind, err)
+	}
+	emptyGroups := hasEmptySupplementalGroups(obj)
+	decision, err := pol.Decide(obj, facts)
+	if err != nil || !decision.Windows {
+		return Result{Decision: decision}, err
+	}
+	after, err := json.Marshal(obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("encoding mutated %s: %w", gvk.Kind, err)
+	}
+	res := Result{Decision: decision}
+	if !bytes.Equal(before, after) {
+		if res.Patch, err = patch.Diff(before, after); err != nil {
+			return Result{}, err
+		}
+		if res.Patch, err = patch.Rebase(res.Patch, raw); err != nil {
+			return Result{}, err
+		}
+	}
+	if emptyGroups && !hasEmptySupplementalGroups(obj) {
+		// "supplementalGroups: []" is rejected on Windows like any other value, but the typed object
+		// marshals an empty list as absent, so the diff cannot see its removal.
+		res.Patch = append(res.Patch, patch.Operation{Op: "remove", Path: k.specPointer + "/securityContext/supplementalGroups"})
+	}
+	return res, nil
+}
+
+func podSpecOf(obj any) *corev1.PodSpec {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return &pod.Spec
+	}
+	if tpl, err := policy.PodTemplateOf(obj); err == nil && tpl != nil {
+		return &tpl.Spec
+	}
+	return nil
+}
+
+func hasEmptySupplementalGroups(obj any) bool {
+	spec := podSpecOf(obj)
+	return spec != nil && spec.SecurityContext != nil && spec.SecurityContext.SupplementalGroups != nil &&
+		len(spec.SecurityContext.SupplementalGroups) == 0
+}
