@@ -76,7 +76,7 @@ func sortOps(ops Patch, before []byte) error {
 	decoded := false
 	keys := make(map[int][]string, len(ops))
 	for i, op := range ops {
-		segs := splitPointer(op.Path)
+		segs := SplitPointer(op.Path)
 		if (op.Op == "add" || op.Op == "remove") && len(segs) > 0 && isIndex(segs[len(segs)-1]) {
 			if !decoded {
 				if err := json.Unmarshal(before, &doc); err != nil {
@@ -127,7 +127,7 @@ func isIndex(s string) bool {
 var pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
 
 // splitPointer splits an RFC 6901 pointer into unescaped segments.
-func splitPointer(p string) []string {
+func SplitPointer(p string) []string {
 	if p == "" {
 		return nil
 	}
@@ -166,7 +166,7 @@ func Rebase(p Patch, target []byte) (Patch, error) {
 	out := make(Patch, 0, len(p))
 	created := map[string]map[string]any{} // missing ancestor pointer -> the object added there
 	for _, op := range p {
-		segs := splitPointer(op.Path)
+		segs := SplitPointer(op.Path)
 		if op.Op != "add" || len(segs) < 2 {
 			out = append(out, op)
 			continue

@@ -172,6 +172,9 @@ func describe(action Action, field string, c Change, owners string) string {
 	case Strip:
 		return fmt.Sprintf("removed %s from %s (%s)", field, owners, c.Reason)
 	case Rewrite:
+		if len(c.To) == 0 {
+			return fmt.Sprintf("removed %s from %s (%s)", field, owners, c.Reason)
+		}
 		return fmt.Sprintf("changed %s in %s to %s (%s)", field, owners, string(c.To), c.Reason)
 	case Inject:
 		return fmt.Sprintf("set %s on %s (%s)", field, owners, c.Reason)

@@ -1,0 +1,50 @@
+// Command wincompat makes Windows pods admissible and schedulable in mixed Linux/Windows clusters.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is stamped by the Makefile and the Dockerfile (-X main.version=...).
+var version = "dev"
+
+const usage = `wincompat rewrites Windows pods and workload templates so that the API server admits them and the
+scheduler places them on a Windows node of the right build, instead of rejecting them for Linux-only
+fields that off-the-shelf Helm charts carry.
+
+Usage:
+  wincompat mutate [flags]   rewrite manifests offline (files, directories or stdin; Helm post-renderer)
+  wincompat policy [flags]   validate a policy file and print the effective policy
+  wincompat version          print the version
+
+Run "wincompat <command> -h" for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run returns the exit status: 0 on success, 1 when input or configuration is bad, 2 on usage errors.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "mutate":
+		return runMutate(args[1:], stdin, stdout, stderr)
+	case "policy":
+		return runPolicy(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, version)
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "wincompat: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/manifest"
+)
+
+const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [flags]
+
+Reads multi-document YAML, rewrites every Windows Pod and workload template exactly as the admission
+webhook would in a namespace with the given labels, and prints the stream: changed objects re-rendered
+(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin.
+
+A Helm post-renderer:
+  helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
+  helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
+
+Exit status: 0 on success; 1 when a document is invalid (nothing is printed then, and every bad document
+is named on stderr by source and index, e.g. "chart.yaml#3 Deployment demo/web: ..."); 2 on usage errors.
+
+Flags:
+`
+
+// maxInput bounds what mutate reads, so a runaway pipe fails clearly instead of exhausting memory.
+const maxInput = 256 << 20
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("mutate", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var files listFlag
+	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
+	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
+	namespace := fl.String("namespace", "default", "namespace of objects that name none")
+	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows")
+	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
+	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch")
+	quiet := fl.Bool("quiet", false, "do not print warnings")
+	fl.Usage = func() {
+		fmt.Fprint(stderr, mutateUsage)
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "wincompat mutate: unexpected argument %q (use -f)\n", fl.Arg(0))
+		return 2
+	}
+	if *output != "yaml" && *output != "patch" {
+		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml or patch\n", *output)
+		return 2
+	}
+	labels, err := parseKeyValues(*nsLabels)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat mutate: --namespace-labels: %v\n", err)
+		return 2
+	}
+	annotations, err := parseKeyValues(*nsAnnotations)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat mutate: --namespace-annotations: %v\n", err)
+		return 2
+	}
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+		return 1
+	}
+	if len(files) == 0 {
+		files = listFlag{"-"}
+	}
+	opts := manifest.Options{
+		Policy:    pol,
+		Namespace: policy.Namespace{Name: *namespace, Labels: labels, Annotations: annotations},
+		Version:   version,
+	}
+
+	failed := false
+	out := &streamWriter{w: stdout}
+	for _, src := range files {
+		inputs, err := expand(src)
+		if err != nil {
+			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+			return 1
+		}
+		for _, in := range inputs {
+			data, err := readInput(in, stdin)
+			if err != nil {
+				fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+				failed = true
+				continue
+			}
+			var stream bytes.Buffer
+			docs, err := manifest.Process(in, data, &stream, opts)
+			if !*quiet {
+				for _, d := range docs {
+					for _, w := range d.Warnings {
+						fmt.Fprintf(stderr, "warning: %s: %s\n", d.Label(), strings.TrimPrefix(w, "wincompat: "))
+					}
+				}
+			}
+			if err != nil {
+				for _, line := range strings.Split(err.Error(), "\n") {
+					fmt.Fprintf(stderr, "wincompat mutate: %s\n", line)
+				}
+				failed = true
+				continue
+			}
+			if *output == "yaml" {
+				out.append(stream.Bytes())
+				continue
+			}
+			if *output == "patch" {
+				if err := writePatches(stdout, docs); err != nil {
+					fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+					return 1
+				}
+			}
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func loadPolicy(path string) (*policy.Policy, error) {
+	if path == "" {
+		return policy.Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	p, err := policy.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// expand turns a directory into its manifest files, in lexical order so output is stable.
+func expand(src string) ([]string, error) {
+	if src == "-" {
+		return []string{src}, nil
+	}
+	info, err := os.Stat(src)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{src}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(path)) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files", src)
+	}
+	return files, err
+}
+
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("%s is larger than %d MiB: split it", name, maxInput>>20)
+	}
+	return data, nil
+}
+
+// writePatches prints one JSON object per line, for jq and CI diffs.
+func writePatches(w io.Writer, docs []manifest.Document) error {
+	enc := json.NewEncoder(w)
+	for _, d := range docs {
+		if err := enc.Encode(struct {
+			Source   string   `json:"source"`
+			Document int      `json:"document"`
+			Kind     string   `json:"kind"`
+			Name     string   `json:"name"`
+			Patch    any      `json:"patch"`
+			Warnings []string `json:"warnings,omitempty"`
+		}{d.Source, d.Index, d.Kind, d.Name, nonNilPatch(d), d.Warnings}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nonNilPatch(d manifest.Document) any {
+	if d.Patch == nil {
+		return []any{}
+	}
+	return d.Patch
+}
+
+func parseKeyValues(s string) (map[string]string, error) {
+	m := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return m, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func runPolicy(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("policy", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	policyFile := fl.String("policy", "", "policy file to validate (default: the built-in policy)")
+	fl.Usage = func() {
+		fmt.Fprint(stderr, "Usage: wincompat policy [--policy FILE]\n\nValidates the policy file and prints the effective policy (your file over the defaults).\nWith no file, prints the documented defaults.\n\nFlags:\n")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *policyFile == "" {
+		_, _ = stdout.Write(policy.DefaultPolicyYAML)
+		return 0
+	}
+	p, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat policy: %v\n", err)
+		return 1
+	}
+	_, _ = stdout.Write(p.YAML())
+	return 0
+}
+
+// streamWriter concatenates the streams of several files into one valid multi-document stream.
+type streamWriter struct {
+	w       io.Writer
+	written bool
+	lastNL  bool
+}
+
+func (s *streamWriter) append(stream []byte) {
+	if len(stream) == 0 {
+		return
+	}
+	if s.written {
+		if !s.lastNL {
+			_, _ = io.WriteString(s.w, "\n")
+		}
+		if !bytes.HasPrefix(stream, []byte("---")) {
+			_, _ = io.WriteString(s.w, "---\n")
+		}
+	}
+	_, _ = s.w.Write(stream)
+	s.written = true
+	s.lastNL = stream[len(stream)-1] == '\n'
+}
