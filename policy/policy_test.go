@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDefaultPolicyIsValid(t *testing.T) {
+	p := Default()
+	if !p.InferOSFromNodeSelector || p.NonRootUserName != "ContainerUser" || !p.PodSecurityRestricted || !p.SetRuntimeClassName {
+		t.Errorf("unexpected defaults: %+v", p)
+	}
+	if len(p.Builds) != 3 || len(p.WindowsNodeTaints) != 1 || p.WindowsNodeTaints[0].ToString() != "os=windows:NoSchedule" {
+		t.Errorf("unexpected default catalog or taints: %+v", p)
+	}
+}
+
+func TestPolicyYAMLRoundTrips(t *testing.T) {
+	p, err := Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: arm64\ndefaultBuild: ltsc2022\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(p.YAML())
+	if err != nil {
+		t.Fatalf("rendered policy does not load: %v\n%s", err, p.YAML())
+	}
+	if !reflect.DeepEqual(p, again) {
+		t.Errorf("round trip changed the policy:\n%+v\n%+v", p, again)
+	}
+	if p.DefaultBuild != "10.0.20348" {
+		t.Errorf("defaultBuild ltsc2022 resolved to %q", p.DefaultBuild)
+	}
+}
+
+func TestLoadOverlaysOnlyGivenKeys(t *testing.T) {
+	p, err := Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\npodSecurityRestricted: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PodSecurityRestricted || !p.InferOSFromNodeSelector || len(p.Builds) != 3 {
+		t.Errorf("overlay wrong: %+v", p)
+	}
+}
+
+func TestLoadErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"unknown key with line", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ntolerations: []\n", `line 3: unknown key "tolerations"`},
+		{"unknown nested key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.20348\n  runtimeClass: x\n", `line 5: unknown key "runtimeClass"`},
+		{"wrong type", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nsetRuntimeClassName: maybe\n", "line 3"},
+		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\n", "want wincompat.io/v1alpha1/Policy"},
+		{"two documents", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n---\na: 1\n", "exactly one YAML document"},
+		{"bad effect", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: windows, effect: NoScheduel}\n", `windowsNodeTaints[0].effect: "NoScheduel" is not one of NoSchedule, PreferNoSchedule, NoExecute`},
+		{"bad taint key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: 'a b', value: windows, effect: NoSchedule}\n", "windowsNodeTaints[0].key"},
+		{"bad arch", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: x86\n", `arch: "x86" is not supported: use amd64, arm64`},
+		{"unknown default build", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ndefaultBuild: ltsc2016\n", `defaultBuild: "ltsc2016" is not in the catalog: use one of 10.0.17763, ltsc2019`},
+		{"bad build number", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: \"2022\"\n", `builds[0].build: "2022" is not a Windows build number`},
+		{"empty catalog", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: []\n", "builds: the catalog is empty"},
+		{"ambiguous name", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, names: [lts]}\n- {build: 10.0.20348, names: [LTS]}\n", `name "LTS" also names build 10.0.17763`},
+		{"bad runtime class", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, runtimeClassName: Windows_2019}\n", "builds[0].runtimeClassName"},
+		{"bad user", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: 'a@b'\n", `nonRootUserName: "a@b" is not a Windows user name`},
+		{"bad namespace", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nexcludedNamespaces: [Kube_System]\n", `excludedNamespaces: "Kube_System" is not a namespace name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load([]byte(tc.file))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyErrorListsKnownKeys(t *testing.T) {
+	_, err := Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\ndefualtBuild: x\n"))
+	if err == nil || !strings.Contains(err.Error(), "defaultBuild") {
+		t.Errorf("error should suggest the known keys: %v", err)
+	}
+}
+
+func TestValidUserName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ContainerUser": true, `NT AUTHORITY\NETWORK SERVICE`: true, `CORP\svc-web`: true,
+		"": false, `a\b\c`: false, "a@b": false, "...": false, "a\tb": false, strings.Repeat("u", 105): false,
+	} {
+		if got := validUserName(name); got != want {
+			t.Errorf("validUserName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
