@@ -110,7 +110,11 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				continue
 			}
 			var stream bytes.Buffer
-			docs, err := manifest.Process(in, data, &stream, opts)
+			name := in
+			if in == "-" {
+				name = "stdin"
+			}
+			docs, err := manifest.Process(name, data, &stream, opts)
 			if !*quiet {
 				for _, d := range docs {
 					for _, w := range d.Warnings {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const pod = `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  os: {name: windows}
+  securityContext: {runAsUser: 1000}
+  containers: [{name: web, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]
+`
+
+func TestMutateExamples(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "mutate", "-f", "../../deploy/examples")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"win-webserver", "iis-2019", "runtimeClassName: windows-2022", "wincompat.io/template-changes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !strings.Contains(errOut, "warning: ../../deploy/examples/windows-pod.yaml#1 Pod default/nanoserver-shell: removed spec.securityContext.runAsUser") {
+		t.Errorf("warnings: %s", errOut)
+	}
+}
+
+func TestMutateStdinAsHelmPostRenderer(t *testing.T) {
+	code, out, _ := runCLI(t, pod, "mutate")
+	if code != 0 || !strings.Contains(out, "runAsUserName: ContainerUser") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestMutateNamespaceFlags(t *testing.T) {
+	noOS := strings.Replace(pod, "  os: {name: windows}\n", "", 1)
+	code, out, _ := runCLI(t, noOS, "mutate", "--namespace-labels", "wincompat.io/enabled=true,wincompat.io/default-os=windows", "--namespace-annotations", "wincompat.io/build=ltsc2019", "--quiet")
+	if code != 0 || !strings.Contains(out, "name: windows") {
+		t.Errorf("default-os: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, pod, "mutate", "--namespace-labels", "team=web")
+	if code != 0 || out != pod {
+		t.Errorf("unlabelled namespace must pass through: exit %d\n%s", code, out)
+	}
+}
+
+func TestMutateOutputPatch(t *testing.T) {
+	code, out, errOut := runCLI(t, pod+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "mutate", "--output", "patch")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one JSON line (the Pod), got:\n%s", out)
+	}
+	var rec struct {
+		Document int
+		Kind     string
+		Name     string
+		Patch    []map[string]any
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Document != 1 || rec.Kind != "Pod" || rec.Name != "default/web" || len(rec.Patch) == 0 {
+		t.Errorf("record: %+v", rec)
+	}
+}
+
+func TestMutateConcatenatesFilesIntoOneStream(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.yaml", "b.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name[:1]+"}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := runCLI(t, "", "mutate", "-f", dir)
+	if want := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}"; code != 0 || out != want {
+		t.Errorf("exit %d, got:\n%q\nwant:\n%q", code, out, want)
+	}
+}
+
+func TestMutateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(badPolicy, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\ntolerations: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		stdin string
+		args  []string
+		code  int
+		want  string
+	}{
+		"invalid YAML":       {pod + "---\n: [\n", nil, 1, "wincompat mutate: stdin#2: invalid YAML"},
+		"not an object":      {"---\n42\n", nil, 1, "stdin#1: document is a YAML scalar"},
+		"wrong type":         {strings.Replace(pod, "1000", "[1]", 1), nil, 1, "stdin#1 Pod default/web: decoding Pod"},
+		"unknown policy key": {pod, []string{"--policy", badPolicy}, 1, `line 3: unknown key "tolerations"`},
+		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
+		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml or patch`},
+		"bad labels":         {pod, []string{"--namespace-labels", "novalue"}, 2, `"novalue" is not key=value`},
+		"stray argument":     {pod, []string{"file.yaml"}, 2, "use -f"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.stdin, append([]string{"mutate"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d (want %d), stderr %q does not contain %q", code, tc.code, errOut, tc.want)
+			}
+			if out != "" {
+				t.Errorf("stdout must be empty on error, got %q", out)
+			}
+		})
+	}
+}
+
+func TestPolicyCommand(t *testing.T) {
+	code, out, _ := runCLI(t, "", "policy")
+	if code != 0 || !strings.Contains(out, "windowsNodeTaints:") || !strings.Contains(out, "# ") {
+		t.Errorf("defaults: exit %d\n%s", code, out)
+	}
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(f, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: arm64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, "", "policy", "--policy", f)
+	if code != 0 || !strings.Contains(out, "arch: arm64") || !strings.Contains(out, "runtimeClassName: windows-2022") {
+		t.Errorf("effective: exit %d\n%s", code, out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, errOut := runCLI(t, ""); code != 2 || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("no args: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "mutate", "-h"); code != 0 || !strings.Contains(errOut, "--post-renderer") {
+		t.Errorf("mutate -h: %d %s", code, errOut)
+	}
+}

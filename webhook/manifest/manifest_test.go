@@ -1,0 +1,172 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+func opts() Options {
+	return Options{
+		Policy:    policy.Default(),
+		Namespace: policy.Namespace{Name: "demo", Labels: map[string]string{policy.LabelEnabled: "true"}},
+		Version:   "test",
+	}
+}
+
+const service = `# Source: chart/templates/service.yaml
+apiVersion: v1
+kind: Service
+metadata:   {name: web}   # odd spacing survives
+spec:
+  ports: [{port: 80}]
+`
+
+const windowsPod = `# Source: chart/templates/pod.yaml
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web # the name
+spec:
+  os: {name: windows}
+  securityContext:
+    runAsUser: 1000
+  containers:
+  - name: web
+    image: mcr.microsoft.com/windows/nanoserver:ltsc2022
+`
+
+func TestProcessPassesUntouchedDocumentsThroughByteForByte(t *testing.T) {
+	linuxPod := strings.ReplaceAll(windowsPod, "windows}", "linux}")
+	src := "---\n" + service + "---\n" + linuxPod + "...\n"
+	var out bytes.Buffer
+	docs, err := Process("in.yaml", []byte(src), &out, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != src {
+		t.Errorf("untouched stream changed:\n%s", out.String())
+	}
+	if len(docs) != 1 || docs[0].Mutated {
+		t.Errorf("docs: %+v", docs)
+	}
+}
+
+func TestProcessMutatesAndKeepsComments(t *testing.T) {
+	src := service + "---\n" + windowsPod
+	var out bytes.Buffer
+	docs, err := Process("in.yaml", []byte(src), &out, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.HasPrefix(got, service+"---\n") {
+		t.Errorf("first document changed:\n%s", got)
+	}
+	for _, want := range []string{"# Source: chart/templates/pod.yaml", "# the name", "runAsUserName: ContainerUser", "kubernetes.io/os: windows", "runtimeClassName: windows-2022"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "runAsUser:") {
+		t.Errorf("runAsUser survived:\n%s", got)
+	}
+	if len(docs) != 1 || !docs[0].Mutated || docs[0].Label() != "in.yaml#2 Pod demo/web" || len(docs[0].Warnings) == 0 {
+		t.Errorf("docs: %+v", docs)
+	}
+	// The output is what the API server would store after the webhook: mutating it again is a no-op.
+	var again bytes.Buffer
+	docs2, err := Process("out.yaml", out.Bytes(), &again, opts())
+	if err != nil || docs2[0].Mutated || again.String() != got {
+		t.Errorf("second pass changed the output (err %v):\n%s", err, again.String())
+	}
+}
+
+func TestProcessFallsBackWhenTheTreeCannotBePatched(t *testing.T) {
+	// The securityContext is an alias of an anchor: editing it in place would change the anchor too.
+	src := "x-defaults: &sc {runAsUser: 1000}\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  os: {name: windows}\n  securityContext: *sc\n  containers: [{name: web, image: app:ltsc2022}]\n"
+	var out bytes.Buffer
+	if _, err := Process("in.yaml", []byte(src), &out, opts()); err != nil {
+		t.Fatal(err)
+	}
+	js, err := sigsyaml.YAMLToJSON(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"securityContext":{"windowsOptions":{"runAsUserName":"ContainerUser"}}`) || !strings.Contains(string(js), `"x-defaults":{"runAsUser":1000}`) {
+		t.Errorf("fallback rendering wrong: %s", js)
+	}
+}
+
+func TestProcessBadInput(t *testing.T) {
+	big := strings.Repeat("# padding line to make the input large\n", 10<<20/40)
+	for name, tc := range map[string]struct {
+		src  string
+		want string
+	}{
+		"invalid YAML":          {service + "---\nkind: Pod\n  bad: [indent\n", "in.yaml#2: invalid YAML"},
+		"not an object":         {"---\n- a\n- b\n", "in.yaml#1: document is a YAML list, not a Kubernetes object"},
+		"scalar":                {"just text\n", "in.yaml#1: document is a YAML scalar"},
+		"no kind":               {"metadata: {name: x}\n", "in.yaml#1: document has no apiVersion or kind"},
+		"wrong type in a field": {strings.Replace(windowsPod, "runAsUser: 1000", "runAsUser: lots", 1), "in.yaml#1 Pod demo/web: decoding Pod: json: cannot unmarshal string into Go struct field"},
+		"wrong metadata type":   {"apiVersion: v1\nkind: Pod\nmetadata: [1]\n", "in.yaml#1: apiVersion, kind or metadata has the wrong type"},
+		"error after big input": {big + "---\n: :\n  - x: [\n", "in.yaml#2: invalid YAML"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := Process("in.yaml", []byte(tc.src), &out, opts())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("output written despite the error")
+			}
+		})
+	}
+}
+
+func TestProcessLargeInput(t *testing.T) {
+	// About 10 MB of Windows pods: every one is mutated, none lost.
+	var src bytes.Buffer
+	n := 0
+	for src.Len() < 10<<20 {
+		n++
+		fmt.Fprintf(&src, "---\n%s", strings.Replace(windowsPod, "name: web #", fmt.Sprintf("name: web-%d #", n), 1))
+		src.WriteString(strings.Repeat("# filler comment to reach the size of a large release quickly\n", 40))
+	}
+	var out bytes.Buffer
+	docs, err := Process("big.yaml", src.Bytes(), &out, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != n || !docs[n-1].Mutated || strings.Count(out.String(), "runtimeClassName: windows-2022") != n {
+		t.Errorf("%d documents in, %d processed", n, len(docs))
+	}
+}
+
+func TestProcessListIsPassedThroughWithAWarning(t *testing.T) {
+	src := "apiVersion: v1\nkind: List\nitems: []\n"
+	var out bytes.Buffer
+	docs, err := Process("in.yaml", []byte(src), &out, opts())
+	if err != nil || out.String() != src || len(docs) != 1 || len(docs[0].Warnings) != 1 {
+		t.Errorf("List: err %v docs %+v out %q", err, docs, out.String())
+	}
+}
+
+func TestSplitDocuments(t *testing.T) {
+	chunks := splitDocuments([]byte("a: 1\n--- \nb: 2\n---\n---\nc: 3"))
+	if len(chunks) != 4 || string(chunks[0].body) != "a: 1\n" || chunks[1].separator != "--- \n" || len(chunks[2].body) != 0 || string(chunks[3].body) != "c: 3" {
+		t.Errorf("chunks: %+v", chunks)
+	}
+}
