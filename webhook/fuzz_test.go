@@ -1,0 +1,152 @@
+package webhook
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// FuzzMutate feeds arbitrary objects and namespace facts through the whole pipeline and checks, for every
+// input that decodes: the patch applies to the raw input, gives exactly the decided object, keeps fields
+// our types do not know, is idempotent, and never widens privileges. The golden inputs are the seeds, so
+// `go test` (and `make test`) runs them all on every run; `make fuzz` explores from there.
+func FuzzMutate(f *testing.F) {
+	inputs, _ := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	for _, in := range inputs {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		c, _, _ := loadCase(&testing.T{}, in)
+		f.Add([]byte(c.Object), c.Namespace.Labels[policy.LabelDefaultOS] == "windows", c.Namespace.Labels["pod-security.kubernetes.io/enforce"] == "restricted", c.Operation == "UPDATE", c.Cluster != nil)
+	}
+	pol := policy.Default()
+	f.Fuzz(func(t *testing.T, raw []byte, defaultOS, restricted, update, server bool) {
+		var tm struct{ APIVersion, Kind string }
+		if json.Unmarshal(raw, &tm) != nil {
+			return
+		}
+		gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+		if !Supported(gvk) {
+			if _, err := Mutate(pol, gvk, raw, policy.Facts{}); err == nil {
+				t.Fatalf("unsupported kind %v accepted", gvk)
+			}
+			return
+		}
+		facts := policy.Facts{Operation: policy.Create, Version: "fuzz",
+			Namespace: policy.Namespace{Name: "demo", Labels: map[string]string{policy.LabelEnabled: "true"}}}
+		if defaultOS {
+			facts.Namespace.Labels[policy.LabelDefaultOS] = "windows"
+		}
+		if restricted {
+			facts.Namespace.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+		}
+		if update {
+			facts.Operation = policy.Update
+		}
+		if server {
+			facts.Cluster = &policy.Cluster{Builds: []string{"10.0.20348"}, RuntimeClasses: map[string]bool{"windows-2022": true}}
+		}
+		res, err := Mutate(pol, gvk, raw, facts)
+		if err != nil {
+			return // not an object of its kind: the webhook answers with an error, which is right
+		}
+		applied := applyPatch(t, raw, formatPatch(t, res.Patch))
+
+		decided := typedJSON(t, gvk, raw, func(obj any) {
+			if _, err := pol.Decide(obj, facts); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got := typedJSON(t, gvk, applied, nil); string(got) != string(decided) {
+			t.Fatalf("patched raw input differs from the decided object\npatched: %s\ndecided: %s", got, decided)
+		}
+		checkUnknownFieldsSurvive(t, gvk, raw, applied, res.Patch)
+		again, err := Mutate(pol, gvk, applied, facts)
+		if err != nil || len(again.Patch) != 0 {
+			t.Fatalf("second pass not empty (err %v): %s", err, formatPatch(t, again.Patch))
+		}
+		assertNotWidened(t, gvk, raw, applied)
+	})
+}
+
+// assertNotWidened checks that nothing the output grants was not already granted by the input.
+func assertNotWidened(t *testing.T, gvk schema.GroupVersionKind, before, after []byte) {
+	t.Helper()
+	in, out := grantsOf(t, gvk, before), grantsOf(t, gvk, after)
+	for grant := range out {
+		if !in[grant] && !strings.HasSuffix(grant, "runAsNonRoot=true") { // runAsNonRoot restricts; gaining it is fine
+			t.Fatalf("mutation widened privileges: %s", grant)
+		}
+	}
+	for grant := range in {
+		if strings.HasSuffix(grant, "runAsNonRoot=true") && !out[grant] {
+			t.Fatalf("mutation weakened %s", grant)
+		}
+	}
+}
+
+// grantsOf lists the privilege-relevant settings of an object's pod spec: what it grants, and
+// runAsNonRoot=true, which it must not lose.
+func grantsOf(t *testing.T, gvk schema.GroupVersionKind, raw []byte) map[string]bool {
+	t.Helper()
+	obj := kinds[gvk].newObject()
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		t.Fatal(err)
+	}
+	spec := podSpecOf(obj)
+	grants := map[string]bool{}
+	if spec == nil {
+		return grants
+	}
+	if spec.HostNetwork {
+		grants["hostNetwork"] = true
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+			grants["pod hostProcess"] = true
+		}
+		if sc.RunAsNonRoot != nil && *sc.RunAsNonRoot {
+			grants["pod runAsNonRoot=true"] = true
+		}
+	}
+	visit := func(kind string, i int, sc *corev1.SecurityContext) {
+		if sc == nil {
+			return
+		}
+		id := kind + "[" + string(rune('0'+i%10)) + "] "
+		if sc.Privileged != nil && *sc.Privileged {
+			grants[id+"privileged"] = true
+		}
+		if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
+			grants[id+"allowPrivilegeEscalation"] = true
+		}
+		if sc.Capabilities != nil {
+			for _, c := range sc.Capabilities.Add {
+				grants[id+"add "+string(c)] = true
+			}
+		}
+		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+			grants[id+"hostProcess"] = true
+		}
+		if sc.RunAsNonRoot != nil && *sc.RunAsNonRoot {
+			grants[id+"runAsNonRoot=true"] = true
+		}
+	}
+	for i, c := range spec.InitContainers {
+		visit("initContainers", i, c.SecurityContext)
+	}
+	for i, c := range spec.Containers {
+		visit("containers", i, c.SecurityContext)
+	}
+	for i, c := range spec.EphemeralContainers {
+		visit("ephemeralContainers", i, c.SecurityContext)
+	}
+	return grants
+}
