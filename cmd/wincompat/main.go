@@ -15,6 +15,7 @@ scheduler places them on a Windows node of the right build, instead of rejecting
 fields that off-the-shelf Helm charts carry.
 
 Usage:
+  wincompat serve [flags]    serve the mutating admission webhook
   wincompat mutate [flags]   rewrite manifests offline (files, directories or stdin; Helm post-renderer)
   wincompat policy [flags]   validate a policy file and print the effective policy
   wincompat version          print the version
@@ -33,6 +34,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(args[1:], stderr)
 	case "mutate":
 		return runMutate(args[1:], stdin, stdout, stderr)
 	case "policy":

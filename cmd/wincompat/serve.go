@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/wincompat/wincompat/webhook/server"
+)
+
+const serveUsage = `Usage: wincompat serve [flags]
+
+Serves the mutating admission webhook over TLS: /mutate-pod (Pods on CREATE, pods/ephemeralcontainers)
+and /mutate-workload (pod templates of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob,
+ReplicationController, PodTemplate); /healthz and /readyz on the probe address; Prometheus /metrics on
+the metrics address. Reads namespaces through the kubeconfig (in-cluster when run as a pod). The serving
+certificate is reloaded when tls.crt or tls.key change on disk. On SIGTERM it stops accepting
+connections and finishes the reviews in flight.
+
+Flags:
+`
+
+func runServe(args []string, stderr io.Writer) int {
+	o := server.Options{Version: version}
+	var policyFile, kubeconfig string
+	var zapOpts zap.Options
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key")
+	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
+	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
+	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus /metrics address; 0 disables")
+	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; 0 disables")
+	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
+	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (off by default: the API server needs only HTTP/1.1, and HTTP/2 adds attack surface such as rapid reset)")
+	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
+	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "how long to finish in-flight reviews after SIGTERM")
+	zapOpts.BindFlags(fl)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "wincompat serve: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	pol, err := loadPolicy(policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+		return 1
+	}
+	o.Policy = pol
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+		return 1
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: kubeconfig: %v\n", err)
+		return 1
+	}
+	o.Log = zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(o.Log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := server.Run(ctx, cfg, o); err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

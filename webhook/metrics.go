@@ -1,0 +1,57 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Metrics are wincompat's own series (DESIGN §7). Labels are bounded: resources and operations the
+// webhook configuration allows, change fields from the policy's paths with names replaced by "*", and
+// builds. Never a namespace or a pod name.
+type Metrics struct {
+	admissions *prometheus.CounterVec
+	changes    *prometheus.CounterVec
+	builds     *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+}
+
+// NewMetrics creates the series and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wincompat_admission_total",
+			Help: "Admission reviews answered, by resource, operation and result (mutated, unchanged, skipped, error, ignored).",
+		}, []string{"resource", "operation", "result"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wincompat_changes_total",
+			Help: "Changes made to Windows pods and templates, by action and field.",
+		}, []string{"action", "field"}),
+		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wincompat_build_selected_total",
+			Help: "Windows builds chosen for pods, by build and source.",
+		}, []string{"build", "source"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "wincompat_admission_duration_seconds",
+			Help: "Time to answer an admission review inside wincompat, by resource.",
+			// Sub-millisecond buckets: a review costs tens to hundreds of microseconds.
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1},
+		}, []string{"resource"}),
+	}
+	reg.MustRegister(m.admissions, m.changes, m.builds, m.latency)
+	return m
+}
+
+func (m *Metrics) observe(resource, operation, result string, seconds float64, d policy.Decision) {
+	if m == nil {
+		return
+	}
+	m.admissions.WithLabelValues(resource, operation, result).Inc()
+	m.latency.WithLabelValues(resource).Observe(seconds)
+	for _, c := range d.Changes {
+		m.changes.WithLabelValues(string(c.Action), c.Field()).Inc()
+	}
+	if d.Build != "" {
+		m.builds.WithLabelValues(d.Build, d.BuildSource).Inc()
+	}
+}

@@ -1,0 +1,171 @@
+// Package server runs wincompat's admission webhook on a controller-runtime manager: TLS with certificate
+// hot reload, health and readiness probes, Prometheus metrics and graceful shutdown.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook"
+)
+
+// Options is every setting of the server. Validate it before Run.
+type Options struct {
+	CertDir       string // tls.crt and tls.key, reloaded when they change
+	Host          string // bind host; empty for all interfaces
+	Port          int
+	MetricsAddr   string // "0" disables
+	ProbeAddr     string // "0" disables
+	TLSMinVersion string // "1.2" or "1.3"
+	EnableHTTP2   bool
+	LeaderElect   bool
+	// Namespace is wincompat's own namespace: excluded from mutation, and where the leader Lease lives.
+	Namespace       string
+	ShutdownTimeout time.Duration
+	Policy          *policy.Policy
+	Version         string
+	Log             logr.Logger
+}
+
+var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
+
+// Validate reports every problem at once, each naming its flag and what to do.
+func (o *Options) Validate() error {
+	var errs []error
+	if _, ok := tlsVersions[o.TLSMinVersion]; !ok {
+		errs = append(errs, fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.TLSMinVersion))
+	}
+	if o.Port < 1 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: use 1-65535", o.Port))
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
+			errs = append(errs, fmt.Errorf("--cert-dir: %w (mount the serving certificate Secret there)", err))
+		}
+	}
+	if o.LeaderElect && o.Namespace == "" {
+		errs = append(errs, errors.New("--leader-elect needs --namespace (or POD_NAMESPACE) for its Lease"))
+	}
+	if o.Policy == nil {
+		errs = append(errs, errors.New("no policy"))
+	}
+	return errors.Join(errs...)
+}
+
+// sharedMetrics registers wincompat's series once per process with controller-runtime's registry, which
+// its metrics server exposes next to its own.
+var sharedMetrics = sync.OnceValue(func() *webhook.Metrics { return webhook.NewMetrics(metrics.Registry) })
+
+// Run serves until ctx ends, then finishes in-flight reviews within ShutdownTimeout.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	pol := o.Policy
+	if o.Namespace != "" && !slices.Contains(pol.ExcludedNamespaces, o.Namespace) {
+		copied := *pol
+		copied.ExcludedNamespaces = append(slices.Clone(pol.ExcludedNamespaces), o.Namespace)
+		pol = &copied
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	tlsOpts := []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tlsVersions[o.TLSMinVersion] }}
+	if !o.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(t *tls.Config) { t.NextProtos = []string{"http/1.1"} })
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Log,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "wincompat.io",
+		LeaderElectionNamespace: o.Namespace,
+		GracefulShutdownTimeout: &o.ShutdownTimeout,
+		WebhookServer:           crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only the labels and annotations of namespaces are read; keep nothing else in memory.
+			&corev1.Namespace{}: {Transform: func(obj any) (any, error) {
+				if ns, ok := obj.(*corev1.Namespace); ok {
+					ns.ManagedFields, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+				}
+				return obj, nil
+			}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	// Start the namespace informer with the manager rather than on the first review.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
+		return fmt.Errorf("namespace informer: %w", err)
+	}
+	current := &atomic.Pointer[policy.Policy]{}
+	current.Store(pol)
+	shared := webhook.Config{
+		Policy:     current,
+		Namespaces: mgr.GetClient(),
+		Version:    o.Version,
+		Metrics:    sharedMetrics(),
+		Log:        o.Log.WithName("admission"),
+	}
+	srv := mgr.GetWebhookServer()
+	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})
+	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("namespaces", cacheSynced(mgr.GetCache())); err != nil {
+		return err
+	}
+	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
+	return mgr.Start(ctx)
+}
+
+// cacheSynced is ready once the namespace cache has synced: before that every review would see an
+// unlabelled namespace and leave Windows pods unchanged.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	var synced atomic.Bool
+	return func(req *http.Request) error {
+		if synced.Load() {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), 50*time.Millisecond)
+		defer cancel()
+		if c.WaitForCacheSync(ctx) {
+			synced.Store(true)
+			return nil
+		}
+		return errors.New("namespace cache not synced yet")
+	}
+}
