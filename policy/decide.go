@@ -138,8 +138,9 @@ func (p *Policy) inScope(meta *metav1.ObjectMeta, ns Namespace) string {
 }
 
 // decideTemplate gives a workload's pod template what validation needs: the Windows trigger, the strip
-// table and the runAsUser intent rule (which must run where runAsUser is removed, or the intent is lost
-// before any Pod exists). Scheduling and rewrites happen when the Pod itself is created.
+// table, the runAsUser intent rule (which must run where runAsUser is removed, or the intent is lost
+// before any Pod exists) and the removal of mount propagation (Bidirectional is invalid once privileged
+// is stripped). Scheduling and the other rewrites happen when the Pod itself is created.
 func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decision {
 	if why := p.inScope(&tpl.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
@@ -150,6 +151,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	}
 	p.keepNonRootIntent(&tpl.Spec, rec)
 	stripLinuxOnly(&tpl.Spec, rec)
+	dropMountPropagation(&tpl.Spec, rec)
 	recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
 	return Decision{Windows: true, Changes: rec.changes}
 }

@@ -73,15 +73,8 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 		rec.add(Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue(corev1.DNSClusterFirstWithHostNet),
 			To: jsonValue(corev1.DNSClusterFirst), Reason: "ClusterFirstWithHostNet is not supported on Windows"})
 	}
+	dropMountPropagation(spec, rec)
 	forEachContainer(spec, func(path string, c *corev1.Container) {
-		for i := range c.VolumeMounts {
-			m := &c.VolumeMounts[i]
-			if m.MountPropagation != nil {
-				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
-					From: jsonValue(*m.MountPropagation), Reason: "mount propagation is not supported on Windows"})
-				m.MountPropagation = nil
-			}
-		}
 		for _, list := range []struct {
 			name string
 			rl   corev1.ResourceList
@@ -110,6 +103,22 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			delete(pod.Annotations, key)
 		}
 	}
+}
+
+// dropMountPropagation removes mount propagation, which Windows does not support. Templates need it as
+// much as pods: the API server allows Bidirectional only on privileged containers, and stripping
+// privileged (CSI node plugins set both) would otherwise leave an invalid template.
+func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		for i := range c.VolumeMounts {
+			m := &c.VolumeMounts[i]
+			if m.MountPropagation != nil {
+				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
+					From: jsonValue(*m.MountPropagation), Reason: "mount propagation is not supported on Windows"})
+				m.MountPropagation = nil
+			}
+		}
+	})
 }
 
 // satisfyRestricted makes a Windows pod pass Pod Security "restricted", which still requires
