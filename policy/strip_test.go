@@ -49,7 +49,7 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 func TestStripTableStripsEveryRow(t *testing.T) {
 	spec := corev1.PodSpec{
 		HostPID: true, HostIPC: true, ShareProcessNamespace: new(false), HostUsers: new(true),
-		Resources: &corev1.ResourceRequirements{},
+		Resources:   &corev1.ResourceRequirements{},
 		HostNetwork: true,
 		SecurityContext: &corev1.PodSecurityContext{
 			SELinuxOptions: &corev1.SELinuxOptions{}, SeccompProfile: &corev1.SeccompProfile{}, AppArmorProfile: &corev1.AppArmorProfile{},
