@@ -42,11 +42,15 @@ type NamespaceReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
+// ClusterReader returns the facts of the cluster (Windows builds of ready nodes, RuntimeClasses).
+type ClusterReader func(ctx context.Context) (*policy.Cluster, error)
+
 // Handler answers admission reviews for one path with the policy.
 type Handler struct {
 	resources  map[string]bool
 	policy     *atomic.Pointer[policy.Policy]
 	namespaces NamespaceReader
+	cluster    ClusterReader
 	version    string
 	metrics    *Metrics
 	log        logr.Logger
@@ -57,9 +61,11 @@ type Config struct {
 	// Policy is read on every review, so a reload takes effect at once.
 	Policy     *atomic.Pointer[policy.Policy]
 	Namespaces NamespaceReader
-	Version    string
-	Metrics    *Metrics
-	Log        logr.Logger
+	// Cluster is nil for offline use: no build from the cluster, and RuntimeClasses are assumed to exist.
+	Cluster ClusterReader
+	Version string
+	Metrics *Metrics
+	Log     logr.Logger
 }
 
 // NewPodHandler serves /mutate-pod: Pods on CREATE and pods/ephemeralcontainers.
@@ -69,7 +75,7 @@ func NewPodHandler(c Config) *Handler { return newHandler(c, podResources) }
 func NewWorkloadHandler(c Config) *Handler { return newHandler(c, workloadResources) }
 
 func newHandler(c Config, resources map[string]bool) *Handler {
-	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, version: c.Version, metrics: c.Metrics, log: c.Log}
+	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, cluster: c.Cluster, version: c.Version, metrics: c.Metrics, log: c.Log}
 }
 
 // Handle implements admission.Handler. Reviews it cannot understand are errors (the API server then
@@ -102,8 +108,15 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 		h.log.Error(err, "reading namespace", "namespace", req.Namespace)
 		return "error", admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", req.Namespace, err)), policy.Decision{}
 	}
+	facts := policy.Facts{Operation: op, Namespace: ns, Version: h.version}
+	if h.cluster != nil {
+		if facts.Cluster, err = h.cluster(ctx); err != nil {
+			h.log.Error(err, "reading cluster inventory")
+			return "error", admission.Errored(http.StatusInternalServerError, err), policy.Decision{}
+		}
+	}
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	res, err := Mutate(h.policy.Load(), gvk, req.Object.Raw, policy.Facts{Operation: op, Namespace: ns, Version: h.version})
+	res, err := Mutate(h.policy.Load(), gvk, req.Object.Raw, facts)
 	var unsupported *policy.UnsupportedKindError
 	switch {
 	case errors.As(err, &unsupported):

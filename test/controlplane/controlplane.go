@@ -92,7 +92,33 @@ var setLogger sync.Once
 // the ServiceAccounts their pods name, as no controller-manager runs to do it.
 func Start(t testing.TB) (*rest.Config, client.Client) {
 	t.Helper()
-	cfg, c, stop, err := start()
+	cfg, c, _ := run(t, nil)
+	return cfg, c
+}
+
+// Webhook is where the API server expects the webhook server to listen, and its serving certificate.
+type Webhook struct {
+	Host    string
+	Port    int
+	CertDir string // tls.crt and tls.key, signed by CAData
+	CAData  []byte
+}
+
+// StartWithWebhooks is Start with wincompat's real MutatingWebhookConfiguration from deploy/webhook
+// installed, its clientConfig pointed at a local port with a fresh serving certificate (envtest's
+// WebhookInstallOptions). The caller serves the webhook there.
+func StartWithWebhooks(t testing.TB, extraPaths ...string) (*rest.Config, client.Client, Webhook) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run(t, append([]string{filepath.Join(root, "deploy", "webhook")}, extraPaths...))
+}
+
+func run(t testing.TB, webhookPaths []string) (*rest.Config, client.Client, Webhook) {
+	t.Helper()
+	cfg, c, wh, stop, err := start(webhookPaths)
 	if err != nil {
 		t.Fatalf("starting the test control plane: %v", err)
 	}
@@ -101,13 +127,13 @@ func Start(t testing.TB) (*rest.Config, client.Client) {
 			t.Errorf("stopping the test control plane: %v", err)
 		}
 	})
-	return cfg, c
+	return cfg, c, wh
 }
 
-func start() (*rest.Config, client.Client, func() error, error) {
+func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, func() error, error) {
 	dir, err := BinDir()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, Webhook{}, nil, err
 	}
 	// controller-runtime prints a stack trace when its logger is never set. Errors (such as envtest
 	// retrying a failed start) and API server warnings still reach stderr; its debug output does not.
@@ -118,7 +144,10 @@ func start() (*rest.Config, client.Client, func() error, error) {
 		}, funcr.Options{}))
 	})
 
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: dir,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: webhookPaths, LocalServingHost: "127.0.0.1"},
+	}
 	// Explicit paths win over KUBEBUILDER_ASSETS and TEST_ASSET_*, so a stray environment variable
 	// cannot swap in an API server of another version. envtest also derives a kubectl path, but only
 	// runs kubectl when a test asks for it, so bin/k8s needs none.
@@ -132,11 +161,12 @@ func start() (*rest.Config, client.Client, func() error, error) {
 	cfg, err := env.Start()
 	if err != nil {
 		// Start may have launched etcd before the API server failed.
-		return nil, nil, nil, errors.Join(err, env.Stop())
+		return nil, nil, Webhook{}, nil, errors.Join(err, env.Stop())
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return nil, nil, nil, errors.Join(err, env.Stop())
+		return nil, nil, Webhook{}, nil, errors.Join(err, env.Stop())
 	}
-	return cfg, c, env.Stop, nil
+	o := env.WebhookInstallOptions
+	return cfg, c, Webhook{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir, CAData: o.LocalServingCAData}, env.Stop, nil
 }

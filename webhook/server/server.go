@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
+	"github.com/wincompat/wincompat/webhook/inventory"
 )
 
 // Options is every setting of the server. Validate it before Run.
@@ -109,28 +111,24 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionNamespace: o.Namespace,
 		GracefulShutdownTimeout: &o.ShutdownTimeout,
 		WebhookServer:           crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts}),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the labels and annotations of namespaces are read; keep nothing else in memory.
-			&corev1.Namespace{}: {Transform: func(obj any) (any, error) {
-				if ns, ok := obj.(*corev1.Namespace); ok {
-					ns.ManagedFields, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
-				}
-				return obj, nil
-			}},
-		}},
+		Cache:                   cache.Options{ByObject: cacheOptions()},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	// Start the namespace informer with the manager rather than on the first review.
-	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
-		return fmt.Errorf("namespace informer: %w", err)
+	// Start the informers with the manager rather than on the first review.
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Node{}, &nodev1.RuntimeClass{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
 	}
+	inv := &inventory.Inventory{Reader: mgr.GetClient()}
 	current := &atomic.Pointer[policy.Policy]{}
 	current.Store(pol)
 	shared := webhook.Config{
 		Policy:     current,
 		Namespaces: mgr.GetClient(),
+		Cluster:    inv.Cluster,
 		Version:    o.Version,
 		Metrics:    sharedMetrics(),
 		Log:        o.Log.WithName("admission"),
@@ -145,15 +143,27 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("namespaces", cacheSynced(mgr.GetCache())); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cacheSynced(mgr.GetCache())); err != nil {
 		return err
 	}
 	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
 	return mgr.Start(ctx)
 }
 
-// cacheSynced is ready once the namespace cache has synced: before that every review would see an
-// unlabelled namespace and leave Windows pods unchanged.
+// cacheOptions keep in memory only what wincompat reads.
+func cacheOptions() map[client.Object]cache.ByObject {
+	opts := inventory.CacheOptions()
+	opts[&corev1.Namespace{}] = cache.ByObject{Transform: func(obj any) (any, error) {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			ns.ManagedFields, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+		}
+		return obj, nil
+	}}
+	return opts
+}
+
+// cacheSynced is ready once the caches have synced: before that every review would see an unlabelled
+// namespace and leave Windows pods unchanged.
 func cacheSynced(c cache.Cache) healthz.Checker {
 	var synced atomic.Bool
 	return func(req *http.Request) error {
@@ -166,6 +176,6 @@ func cacheSynced(c cache.Cache) healthz.Checker {
 			synced.Store(true)
 			return nil
 		}
-		return errors.New("namespace cache not synced yet")
+		return errors.New("caches not synced yet")
 	}
 }

@@ -1,0 +1,72 @@
+// Package inventory turns the cluster's Nodes and RuntimeClasses, read from controller-runtime's
+// informer cache, into the plain facts policy.Decide takes. The policy stays pure; this is the one place
+// that knows how a Windows node is labelled.
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Inventory reads cluster facts from a cache-backed reader.
+type Inventory struct {
+	Reader client.Reader
+}
+
+// Cluster returns the Windows builds of ready nodes and the RuntimeClasses that exist.
+func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
+	var nodes corev1.NodeList
+	if err := i.Reader.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var classes nodev1.RuntimeClassList
+	if err := i.Reader.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
+	}
+	c := &policy.Cluster{RuntimeClasses: make(map[string]bool, len(classes.Items))}
+	for _, n := range nodes.Items {
+		build := n.Labels[corev1.LabelWindowsBuild]
+		if n.Labels[corev1.LabelOSStable] != string(corev1.Windows) || build == "" || !ready(&n) {
+			continue
+		}
+		if !slices.Contains(c.Builds, build) {
+			c.Builds = append(c.Builds, build)
+		}
+	}
+	slices.Sort(c.Builds)
+	for _, rc := range classes.Items {
+		c.RuntimeClasses[rc.Name] = true
+	}
+	return c, nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// CacheOptions keep only what the inventory reads of Nodes (labels, taints, conditions): a large
+// cluster's node status (images, volumes) would otherwise sit in every replica's memory.
+func CacheOptions() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Node{}: {Transform: func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				n.ManagedFields = nil
+				n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
+			}
+			return obj, nil
+		}},
+	}
+}
