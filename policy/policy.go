@@ -36,10 +36,18 @@ type Policy struct {
 	DefaultBuild            string
 	SetRuntimeClassName     bool
 	Arch                    string
+	RuntimeClassHandler     string
+	RuntimeClassesFor       string
 	WindowsNodeTaints       []corev1.Taint
 	ExcludedNamespaces      []string
 	Builds                  []Build
 }
+
+// Values of RuntimeClassesFor.
+const (
+	RuntimeClassesForCatalog = "catalog"
+	RuntimeClassesForPresent = "present"
+)
 
 // Build is one Windows Server build of the catalog.
 type Build struct {
@@ -60,6 +68,8 @@ type file struct {
 	DefaultBuild            *string     `yaml:"defaultBuild"`
 	SetRuntimeClassName     *bool       `yaml:"setRuntimeClassName"`
 	Arch                    *string     `yaml:"arch"`
+	RuntimeClassHandler     *string     `yaml:"runtimeClassHandler"`
+	RuntimeClassesFor       *string     `yaml:"runtimeClassesFor"`
 	WindowsNodeTaints       []fileTaint `yaml:"windowsNodeTaints"`
 	ExcludedNamespaces      []string    `yaml:"excludedNamespaces"`
 	Builds                  []fileBuild `yaml:"builds"`
@@ -152,6 +162,8 @@ func (f *file) overlay(u *file) {
 	setIf(&f.DefaultBuild, u.DefaultBuild)
 	setIf(&f.SetRuntimeClassName, u.SetRuntimeClassName)
 	setIf(&f.Arch, u.Arch)
+	setIf(&f.RuntimeClassHandler, u.RuntimeClassHandler)
+	setIf(&f.RuntimeClassesFor, u.RuntimeClassesFor)
 	if u.WindowsNodeTaints != nil {
 		f.WindowsNodeTaints = u.WindowsNodeTaints
 	}
@@ -178,6 +190,8 @@ func (f *file) validate() (*Policy, error) {
 		PodSecurityRestricted:   *f.PodSecurityRestricted,
 		SetRuntimeClassName:     *f.SetRuntimeClassName,
 		Arch:                    *f.Arch,
+		RuntimeClassHandler:     *f.RuntimeClassHandler,
+		RuntimeClassesFor:       *f.RuntimeClassesFor,
 		ExcludedNamespaces:      f.ExcludedNamespaces,
 	}
 	var errs []error
@@ -186,6 +200,12 @@ func (f *file) validate() (*Policy, error) {
 	}
 	if p.Arch != "" && p.Arch != "amd64" && p.Arch != "arm64" {
 		fail("arch", "%q is not supported: use amd64, arm64 or \"\" (do not pin)", p.Arch)
+	}
+	if msgs := validation.IsDNS1123Label(p.RuntimeClassHandler); len(msgs) > 0 {
+		fail("runtimeClassHandler", "%q is not a valid RuntimeClass handler (a DNS label such as runhcs-wcow-process): %s", p.RuntimeClassHandler, strings.Join(msgs, "; "))
+	}
+	if p.RuntimeClassesFor != RuntimeClassesForCatalog && p.RuntimeClassesFor != RuntimeClassesForPresent {
+		fail("runtimeClassesFor", "%q: use %s or %s", p.RuntimeClassesFor, RuntimeClassesForCatalog, RuntimeClassesForPresent)
 	}
 	if p.NonRootUserName != "" && !validUserName(p.NonRootUserName) {
 		fail("nonRootUserName", "%q is not a Windows user name: use USER or DOMAIN\\USER, USER at most 104 characters and none of \"/\\:;|=,+*?<>@[]", p.NonRootUserName)
@@ -255,6 +275,8 @@ func (p *Policy) YAML() []byte {
 		DefaultBuild:            &p.DefaultBuild,
 		SetRuntimeClassName:     &p.SetRuntimeClassName,
 		Arch:                    &p.Arch,
+		RuntimeClassHandler:     &p.RuntimeClassHandler,
+		RuntimeClassesFor:       &p.RuntimeClassesFor,
 		ExcludedNamespaces:      p.ExcludedNamespaces,
 	}
 	for _, t := range p.WindowsNodeTaints {

@@ -44,6 +44,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; 0 disables")
 	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
 	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (off by default: the API server needs only HTTP/1.1, and HTTP/2 adds attack surface such as rapid reset)")
+	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (labelled app.kubernetes.io/managed-by=wincompat; others are never touched)")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/inventory"
+	"github.com/wincompat/wincompat/webhook/runtimeclass"
 )
 
 // Options is every setting of the server. Validate it before Run.
@@ -48,9 +50,11 @@ type Options struct {
 	// Namespace is wincompat's own namespace: excluded from mutation, and where the leader Lease lives.
 	Namespace       string
 	ShutdownTimeout time.Duration
-	Policy          *policy.Policy
-	Version         string
-	Log             logr.Logger
+	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
+	ManageRuntimeClasses bool
+	Policy               *policy.Policy
+	Version              string
+	Log                  logr.Logger
 }
 
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
@@ -81,6 +85,15 @@ func (o *Options) Validate() error {
 // sharedMetrics registers wincompat's series once per process with controller-runtime's registry, which
 // its metrics server exposes next to its own.
 var sharedMetrics = sync.OnceValue(func() *webhook.Metrics { return webhook.NewMetrics(metrics.Registry) })
+
+var sharedConflictGauge = sync.OnceValue(func() prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "wincompat_runtimeclass_conflicts",
+		Help: "Catalog RuntimeClasses wincompat cannot manage because a class of the same name exists without its managed-by label.",
+	})
+	metrics.Registry.MustRegister(g)
+	return g
+})
 
 // Run serves until ctx ends, then finishes in-flight reviews within ShutdownTimeout.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
@@ -137,6 +150,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})
 	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
 
+	if o.ManageRuntimeClasses {
+		rc := &runtimeclass.Reconciler{
+			Client:    mgr.GetClient(),
+			Policy:    current.Load,
+			Recorder:  mgr.GetEventRecorder("wincompat"),
+			Log:       o.Log.WithName("runtimeclasses"),
+			Conflicts: sharedConflictGauge(),
+		}
+		if err := rc.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("RuntimeClass controller: %w", err)
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
