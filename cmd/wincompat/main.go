@@ -17,6 +17,7 @@ fields that off-the-shelf Helm charts carry.
 Usage:
   wincompat serve [flags]    serve the mutating admission webhook
   wincompat mutate [flags]   rewrite manifests offline (files, directories or stdin; Helm post-renderer)
+  wincompat nodes [flags]    show the cluster's Windows builds, taints and RuntimeClasses, and what is missing
   wincompat policy [flags]   validate a policy file and print the effective policy
   wincompat version          print the version
 
@@ -38,6 +39,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stderr)
 	case "mutate":
 		return runMutate(args[1:], stdin, stdout, stderr)
+	case "nodes":
+		return runNodes(args[1:], stdout, stderr)
 	case "policy":
 		return runPolicy(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/webhook/inventory"
+)
+
+const nodesUsage = `Usage: wincompat nodes [flags]
+
+Prints the cluster's Windows builds: node counts (ready/total), architectures, taints, and the RuntimeClass
+the policy's catalog names for each build (managed by wincompat, unmanaged, or missing). Then lists what
+needs attention: Windows nodes without the policy's taint or without a windows-build label, builds with
+nodes but no RuntimeClass, RuntimeClasses whose build has no node.
+
+Flags:
+`
+
+func runNodes(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("nodes", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	kubeconfig := fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	policyFile := fl.String("policy", "", "policy file whose catalog and taints to compare against (default: built-in)")
+	fl.Usage = func() {
+		fmt.Fprint(stderr, nodesUsage)
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
+		return 1
+	}
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat nodes: kubeconfig: %v\n", err)
+		return 1
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, findings, err := inventory.Report(ctx, c, pol)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat nodes: %v (check the kubeconfig and that you may list nodes and runtimeclasses)\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUILD\tNAMES\tNODES (READY/ALL)\tARCH\tTAINTS\tRUNTIMECLASS")
+	for _, r := range rows {
+		class := "-"
+		if r.RuntimeClass != "" {
+			class = r.RuntimeClass + " (" + r.ClassState + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Build, dash(r.Names), r.Ready, r.Nodes, dash(strings.Join(r.Archs, ",")), dash(strings.Join(r.Taints, ",")), class)
+	}
+	_ = tw.Flush()
+	if len(findings) > 0 {
+		fmt.Fprintln(stdout, "\nNeeds attention:")
+		for _, f := range findings {
+			fmt.Fprintln(stdout, "  - "+f)
+		}
+	}
+	return 0
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
