@@ -47,13 +47,14 @@ type ClusterReader func(ctx context.Context) (*policy.Cluster, error)
 
 // Handler answers admission reviews for one path with the policy.
 type Handler struct {
-	resources  map[string]bool
-	policy     *atomic.Pointer[policy.Policy]
-	namespaces NamespaceReader
-	cluster    ClusterReader
-	version    string
-	metrics    *Metrics
-	log        logr.Logger
+	resources      map[string]bool
+	policy         *atomic.Pointer[policy.Policy]
+	namespaces     NamespaceReader
+	namespacesLive NamespaceReader
+	cluster        ClusterReader
+	version        string
+	metrics        *Metrics
+	log            logr.Logger
 }
 
 // Config is what both handlers share.
@@ -61,6 +62,9 @@ type Config struct {
 	// Policy is read on every review, so a reload takes effect at once.
 	Policy     *atomic.Pointer[policy.Policy]
 	Namespaces NamespaceReader
+	// NamespacesLive reads the API server directly, for a namespace the cache has not seen yet; nil to
+	// rely on the cache alone.
+	NamespacesLive NamespaceReader
 	// Cluster is nil for offline use: no build from the cluster, and RuntimeClasses are assumed to exist.
 	Cluster ClusterReader
 	Version string
@@ -75,7 +79,8 @@ func NewPodHandler(c Config) *Handler { return newHandler(c, podResources) }
 func NewWorkloadHandler(c Config) *Handler { return newHandler(c, workloadResources) }
 
 func newHandler(c Config, resources map[string]bool) *Handler {
-	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, cluster: c.Cluster, version: c.Version, metrics: c.Metrics, log: c.Log}
+	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, namespacesLive: c.NamespacesLive,
+		cluster: c.Cluster, version: c.Version, metrics: c.Metrics, log: c.Log}
 }
 
 // Handle implements admission.Handler. Reviews it cannot understand are errors (the API server then
@@ -150,11 +155,17 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 
 func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace, error) {
 	var ns corev1.Namespace
-	if err := h.namespaces.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Not in the cache yet (created a moment ago): without its labels the object is out of scope.
-			return policy.Namespace{Name: name}, nil
-		}
+	err := h.namespaces.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	if apierrors.IsNotFound(err) && h.namespacesLive != nil {
+		// The webhook configuration sent us this review because the namespace is labelled, so it exists:
+		// the cache has not caught up with a namespace created a moment ago. Ask the API server rather
+		// than pass a Windows pod through unchanged.
+		err = h.namespacesLive.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	}
+	if apierrors.IsNotFound(err) {
+		return policy.Namespace{Name: name}, nil
+	}
+	if err != nil {
 		return policy.Namespace{}, err
 	}
 	return policy.Namespace{Name: name, Labels: ns.Labels, Annotations: ns.Annotations}, nil

@@ -173,3 +173,12 @@ func TestHandlerEphemeralContainers(t *testing.T) {
 		t.Errorf("response: allowed %v patch %s", resp.Allowed, resp.Patch)
 	}
 }
+
+func TestHandlerReadsANamespaceTheCacheHasNotSeen(t *testing.T) {
+	h, _ := newTestHandler(t, NewPodHandler)
+	h.namespacesLive = namespaces{"fresh": {policy.LabelEnabled: "true"}}
+	resp := h.Handle(context.Background(), podRequest("fresh", windowsPodJSON))
+	if !resp.Allowed || len(resp.Patch) == 0 {
+		t.Errorf("a pod in a namespace only the API server knows yet was not mutated: %+v", resp.AdmissionResponse)
+	}
+}

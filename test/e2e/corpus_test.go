@@ -228,6 +228,26 @@ func TestRejectsLinuxFieldOnWindowsPod(t *testing.T) {
 // reach the API server untouched.
 func loadCorpus(t *testing.T) []workload {
 	t.Helper()
+	out := loadCorpusAsRendered(t)
+	for _, w := range out {
+		w.obj.SetNamespace(namespace)
+		declareWindows(t, w)
+	}
+	return out
+}
+
+// declareWindows sets spec.os.name=windows on the workload's pod spec.
+func declareWindows(t *testing.T, w workload) {
+	t.Helper()
+	if err := unstructured.SetNestedField(w.obj.Object, "windows", append(podSpecPath(w.obj.GetKind()), "os", "name")...); err != nil {
+		t.Fatalf("%v: %v", w, err)
+	}
+}
+
+// loadCorpusAsRendered reads every chart rendering and returns its workloads exactly as rendered (in
+// namespace demo, no spec.os), each a fresh copy.
+func loadCorpusAsRendered(t *testing.T) []workload {
+	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -249,10 +269,6 @@ func loadCorpus(t *testing.T) []workload {
 		for _, obj := range docs {
 			if _, ok := templatePaths[obj.GetKind()]; !ok {
 				continue
-			}
-			obj.SetNamespace(namespace)
-			if err := unstructured.SetNestedField(obj.Object, "windows", append(podSpecPath(obj.GetKind()), "os", "name")...); err != nil {
-				t.Fatalf("%s: %s %s: %v", path, obj.GetKind(), obj.GetName(), err)
 			}
 			out = append(out, workload{file: filepath.Base(path), obj: obj})
 		}
@@ -297,14 +313,42 @@ func readDocuments(path string) ([]*unstructured.Unstructured, error) {
 }
 
 // setUpCluster creates what the corpus expects of a cluster and no controller provides under envtest:
-// the opted-in namespace, the catalog's RuntimeClasses, and the ServiceAccounts and PriorityClasses the
-// pods name (the ServiceAccount and Priority plugins reject pods that name missing ones).
+// the opted-in namespace demo and, through setUpClusterWide, the catalog's RuntimeClasses and the
+// PriorityClasses the pods name.
 func setUpCluster(ctx context.Context, t *testing.T, c client.Client, workloads []workload) {
 	t.Helper()
-	create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   namespace,
-		Labels: map[string]string{policy.LabelEnabled: "true"},
-	}})
+	setUpNamespace(ctx, t, c, namespace, map[string]string{policy.LabelEnabled: "true"}, workloads)
+	setUpClusterWide(ctx, t, c, workloads)
+}
+
+// setUpNamespace creates namespace ns with labels, and in it the ServiceAccount "default" and every
+// ServiceAccount the workloads' pods name: no controller-manager runs to create "default", and the
+// ServiceAccount admission plugin rejects pods that name a missing one.
+func setUpNamespace(ctx context.Context, t *testing.T, c client.Client, ns string, labels map[string]string, workloads []workload) {
+	t.Helper()
+	create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+	accounts := map[string]bool{"default": true}
+	for _, w := range workloads {
+		spec, _, err := unstructured.NestedMap(w.obj.Object, podSpecPath(w.obj.GetKind())...)
+		if err != nil {
+			t.Fatalf("%v: %v", w, err)
+		}
+		// serviceAccount is the deprecated spelling; the API server still honours it.
+		for _, key := range []string{"serviceAccountName", "serviceAccount"} {
+			if name, _ := spec[key].(string); name != "" {
+				accounts[name] = true
+			}
+		}
+	}
+	for name := range accounts {
+		create(ctx, t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+	}
+}
+
+// setUpClusterWide creates the cluster-scoped objects the corpus expects: the catalog's RuntimeClasses
+// and the PriorityClasses the pods name (the Priority plugin rejects pods that name a missing one).
+func setUpClusterWide(ctx context.Context, t *testing.T, c client.Client, workloads []workload) {
+	t.Helper()
 	for name, build := range windowsBuilds {
 		create(ctx, t, c, &nodev1.RuntimeClass{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -320,26 +364,15 @@ func setUpCluster(ctx context.Context, t *testing.T, c client.Client, workloads 
 			},
 		})
 	}
-
-	accounts := map[string]bool{"default": true}
 	priorities := map[string]bool{}
 	for _, w := range workloads {
 		spec, _, err := unstructured.NestedMap(w.obj.Object, podSpecPath(w.obj.GetKind())...)
 		if err != nil {
 			t.Fatalf("%v: %v", w, err)
 		}
-		// serviceAccount is the deprecated spelling; the API server still honours it.
-		for _, key := range []string{"serviceAccountName", "serviceAccount"} {
-			if name, _ := spec[key].(string); name != "" {
-				accounts[name] = true
-			}
-		}
 		if name, _ := spec["priorityClassName"].(string); name != "" {
 			priorities[name] = true
 		}
-	}
-	for name := range accounts {
-		create(ctx, t, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}})
 	}
 	for name := range priorities {
 		// system-node-critical and system-cluster-critical are built in.
@@ -403,7 +436,8 @@ func mutate(pol *policy.Policy, raw []byte, facts policy.Facts) ([]byte, error) 
 	return out, nil
 }
 
-// podFromTemplate builds the Pod a controller would create from a workload's pod template.
+// podFromTemplate builds the Pod a controller would create from a workload's pod template, in the
+// workload's namespace (demo when it has none).
 func podFromTemplate(kind string, raw []byte) ([]byte, error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
@@ -426,7 +460,11 @@ func podFromTemplate(kind string, raw []byte) ([]byte, error) {
 	pod.SetAPIVersion("v1")
 	pod.SetKind("Pod")
 	pod.SetName(obj.GetName() + "-pod")
-	pod.SetNamespace(namespace)
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = namespace
+	}
+	pod.SetNamespace(ns)
 	labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
 	pod.SetLabels(labels)
 	annotations, _, _ := unstructured.NestedStringMap(tpl, "metadata", "annotations")

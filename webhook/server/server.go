@@ -139,12 +139,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	current := &atomic.Pointer[policy.Policy]{}
 	current.Store(pol)
 	shared := webhook.Config{
-		Policy:     current,
-		Namespaces: mgr.GetClient(),
-		Cluster:    inv.Cluster,
-		Version:    o.Version,
-		Metrics:    sharedMetrics(),
-		Log:        o.Log.WithName("admission"),
+		Policy:         current,
+		Namespaces:     mgr.GetClient(),
+		NamespacesLive: mgr.GetAPIReader(),
+		Cluster:        inv.Cluster,
+		Version:        o.Version,
+		Metrics:        sharedMetrics(),
+		Log:            o.Log.WithName("admission"),
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})

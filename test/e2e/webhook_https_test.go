@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wincompat/wincompat/webhook"
+)
+
+// reviewRequest is the request part of an AdmissionReview, in JSON, so that tests can send what the
+// typed structs cannot express (a null object, a wrong type in a field).
+type reviewRequest struct {
+	UID       string                      `json:"uid"`
+	Kind      metav1.GroupVersionKind     `json:"kind"`
+	Resource  metav1.GroupVersionResource `json:"resource"`
+	Namespace string                      `json:"namespace"`
+	Operation string                      `json:"operation"`
+	UserInfo  map[string]any              `json:"userInfo"`
+	Object    json.RawMessage             `json:"object"`
+}
+
+func reviewBody(t *testing.T, apiVersion string, req reviewRequest) []byte {
+	t.Helper()
+	if req.Operation == "" {
+		req.Operation = "CREATE"
+	}
+	if req.UserInfo == nil {
+		req.UserInfo = map[string]any{"username": "e2e"}
+	}
+	b, err := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": "AdmissionReview", "request": req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	podKind     = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
+
+// podJSON is windowsPod in JSON, with its type meta, as the API server sends objects.
+func podJSON(t *testing.T, ns string) []byte {
+	t.Helper()
+	pod := windowsPod(ns, "direct")
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// reviewResponse is an AdmissionReview response of either version (v1 and v1beta1 share the shape).
+type reviewResponse struct {
+	APIVersion string                         `json:"apiVersion"`
+	Kind       string                         `json:"kind"`
+	Response   *admissionv1.AdmissionResponse `json:"response"`
+}
+
+// webhookTLS trusts only the CA envtest signed wincompat's serving certificate with.
+func (cl *cluster) webhookTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cl.webhook.CAData) {
+		t.Fatal("no CA certificate in controlplane.Webhook.CAData")
+	}
+	return &tls.Config{RootCAs: pool}
+}
+
+func (cl *cluster) webhookAddr() string {
+	return net.JoinHostPort(cl.webhook.Host, strconv.Itoa(cl.webhook.Port))
+}
+
+// post sends body to path on wincompat's server and decodes the answer when it is JSON.
+func (cl *cluster) post(t *testing.T, path string, body []byte) (int, *reviewResponse, string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: cl.webhookTLS(t)}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Post("https://"+cl.webhookAddr()+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	var out reviewResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return resp.StatusCode, nil, string(raw)
+	}
+	return resp.StatusCode, &out, string(raw)
+}
+
+// TestWebhookServerHTTPS: issue 3, requirements 8 and 9. Bad input sent straight to wincompat's
+// server over HTTPS (not through the API server, which would never send it), then its TLS settings.
+func TestWebhookServerHTTPS(t *testing.T) {
+	cl := startCluster(t)
+	ns := readyNamespace // opted in, and in wincompat's cache
+
+	valid := reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "valid", Kind: podKind, Resource: podResource, Namespace: ns, Object: podJSON(t, ns)})
+	// Over controller-runtime's 7 MiB limit on request bodies; otherwise a valid review.
+	huge := windowsPod(ns, "huge")
+	huge.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	huge.Annotations = map[string]string{"padding": strings.Repeat("x", 8<<20)}
+	hugeObj, err := json.Marshal(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service, err := json.Marshal(&corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"` + ns + `"},"data":{"k":"dg=="}}`)
+	wrongType := bytes.Replace(podJSON(t, ns), []byte(`"runAsUser":1000`), []byte(`"runAsUser":"x"`), 1)
+	if bytes.Equal(wrongType, podJSON(t, ns)) {
+		t.Fatal("test bug: runAsUser not found in the pod's JSON")
+	}
+
+	t.Run("bad input", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			body []byte
+			// What the answer must say. uid "" means no request could be read, so none is echoed.
+			wantHTTP       []int // any of these
+			wantAPIVersion string
+			wantUID        string
+			wantAllowed    bool
+			wantCode       int32
+			wantMessage    string // substring of result.message
+			wantPatch      bool
+			wantWarning    string // substring of some warning
+		}{
+			{
+				name: "truncated JSON", body: valid[:len(valid)/2],
+				wantHTTP: []int{http.StatusOK}, wantCode: http.StatusBadRequest, wantMessage: "unexpected end of JSON input",
+			},
+			{
+				name: "Service on the pod path",
+				body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "service", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Service"},
+					Resource: metav1.GroupVersionResource{Version: "v1", Resource: "services"}, Namespace: ns, Object: service}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "service", wantAllowed: true, wantCode: http.StatusOK,
+				wantWarning: "does not handle services",
+			},
+			{
+				// The resource is right but the kind and object are not a Pod's: not wincompat's business.
+				name: "Service kind on the pods resource",
+				body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "service-kind", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Service"},
+					Resource: podResource, Namespace: ns, Object: service}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "service-kind", wantAllowed: true, wantCode: http.StatusOK,
+				wantWarning: "unsupported object",
+			},
+			{
+				// controller-runtime answers a v1beta1 review in v1beta1.
+				name: "v1beta1 review", body: reviewBody(t, "admission.k8s.io/v1beta1", reviewRequest{UID: "beta", Kind: podKind, Resource: podResource, Namespace: ns, Object: podJSON(t, ns)}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1beta1", wantUID: "beta", wantAllowed: true, wantCode: http.StatusOK,
+				wantPatch: true, wantWarning: "runAsUser",
+			},
+			{
+				name: "null object", body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "null", Kind: podKind, Resource: podResource, Namespace: ns, Object: json.RawMessage("null")}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "null", wantCode: http.StatusBadRequest, wantMessage: "no object",
+			},
+			{
+				// Either an HTTP 413 or a review answer with code 413.
+				name: "body over 7 MiB", body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "huge", Kind: podKind, Resource: podResource, Namespace: ns, Object: hugeObj}),
+				wantHTTP: []int{http.StatusOK, http.StatusRequestEntityTooLarge}, wantCode: http.StatusRequestEntityTooLarge, wantMessage: "too large",
+			},
+			{
+				name: "unknown resource",
+				body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "secret", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Secret"},
+					Resource: metav1.GroupVersionResource{Version: "v1", Resource: "secrets"}, Namespace: ns, Object: secret}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "secret", wantAllowed: true, wantCode: http.StatusOK,
+				wantWarning: "does not handle secrets",
+			},
+			{
+				name: "wrong type in a field", body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "wrong-type", Kind: podKind, Resource: podResource, Namespace: ns, Object: wrongType}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "wrong-type", wantCode: http.StatusBadRequest, wantMessage: "runAsUser",
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				status, review, raw := cl.post(t, webhook.PodPath, tc.body)
+				if !slices.Contains(tc.wantHTTP, status) {
+					t.Fatalf("HTTP %d, want one of %v; body %.300s", status, tc.wantHTTP, raw)
+				}
+				if status == http.StatusRequestEntityTooLarge {
+					return // an HTTP-level refusal carries no review
+				}
+				if review == nil || review.Response == nil {
+					t.Fatalf("the answer is not an AdmissionReview with a response: %.300s", raw)
+				}
+				res := review.Response
+				if res.Result != nil {
+					t.Logf("allowed=%v code=%d message=%q warnings=%q", res.Allowed, res.Result.Code, res.Result.Message, res.Warnings)
+				}
+				if tc.wantAPIVersion != "" && (review.APIVersion != tc.wantAPIVersion || review.Kind != "AdmissionReview") {
+					t.Errorf("answered as %s %s, want %s AdmissionReview", review.APIVersion, review.Kind, tc.wantAPIVersion)
+				}
+				if string(res.UID) != tc.wantUID {
+					t.Errorf("uid %q, want %q", res.UID, tc.wantUID)
+				}
+				if res.Allowed != tc.wantAllowed {
+					t.Errorf("allowed = %v, want %v (result %+v)", res.Allowed, tc.wantAllowed, res.Result)
+				}
+				if res.Result == nil || res.Result.Code != tc.wantCode || !strings.Contains(res.Result.Message, tc.wantMessage) {
+					t.Errorf("result = %+v, want code %d and a message containing %q", res.Result, tc.wantCode, tc.wantMessage)
+				}
+				if got := len(res.Patch) > 0; got != tc.wantPatch {
+					t.Errorf("patch present = %v, want %v: %s", got, tc.wantPatch, res.Patch)
+				}
+				if tc.wantPatch && (res.PatchType == nil || *res.PatchType != admissionv1.PatchTypeJSONPatch) {
+					t.Errorf("patchType = %v, want JSONPatch", res.PatchType)
+				}
+				if tc.wantWarning != "" && !containsSubstring(res.Warnings, tc.wantWarning) {
+					t.Errorf("no warning mentions %q: %q", tc.wantWarning, res.Warnings)
+				}
+			})
+		}
+	})
+
+	// After all that, the server still answers a valid review, with a patch that applies and does the job.
+	t.Run("still healthy", func(t *testing.T) {
+		status, review, raw := cl.post(t, webhook.PodPath, valid)
+		if status != http.StatusOK || review == nil || review.Response == nil {
+			t.Fatalf("HTTP %d: %.300s", status, raw)
+		}
+		res := review.Response
+		if !res.Allowed || res.UID != "valid" || len(res.Patch) == 0 {
+			t.Fatalf("answer to a valid review: allowed=%v uid=%q patch=%s result=%+v", res.Allowed, res.UID, res.Patch, res.Result)
+		}
+		p, err := jsonpatch.DecodePatch(res.Patch)
+		if err != nil {
+			t.Fatalf("patch does not decode: %v: %s", err, res.Patch)
+		}
+		out, err := p.Apply(podJSON(t, ns))
+		if err != nil {
+			t.Fatalf("patch does not apply: %v: %s", err, res.Patch)
+		}
+		var pod corev1.Pod
+		if err := json.Unmarshal(out, &pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.SecurityContext.RunAsUser != nil || pod.Spec.NodeSelector[corev1.LabelOSStable] != "windows" {
+			t.Errorf("patched pod: securityContext %+v nodeSelector %v", pod.Spec.SecurityContext, pod.Spec.NodeSelector)
+		}
+	})
+
+	t.Run("TLS", func(t *testing.T) {
+		dial := func(mutate func(*tls.Config)) (*tls.Conn, error) {
+			cfg := cl.webhookTLS(t)
+			mutate(cfg)
+			d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
+			conn, err := d.Dial("tcp", cl.webhookAddr())
+			if err != nil {
+				return nil, err
+			}
+			return conn.(*tls.Conn), nil
+		}
+
+		// The default minimum is TLS 1.3: a client that stops at 1.2 is refused.
+		if conn, err := dial(func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }); err == nil {
+			conn.Close()
+			t.Errorf("a TLS 1.2-max client completed the handshake (negotiated %s)", tls.VersionName(conn.ConnectionState().Version))
+		} else {
+			t.Logf("TLS 1.2-max client refused: %v", err)
+		}
+
+		// HTTP/2 is off by default. A client offering only h2 is refused by ALPN or gets something else.
+		if conn, err := dial(func(c *tls.Config) { c.NextProtos = []string{"h2"} }); err == nil {
+			if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+				t.Errorf("HTTP/2 negotiated although --enable-http2 defaults to false")
+			}
+			conn.Close()
+		} else {
+			t.Logf("h2-only client refused: %v", err)
+		}
+
+		// A normal client gets TLS 1.3 and HTTP/1.1: the refusals above are not a broken server.
+		conn, err := dial(func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} })
+		if err != nil {
+			t.Fatalf("a TLS 1.3 client offering h2 and http/1.1 was refused: %v", err)
+		}
+		defer conn.Close()
+		if s := conn.ConnectionState(); s.Version != tls.VersionTLS13 || s.NegotiatedProtocol != "http/1.1" {
+			t.Errorf("negotiated %s and %q, want TLS 1.3 and http/1.1", tls.VersionName(s.Version), s.NegotiatedProtocol)
+		}
+	})
+}
+
+func containsSubstring(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
