@@ -154,3 +154,20 @@ func TestUsage(t *testing.T) {
 		t.Errorf("mutate -h: %d %s", code, errOut)
 	}
 }
+
+func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
+	var errOut bytes.Buffer
+	code := run([]string{"serve", "--cert-dir", t.TempDir(), "--tls-min-version", "1.1", "--port", "0"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	for _, want := range []string{`--tls-min-version "1.1": use 1.2 or 1.3`, "--port 0", "tls.crt", "mount the serving certificate Secret"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	errOut.Reset()
+	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "--enable-http2") {
+		t.Errorf("serve -h: %d %s", code, errOut.String())
+	}
+}

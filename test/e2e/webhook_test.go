@@ -78,7 +78,8 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // serve runs wincompat serve in-process against the control plane, until stopServing or the test ends.
-func (cl *cluster) serve(t *testing.T) {
+// tweaks change the options before the server starts.
+func (cl *cluster) serve(t *testing.T, tweaks ...func(*server.Options)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cl.stop, cl.done = cancel, make(chan error, 1)
@@ -88,6 +89,9 @@ func (cl *cluster) serve(t *testing.T) {
 		CertDir: cl.webhook.CertDir, Host: cl.webhook.Host, Port: cl.webhook.Port,
 		MetricsAddr: "0", ProbeAddr: "0", TLSMinVersion: "1.3", ShutdownTimeout: 5 * time.Second,
 		Policy: policy.Default(), Version: "e2e", Log: testr.New(t),
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
 	}
 	go func() { cl.done <- server.Run(ctx, cl.cfg, opts) }()
 	t.Cleanup(cl.stopServing)
