@@ -167,7 +167,7 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 	errOut.Reset()
-	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "--enable-http2") {
+	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "-enable-http2") {
 		t.Errorf("serve -h: %d %s", code, errOut.String())
 	}
 }
