@@ -45,8 +45,15 @@ type Namespace struct {
 type Cluster struct {
 	// Builds are the Windows builds of ready nodes.
 	Builds []string
-	// RuntimeClasses are the names of RuntimeClasses that exist.
-	RuntimeClasses map[string]bool
+	// RuntimeClasses are the RuntimeClasses that exist, by name.
+	RuntimeClasses map[string]RuntimeClass
+}
+
+// RuntimeClass is what scheduling decisions need of a RuntimeClass.
+type RuntimeClass struct {
+	// NodeSelector is the class's scheduling.nodeSelector. The RuntimeClass admission plugin merges it into
+	// the pod's and rejects the pod when a key has another value there.
+	NodeSelector map[string]string
 }
 
 // Facts are everything outside the object that a decision depends on.

@@ -23,10 +23,21 @@ const (
 // and returns the chosen build and its source ("" when none was chosen).
 func (p *Policy) schedule(pod *corev1.Pod, facts Facts, rec *recorder) (build, source string) {
 	spec := &pod.Spec
-	p.pinNodeLabel(spec, corev1.LabelOSStable, string(corev1.Windows), rec)
+	// A RuntimeClass the pod names brings its own nodeSelector; injecting another value for one of its
+	// keys would make the RuntimeClass admission plugin reject the pod.
+	classSelector := p.namedClassSelector(spec, facts)
+	pin := func(key, value string) {
+		if v, set := classSelector[key]; set && v != value {
+			rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + key + "]",
+				Reason: "RuntimeClass " + *spec.RuntimeClassName + " selects " + key + "=" + v + "; left to it"})
+			return
+		}
+		p.pinNodeLabel(spec, key, value, rec)
+	}
+	pin(corev1.LabelOSStable, string(corev1.Windows))
 	if p.Arch != "" {
 		if _, set := spec.NodeSelector[corev1.LabelArchStable]; !set {
-			p.pinNodeLabel(spec, corev1.LabelArchStable, p.Arch, rec)
+			pin(corev1.LabelArchStable, p.Arch)
 		}
 	}
 	p.tolerateWindowsTaints(spec, rec)
@@ -40,17 +51,62 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, rec *recorder) (build, s
 		return "", ""
 	}
 	if source != SourceRuntimeClass {
-		// A pod naming a RuntimeClass gets its selector from that class; a second, possibly different,
-		// value would make the RuntimeClass admission plugin reject the pod.
-		p.pinNodeLabel(spec, labelWindowsBuild, b.Number, rec)
+		pin(labelWindowsBuild, b.Number)
 	}
-	if p.SetRuntimeClassName && spec.RuntimeClassName == nil && b.RuntimeClass != "" &&
-		(facts.Cluster == nil || facts.Cluster.RuntimeClasses[b.RuntimeClass]) {
-		spec.RuntimeClassName = new(b.RuntimeClass)
-		rec.add(Change{Action: Inject, Path: "spec.runtimeClassName", To: jsonValue(b.RuntimeClass),
-			Reason: "RuntimeClass of Windows build " + b.Number})
+	p.setRuntimeClass(spec, b, facts, rec)
+	if c := facts.Cluster; c != nil && !slices.Contains(c.Builds, b.Number) {
+		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
+			Reason: "no ready node runs Windows build " + b.Number + "; the pod will stay Pending until one joins"})
 	}
 	return b.Number, source
+}
+
+// namedClassSelector is the nodeSelector of the RuntimeClass the pod names: from the cluster in server
+// mode, from the catalog offline. nil when the pod names none or an unknown one.
+func (p *Policy) namedClassSelector(spec *corev1.PodSpec, facts Facts) map[string]string {
+	if spec.RuntimeClassName == nil {
+		return nil
+	}
+	if facts.Cluster != nil {
+		return facts.Cluster.RuntimeClasses[*spec.RuntimeClassName].NodeSelector
+	}
+	if b, ok := p.buildByRuntimeClass(*spec.RuntimeClassName); ok {
+		return p.catalogSelector(b)
+	}
+	return nil
+}
+
+// catalogSelector is the nodeSelector wincompat gives the RuntimeClass of a catalog build.
+func (p *Policy) catalogSelector(b Build) map[string]string {
+	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), labelWindowsBuild: b.Number}
+	if p.Arch != "" {
+		sel[corev1.LabelArchStable] = p.Arch
+	}
+	return sel
+}
+
+// setRuntimeClass names the build's RuntimeClass when the pod names none and (in server mode) the class
+// exists and selects nothing the pod contradicts: a class edited or owned by someone else is not used.
+func (p *Policy) setRuntimeClass(spec *corev1.PodSpec, b Build, facts Facts, rec *recorder) {
+	if !p.SetRuntimeClassName || spec.RuntimeClassName != nil || b.RuntimeClass == "" {
+		return
+	}
+	if facts.Cluster != nil {
+		rc, exists := facts.Cluster.RuntimeClasses[b.RuntimeClass]
+		if !exists {
+			return
+		}
+		for _, key := range sortedKeys(rc.NodeSelector) {
+			if v, set := spec.NodeSelector[key]; set && v != rc.NodeSelector[key] {
+				rec.add(Change{Action: Warn, Path: "spec.runtimeClassName",
+					Reason: "RuntimeClass " + b.RuntimeClass + " selects " + key + "=" + rc.NodeSelector[key] + ", which the pod contradicts; not set"})
+				return
+			}
+		}
+	}
+	spec.RuntimeClassName = new(b.RuntimeClass)
+	rec.add(Change{Action: Inject, Path: "spec.runtimeClassName", To: jsonValue(b.RuntimeClass),
+		Reason: "RuntimeClass of Windows build " + b.Number})
 }
 
 // pinNodeLabel sets nodeSelector[key]=value, overwriting a conflicting value (recorded as a rewrite,
@@ -102,10 +158,11 @@ func (p *Policy) chooseBuild(pod *corev1.Pod, facts Facts, rec *recorder) (Build
 		return p.catalogEntry(pinned), SourceNodeSelector
 	}
 	if spec.RuntimeClassName != nil {
-		if b, ok := p.buildByRuntimeClass(*spec.RuntimeClassName); ok {
-			return b, SourceRuntimeClass
+		// A RuntimeClass carries its own scheduling: its build, if it selects one, is the pod's; if it
+		// selects none (or is unknown), pinning a build could contradict it.
+		if n := p.namedClassSelector(spec, facts)[labelWindowsBuild]; n != "" {
+			return p.catalogEntry(n), SourceRuntimeClass
 		}
-		// An unknown RuntimeClass carries its own scheduling; pinning a build could contradict it.
 		return Build{}, ""
 	}
 	if v, set := pod.Annotations[AnnotationBuild]; set {

@@ -51,7 +51,9 @@ func FuzzMutate(f *testing.F) {
 			facts.Operation = policy.Update
 		}
 		if server {
-			facts.Cluster = &policy.Cluster{Builds: []string{"10.0.20348"}, RuntimeClasses: map[string]bool{"windows-2022": true}}
+			facts.Cluster = &policy.Cluster{Builds: []string{"10.0.20348"}, RuntimeClasses: map[string]policy.RuntimeClass{
+				"windows-2022": {NodeSelector: map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}},
+			}}
 		}
 		res, err := Mutate(pol, gvk, raw, facts)
 		if err != nil {

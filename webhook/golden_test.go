@@ -38,8 +38,9 @@ type goldenCase struct {
 	} `json:"namespace"`
 	Operation string `json:"operation"`
 	Cluster   *struct {
-		Builds         []string `json:"builds"`
-		RuntimeClasses []string `json:"runtimeClasses"`
+		Builds []string `json:"builds"`
+		// RuntimeClasses maps each existing class to its scheduling.nodeSelector.
+		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
 	} `json:"cluster"`
 	Policy string          `json:"policy"`
 	Object json.RawMessage `json:"object"`
@@ -63,9 +64,9 @@ func (c *goldenCase) facts() policy.Facts {
 		f.Operation = policy.Operation(c.Operation)
 	}
 	if c.Cluster != nil {
-		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]bool{}}
-		for _, rc := range c.Cluster.RuntimeClasses {
-			f.Cluster.RuntimeClasses[rc] = true
+		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]policy.RuntimeClass{}}
+		for name, selector := range c.Cluster.RuntimeClasses {
+			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: selector}
 		}
 	}
 	return f

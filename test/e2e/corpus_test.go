@@ -96,9 +96,11 @@ func TestCorpusAdmittedAfterMutation(t *testing.T) {
 		Version:   "e2e",
 	}
 	serverFacts := facts
-	serverFacts.Cluster = &policy.Cluster{Builds: []string{"10.0.20348"}, RuntimeClasses: map[string]bool{}}
-	for name := range windowsBuilds {
-		serverFacts.Cluster.RuntimeClasses[name] = true
+	serverFacts.Cluster = &policy.Cluster{Builds: []string{"10.0.20348"}, RuntimeClasses: map[string]policy.RuntimeClass{}}
+	for name, build := range windowsBuilds {
+		serverFacts.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: map[string]string{
+			corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: build,
+		}}
 	}
 
 	var files []string

@@ -31,7 +31,7 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	if err := i.Reader.List(ctx, &classes); err != nil {
 		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
-	c := &policy.Cluster{RuntimeClasses: make(map[string]bool, len(classes.Items))}
+	c := &policy.Cluster{RuntimeClasses: make(map[string]policy.RuntimeClass, len(classes.Items))}
 	for _, n := range nodes.Items {
 		build := n.Labels[corev1.LabelWindowsBuild]
 		if n.Labels[corev1.LabelOSStable] != string(corev1.Windows) || build == "" || !ready(&n) {
@@ -43,7 +43,11 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	}
 	slices.Sort(c.Builds)
 	for _, rc := range classes.Items {
-		c.RuntimeClasses[rc.Name] = true
+		var selector map[string]string
+		if rc.Scheduling != nil {
+			selector = rc.Scheduling.NodeSelector
+		}
+		c.RuntimeClasses[rc.Name] = policy.RuntimeClass{NodeSelector: selector}
 	}
 	return c, nil
 }
