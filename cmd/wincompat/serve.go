@@ -39,7 +39,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key")
 	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
-	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
+	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\"); reloaded when its content changes, an invalid change is refused and the last good policy kept")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus /metrics address; 0 disables")
 	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; 0 disables")
 	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
@@ -69,7 +69,7 @@ func runServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1
 	}
-	o.Policy = pol
+	o.Policy, o.PolicyFile = pol, policyFile
 	if err := o.Validate(); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1

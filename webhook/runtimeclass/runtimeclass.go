@@ -21,8 +21,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -77,6 +79,8 @@ type Reconciler struct {
 	Log      logr.Logger
 	// Conflicts is set to the number of catalog classes blocked by an unmanaged class of the same name.
 	Conflicts prometheus.Gauge
+	// Trigger, when set, asks for a reconcile (the policy's catalog changed).
+	Trigger <-chan event.GenericEvent
 }
 
 var catalogRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "catalog"}}
@@ -86,11 +90,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toCatalog := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{catalogRequest}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("runtimeclasses").
 		Watches(&nodev1.RuntimeClass{}, toCatalog).
-		Watches(&corev1.Node{}, toCatalog).
-		Complete(r)
+		Watches(&corev1.Node{}, toCatalog)
+	if r.Trigger != nil {
+		b = b.WatchesRawSource(source.Channel(r.Trigger, toCatalog))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile creates missing classes, repairs edited ones, removes managed classes the catalog no longer

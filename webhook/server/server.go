@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,8 +53,11 @@ type Options struct {
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
 	Policy               *policy.Policy
-	Version              string
-	Log                  logr.Logger
+	// PolicyFile, when set, is watched: a valid new content replaces Policy without a restart.
+	PolicyFile         string
+	PolicyPollInterval time.Duration
+	Version            string
+	Log                logr.Logger
 }
 
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
@@ -100,12 +103,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	pol := o.Policy
-	if o.Namespace != "" && !slices.Contains(pol.ExcludedNamespaces, o.Namespace) {
-		copied := *pol
-		copied.ExcludedNamespaces = append(slices.Clone(pol.ExcludedNamespaces), o.Namespace)
-		pol = &copied
-	}
+	pol := withOwnNamespace(o.Policy, o.Namespace)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -151,6 +149,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})
 	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
 
+	policyChanged := make(chan event.GenericEvent, 1)
 	if o.ManageRuntimeClasses {
 		rc := &runtimeclass.Reconciler{
 			Client:    mgr.GetClient(),
@@ -158,9 +157,26 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			Recorder:  mgr.GetEventRecorder("wincompat"),
 			Log:       o.Log.WithName("runtimeclasses"),
 			Conflicts: sharedConflictGauge(),
+			Trigger:   policyChanged,
 		}
 		if err := rc.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("RuntimeClass controller: %w", err)
+		}
+	}
+	if o.PolicyFile != "" {
+		interval := o.PolicyPollInterval
+		if interval <= 0 {
+			interval = 5 * time.Second
+		}
+		watcher := &policyFile{path: o.PolicyFile, namespace: o.Namespace, current: current, interval: interval,
+			log: o.Log.WithName("policy"), onChange: func() {
+				select { // the catalog may have changed: reconcile RuntimeClasses (a pending event is enough)
+				case policyChanged <- event.GenericEvent{}:
+				default:
+				}
+			}}
+		if err := mgr.Add(watcher); err != nil {
+			return err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
