@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -49,6 +50,12 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "how long to finish in-flight reviews after SIGTERM")
+	var selfManaged bool
+	tlsCfg := certs.Config{}
+	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")
+	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
+	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
+	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration whose caBundle to keep")
 	zapOpts.BindFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -70,6 +77,9 @@ func runServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	o.Policy, o.PolicyFile = pol, policyFile
+	if selfManaged {
+		o.SelfManagedTLS = &tlsCfg
+	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1

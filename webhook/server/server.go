@@ -33,6 +33,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
+	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/inventory"
 	"github.com/wincompat/wincompat/webhook/runtimeclass"
 )
@@ -53,6 +54,9 @@ type Options struct {
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
 	Policy               *policy.Policy
+	// SelfManagedTLS, when set, replaces CertDir: the leader keeps a CA and serving certificate in a
+	// Secret and the webhook configuration's caBundle current; every replica serves from the Secret.
+	SelfManagedTLS *certs.Config
 	// PolicyFile, when set, is watched: a valid new content replaces Policy without a restart.
 	PolicyFile         string
 	PolicyPollInterval time.Duration
@@ -71,10 +75,14 @@ func (o *Options) Validate() error {
 	if o.Port < 1 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d: use 1-65535", o.Port))
 	}
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
-			errs = append(errs, fmt.Errorf("--cert-dir: %w (mount the serving certificate Secret there)", err))
+	if o.SelfManagedTLS == nil {
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
+				errs = append(errs, fmt.Errorf("--cert-dir: %w (mount the serving certificate Secret there, or use --self-managed-tls)", err))
+			}
 		}
+	} else if o.Namespace == "" || o.SelfManagedTLS.ServiceName == "" || o.SelfManagedTLS.SecretName == "" || o.SelfManagedTLS.WebhookConfigName == "" {
+		errs = append(errs, errors.New("--self-managed-tls needs --namespace, --service-name, --tls-secret and --webhook-config-name"))
 	}
 	if o.LeaderElect && o.Namespace == "" {
 		errs = append(errs, errors.New("--leader-elect needs --namespace (or POD_NAMESPACE) for its Lease"))
@@ -109,6 +117,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	tlsOpts := []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tlsVersions[o.TLSMinVersion] }}
+	var loader *certs.Loader
+	if o.SelfManagedTLS != nil {
+		loader = &certs.Loader{Namespace: o.Namespace, SecretName: o.SelfManagedTLS.SecretName, Interval: 2 * time.Second, Log: o.Log.WithName("certs")}
+		tlsOpts = append(tlsOpts, func(t *tls.Config) { t.GetCertificate = loader.GetCertificate })
+	}
 	if !o.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(t *tls.Config) { t.NextProtos = []string{"http/1.1"} })
 	}
@@ -149,6 +162,27 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})
 	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
 
+	if loader != nil {
+		cfg := *o.SelfManagedTLS
+		cfg.Namespace = o.Namespace
+		cfg.Defaults()
+		loader.Reader = mgr.GetAPIReader()
+		issuer := &certs.Issuer{Config: cfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: time.Minute}
+		if err := mgr.Add(loader); err != nil {
+			return err
+		}
+		if err := mgr.Add(issuer); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("certificate", func(*http.Request) error {
+			if !loader.Ready() {
+				return errors.New("no serving certificate loaded yet")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	policyChanged := make(chan event.GenericEvent, 1)
 	if o.ManageRuntimeClasses {
 		rc := &runtimeclass.Reconciler{
@@ -190,6 +224,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
 	return mgr.Start(ctx)
+}
+
+// directClient reads from the API server and writes through the manager's client: the certificate Secret
+// and the webhook configuration are read rarely and must be fresh, so they are not worth an informer.
+func directClient(mgr ctrl.Manager) client.Client {
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return mgr.GetClient()
+	}
+	return c
 }
 
 // cacheOptions keep in memory only what wincompat reads.

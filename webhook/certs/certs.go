@@ -1,0 +1,425 @@
+// Package certs gives wincompat a serving certificate without cert-manager: the leader keeps a CA and a
+// serving certificate in a Secret and the CA bundle of the MutatingWebhookConfiguration current; every
+// replica serves the certificate from the Secret, reloading it without a restart.
+//
+// Rotation never breaks a request: the serving certificate is renewed under the same CA, which the API
+// server already trusts; a new CA is first added to the webhook's caBundle next to the old one, and only
+// on a later pass (once the API server has it) used to sign the serving certificate.
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Keys of the Secret.
+const (
+	keyCACert     = "ca.crt"
+	keyCAKey      = "ca.key"
+	keyNextCACert = "next-ca.crt" // a new CA already in the caBundle, not yet signing
+	keyNextCAKey  = "next-ca.key"
+	keyBundle     = "ca-bundle.crt" // every CA the webhook configuration must trust
+	keyCert       = corev1.TLSCertKey
+	keyKey        = corev1.TLSPrivateKeyKey
+
+	// Annotations on the Secret that force a rotation on the next pass (for operators and tests).
+	AnnotationRotateServing = "wincompat.io/rotate-serving-cert"
+	AnnotationRotateCA      = "wincompat.io/rotate-ca"
+	// When the next CA entered the bundle: it signs only after PromoteAfter, by which time every API
+	// server has seen the new caBundle.
+	annotationNextCASince = "wincompat.io/next-ca-since"
+)
+
+// Config says what to issue and where to keep it.
+type Config struct {
+	Namespace         string // of the Secret and the Service
+	SecretName        string
+	ServiceName       string // the webhook Service; its DNS names go into the certificate
+	WebhookConfigName string // the MutatingWebhookConfiguration whose caBundle to keep
+	CAValidity        time.Duration
+	CertValidity      time.Duration
+	PromoteAfter      time.Duration
+	// A certificate is renewed once less than a third of its validity is left: "well before expiry".
+}
+
+// Defaults fills unset validities: ten years for the CA, ninety days for the serving certificate.
+func (c *Config) Defaults() {
+	if c.CAValidity == 0 {
+		c.CAValidity = 10 * 365 * 24 * time.Hour
+	}
+	if c.CertValidity == 0 {
+		c.CertValidity = 90 * 24 * time.Hour
+	}
+	if c.PromoteAfter == 0 {
+		c.PromoteAfter = time.Minute
+	}
+}
+
+func (c *Config) dnsNames() []string {
+	n, ns := c.ServiceName, c.Namespace
+	return []string{n, n + "." + ns, n + "." + ns + ".svc", n + "." + ns + ".svc.cluster.local"}
+}
+
+// Issuer keeps the Secret and the caBundle current. It runs on the leader.
+type Issuer struct {
+	Config
+	Client   client.Client // reads go to the API server: the Secret is not cached
+	Log      logr.Logger
+	Interval time.Duration
+	now      func() time.Time
+}
+
+// NeedLeaderElection makes the Issuer a leader-only runnable.
+func (i *Issuer) NeedLeaderElection() bool { return true }
+
+// Start reconciles at once, then every Interval.
+func (i *Issuer) Start(ctx context.Context) error {
+	t := time.NewTicker(i.Interval)
+	defer t.Stop()
+	for {
+		if err := i.Reconcile(ctx); err != nil {
+			i.Log.Error(err, "keeping the serving certificate")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Reconcile makes one pass: at most one step of a CA rotation, so that the caBundle always reaches the API
+// server before a certificate that needs it is served.
+func (i *Issuer) Reconcile(ctx context.Context) error {
+	now := time.Now
+	if i.now != nil {
+		now = i.now
+	}
+	var s corev1.Secret
+	err := i.Client.Get(ctx, client.ObjectKey{Namespace: i.Namespace, Name: i.SecretName}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: i.Namespace, Name: i.SecretName}, Type: corev1.SecretTypeTLS}
+	case err != nil:
+		return fmt.Errorf("reading Secret %s/%s: %w", i.Namespace, i.SecretName, err)
+	}
+	before := s.DeepCopy()
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	ca, caErr := parsePair(s.Data[keyCACert], s.Data[keyCAKey])
+	switch {
+	case caErr != nil:
+		// No usable CA: start from scratch. Nothing can be trusted yet, so there is nothing to keep.
+		if ca, err = newCA(now(), i.CAValidity); err != nil {
+			return err
+		}
+		s.Data[keyCACert], s.Data[keyCAKey] = ca.certPEM, ca.keyPEM
+		delete(s.Data, keyNextCACert)
+		delete(s.Data, keyNextCAKey)
+		s.Data[keyBundle] = ca.certPEM
+		delete(s.Data, keyCert)
+	case len(s.Data[keyNextCACert]) > 0:
+		// Step 2 of a CA rotation: the new CA is in the caBundle (step 1 checked it before saving), so it
+		// may now sign. The old CA stays in the bundle until the certificates it signed are gone.
+		next, err := parsePair(s.Data[keyNextCACert], s.Data[keyNextCAKey])
+		since, _ := time.Parse(time.RFC3339Nano, s.Annotations[annotationNextCASince])
+		if err == nil && now().Sub(since) >= i.PromoteAfter && i.bundleApplied(ctx, s.Data[keyBundle]) {
+			ca = next
+			s.Data[keyCACert], s.Data[keyCAKey] = next.certPEM, next.keyPEM
+			delete(s.Data, keyNextCACert)
+			delete(s.Data, keyNextCAKey)
+			delete(s.Annotations, annotationNextCASince)
+			delete(s.Data, keyCert) // reissue under the new CA below
+		}
+	case s.Annotations[AnnotationRotateCA] != "" || renewDue(ca.cert, now()):
+		// Step 1: add a new CA to the bundle; it signs from the next pass on.
+		next, err := newCA(now(), i.CAValidity)
+		if err != nil {
+			return err
+		}
+		s.Data[keyNextCACert], s.Data[keyNextCAKey] = next.certPEM, next.keyPEM
+		s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now()), next.certPEM)
+		delete(s.Annotations, AnnotationRotateCA)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[annotationNextCASince] = now().UTC().Format(time.RFC3339Nano)
+	}
+	s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now()), s.Data[keyCACert])
+
+	serving, err := parsePair(s.Data[keyCert], s.Data[keyKey])
+	if err != nil || s.Annotations[AnnotationRotateServing] != "" || renewDue(serving.cert, now()) ||
+		serving.cert.CheckSignatureFrom(ca.cert) != nil || !slices.Equal(serving.cert.DNSNames, i.dnsNames()) {
+		certPEM, keyPEM, err := newServingCert(ca, i.dnsNames(), now(), i.CertValidity)
+		if err != nil {
+			return err
+		}
+		s.Data[keyCert], s.Data[keyKey] = certPEM, keyPEM
+		delete(s.Annotations, AnnotationRotateServing)
+		i.Log.Info("issued a serving certificate", "secret", i.SecretName, "notAfter", now().Add(i.CertValidity).Format(time.RFC3339))
+	}
+
+	// The bundle goes to the webhook configuration before the Secret that may need it is saved.
+	if err := i.injectBundle(ctx, s.Data[keyBundle]); err != nil {
+		return err
+	}
+	switch {
+	case before.ResourceVersion == "":
+		return i.Client.Create(ctx, &s)
+	case !secretEqual(before, &s):
+		return i.Client.Update(ctx, &s)
+	}
+	return nil
+}
+
+// bundleApplied reports whether every webhook of ours already trusts bundle.
+func (i *Issuer) bundleApplied(ctx context.Context, bundle []byte) bool {
+	var wc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, &wc); err != nil {
+		return false
+	}
+	for _, w := range wc.Webhooks {
+		if i.ours(w.ClientConfig) && !bytes.Equal(w.ClientConfig.CABundle, bundle) {
+			return false
+		}
+	}
+	return true
+}
+
+func (i *Issuer) ours(cc admissionregistrationv1.WebhookClientConfig) bool {
+	return cc.Service != nil && cc.Service.Name == i.ServiceName && cc.Service.Namespace == i.Namespace
+}
+
+// injectBundle sets caBundle on every webhook of the configuration that calls our Service.
+func (i *Issuer) injectBundle(ctx context.Context, bundle []byte) error {
+	var wc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, &wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			i.Log.Info("MutatingWebhookConfiguration not found; caBundle not set", "name", i.WebhookConfigName)
+			return nil
+		}
+		return err
+	}
+	changed := false
+	for j := range wc.Webhooks {
+		cc := &wc.Webhooks[j].ClientConfig
+		if i.ours(*cc) && !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle = bundle
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	i.Log.Info("updated the webhook caBundle", "name", i.WebhookConfigName)
+	return i.Client.Update(ctx, &wc)
+}
+
+func secretEqual(a, b *corev1.Secret) bool {
+	if len(a.Data) != len(b.Data) || len(a.Annotations) != len(b.Annotations) {
+		return false
+	}
+	for k, v := range a.Data {
+		if !bytes.Equal(v, b.Data[k]) {
+			return false
+		}
+	}
+	for k, v := range a.Annotations {
+		if b.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// renewDue is true once less than a third of the certificate's validity is left.
+func renewDue(c *x509.Certificate, now time.Time) bool {
+	life := c.NotAfter.Sub(c.NotBefore)
+	return now.After(c.NotAfter.Add(-life / 3))
+}
+
+type pair struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM []byte
+}
+
+func parsePair(certPEM, keyPEM []byte) (pair, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return pair{}, errors.New("missing PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return pair{}, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return pair{}, err
+	}
+	return pair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+func newCA(now time.Time, validity time.Duration) (pair, error) {
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "wincompat-ca", Organization: []string{"wincompat"}},
+		NotBefore:             now.Add(-time.Hour), // tolerate clock skew between nodes
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	return sign(tmpl, nil)
+}
+
+func newServingCert(ca pair, dnsNames []string, now time.Time, validity time.Duration) ([]byte, []byte, error) {
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: dnsNames[len(dnsNames)-2]},
+		DNSNames:    dnsNames,
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(validity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	p, err := sign(tmpl, &ca)
+	return p.certPEM, p.keyPEM, err
+}
+
+// sign creates a key and a certificate from tmpl, signed by parent (self-signed when nil).
+func sign(tmpl *x509.Certificate, parent *pair) (pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return pair{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return pair{}, err
+	}
+	tmpl.SerialNumber = serial
+	issuerCert, issuerKey := tmpl, key
+	if parent != nil {
+		issuerCert, issuerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuerCert, &key.PublicKey, issuerKey)
+	if err != nil {
+		return pair{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return pair{}, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return pair{}, err
+	}
+	return pair{
+		cert: cert, key: key,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// unexpired keeps the certificates of a PEM bundle that are still valid at now.
+func unexpired(bundle []byte, now time.Time) []byte {
+	var out []byte
+	for rest := bundle; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil && now.Before(c.NotAfter) {
+			out = append(out, pem.EncodeToMemory(b)...)
+		}
+	}
+}
+
+// joinPEM appends cert to bundle unless the bundle already holds it.
+func joinPEM(bundle, cert []byte) []byte {
+	if bytes.Contains(bundle, cert) {
+		return bundle
+	}
+	return append(append([]byte{}, bundle...), cert...)
+}
+
+// Loader serves the Secret's certificate on every replica, reloading it when it changes.
+type Loader struct {
+	Reader     client.Reader
+	Namespace  string
+	SecretName string
+	Interval   time.Duration
+	Log        logr.Logger
+	current    atomic.Pointer[tls.Certificate]
+	lastPEM    []byte
+}
+
+// NeedLeaderElection is false: every replica serves.
+func (l *Loader) NeedLeaderElection() bool { return false }
+
+// Start loads the certificate now and then every Interval.
+func (l *Loader) Start(ctx context.Context) error {
+	t := time.NewTicker(l.Interval)
+	defer t.Stop()
+	for {
+		l.load(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Loader) load(ctx context.Context) {
+	var s corev1.Secret
+	if err := l.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: l.SecretName}, &s); err != nil {
+		if !apierrors.IsNotFound(err) {
+			l.Log.Error(err, "reading the serving certificate Secret")
+		}
+		return
+	}
+	if bytes.Equal(s.Data[keyCert], l.lastPEM) {
+		return
+	}
+	cert, err := tls.X509KeyPair(s.Data[keyCert], s.Data[keyKey])
+	if err != nil {
+		l.Log.Error(err, "the serving certificate Secret holds no valid key pair; keeping the current one")
+		return
+	}
+	l.current.Store(&cert)
+	l.lastPEM = s.Data[keyCert]
+	l.Log.Info("loaded the serving certificate", "secret", l.SecretName)
+}
+
+// GetCertificate is tls.Config.GetCertificate.
+func (l *Loader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := l.current.Load(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("no serving certificate yet: the leader has not issued one")
+}
+
+// Ready reports whether a certificate is loaded, for /readyz.
+func (l *Loader) Ready() bool { return l.current.Load() != nil }
