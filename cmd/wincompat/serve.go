@@ -56,6 +56,10 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
 	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration whose caBundle to keep")
+	fl.Func("tls-san", "with --self-managed-tls: a further DNS name or IP address for the certificate, for a webhook called by URL; repeatable", func(v string) error {
+		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
+		return nil
+	})
 	zapOpts.BindFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -55,10 +56,13 @@ type Config struct {
 	Namespace         string // of the Secret and the Service
 	SecretName        string
 	ServiceName       string // the webhook Service; its DNS names go into the certificate
-	WebhookConfigName string // the MutatingWebhookConfiguration whose caBundle to keep
-	CAValidity        time.Duration
-	CertValidity      time.Duration
-	PromoteAfter      time.Duration
+	WebhookConfigName string // the MutatingWebhookConfiguration whose caBundle to keep (every webhook in it)
+	// ExtraNames are further DNS names or IP addresses for the certificate, for a webhook called by URL
+	// (a local demo or test calls https://127.0.0.1:port) rather than through the Service.
+	ExtraNames   []string
+	CAValidity   time.Duration
+	CertValidity time.Duration
+	PromoteAfter time.Duration
 	// A certificate is renewed once less than a third of its validity is left: "well before expiry".
 }
 
@@ -77,7 +81,23 @@ func (c *Config) Defaults() {
 
 func (c *Config) dnsNames() []string {
 	n, ns := c.ServiceName, c.Namespace
-	return []string{n, n + "." + ns, n + "." + ns + ".svc", n + "." + ns + ".svc.cluster.local"}
+	names := []string{n, n + "." + ns, n + "." + ns + ".svc", n + "." + ns + ".svc.cluster.local"}
+	for _, e := range c.ExtraNames {
+		if net.ParseIP(e) == nil {
+			names = append(names, e)
+		}
+	}
+	return names
+}
+
+func (c *Config) ipAddresses() []net.IP {
+	var ips []net.IP
+	for _, e := range c.ExtraNames {
+		if ip := net.ParseIP(e); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
 }
 
 // Issuer keeps the Secret and the caBundle current. It runs on the leader.
@@ -170,8 +190,9 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 
 	serving, err := parsePair(s.Data[keyCert], s.Data[keyKey])
 	if err != nil || s.Annotations[AnnotationRotateServing] != "" || renewDue(serving.cert, now()) ||
-		serving.cert.CheckSignatureFrom(ca.cert) != nil || !slices.Equal(serving.cert.DNSNames, i.dnsNames()) {
-		certPEM, keyPEM, err := newServingCert(ca, i.dnsNames(), now(), i.CertValidity)
+		serving.cert.CheckSignatureFrom(ca.cert) != nil || !slices.Equal(serving.cert.DNSNames, i.dnsNames()) ||
+		!slices.EqualFunc(serving.cert.IPAddresses, i.ipAddresses(), net.IP.Equal) {
+		certPEM, keyPEM, err := newServingCert(ca, i.dnsNames(), i.ipAddresses(), now(), i.CertValidity)
 		if err != nil {
 			return err
 		}
@@ -200,18 +221,14 @@ func (i *Issuer) bundleApplied(ctx context.Context, bundle []byte) bool {
 		return false
 	}
 	for _, w := range wc.Webhooks {
-		if i.ours(w.ClientConfig) && !bytes.Equal(w.ClientConfig.CABundle, bundle) {
+		if !bytes.Equal(w.ClientConfig.CABundle, bundle) {
 			return false
 		}
 	}
 	return true
 }
 
-func (i *Issuer) ours(cc admissionregistrationv1.WebhookClientConfig) bool {
-	return cc.Service != nil && cc.Service.Name == i.ServiceName && cc.Service.Namespace == i.Namespace
-}
-
-// injectBundle sets caBundle on every webhook of the configuration that calls our Service.
+// injectBundle sets caBundle on every webhook of the configuration, which is wincompat's own.
 func (i *Issuer) injectBundle(ctx context.Context, bundle []byte) error {
 	var wc admissionregistrationv1.MutatingWebhookConfiguration
 	if err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, &wc); err != nil {
@@ -224,7 +241,7 @@ func (i *Issuer) injectBundle(ctx context.Context, bundle []byte) error {
 	changed := false
 	for j := range wc.Webhooks {
 		cc := &wc.Webhooks[j].ClientConfig
-		if i.ours(*cc) && !bytes.Equal(cc.CABundle, bundle) {
+		if !bytes.Equal(cc.CABundle, bundle) {
 			cc.CABundle = bundle
 			changed = true
 		}
@@ -294,10 +311,11 @@ func newCA(now time.Time, validity time.Duration) (pair, error) {
 	return sign(tmpl, nil)
 }
 
-func newServingCert(ca pair, dnsNames []string, now time.Time, validity time.Duration) ([]byte, []byte, error) {
+func newServingCert(ca pair, dnsNames []string, ips []net.IP, now time.Time, validity time.Duration) ([]byte, []byte, error) {
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: dnsNames[len(dnsNames)-2]},
+		Subject:     pkix.Name{CommonName: dnsNames[2]},
 		DNSNames:    dnsNames,
+		IPAddresses: ips,
 		NotBefore:   now.Add(-time.Hour),
 		NotAfter:    now.Add(validity),
 		KeyUsage:    x509.KeyUsageDigitalSignature,

@@ -13,8 +13,8 @@ func TestServingCertChainsToTheCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Namespace: "wincompat-system", ServiceName: "wincompat"}
-	certPEM, keyPEM, err := newServingCert(ca, cfg.dnsNames(), now, time.Hour)
+	cfg := Config{Namespace: "wincompat-system", ServiceName: "wincompat", ExtraNames: []string{"localhost", "127.0.0.1"}}
+	certPEM, keyPEM, err := newServingCert(ca, cfg.dnsNames(), cfg.ipAddresses(), now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +26,9 @@ func TestServingCertChainsToTheCA(t *testing.T) {
 	roots.AddCert(ca.cert)
 	if _, err := serving.cert.Verify(x509.VerifyOptions{DNSName: "wincompat.wincompat-system.svc", Roots: roots, CurrentTime: now}); err != nil {
 		t.Errorf("the API server would not trust the serving certificate: %v", err)
+	}
+	if _, err := serving.cert.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: roots, CurrentTime: now}); err != nil {
+		t.Errorf("a caller by IP would not trust the serving certificate: %v", err)
 	}
 	if !ca.cert.IsCA || serving.cert.IsCA {
 		t.Error("CA flags wrong")
