@@ -1,4 +1,5 @@
-// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8) for tests.
+// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8) for tests,
+// and on request the real kube-scheduler (WithScheduler).
 //
 // The binaries come from `make k8s`. A missing binary is a test failure, never a skip: a suite that
 // quietly skips its oracle proves nothing.
@@ -92,7 +93,7 @@ var setLogger sync.Once
 // the ServiceAccounts their pods name, as no controller-manager runs to do it.
 func Start(t testing.TB) (*rest.Config, client.Client) {
 	t.Helper()
-	cfg, c, _ := run(t, nil)
+	cfg, c, _ := run(t, options{})
 	return cfg, c
 }
 
@@ -104,33 +105,60 @@ type Webhook struct {
 	CAData  []byte
 }
 
+// Option adds to the control plane StartWithWebhooks runs.
+type Option func(*options)
+
+type options struct {
+	webhookPaths []string
+	scheduler    bool
+}
+
+// WithWebhookPaths installs more webhook configuration manifests next to deploy/webhook.
+func WithWebhookPaths(paths ...string) Option {
+	return func(o *options) { o.webhookPaths = append(o.webhookPaths, paths...) }
+}
+
+// WithScheduler also runs the real kube-scheduler from bin/k8s against the API server (DESIGN §8), so
+// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
+func WithScheduler() Option {
+	return func(o *options) { o.scheduler = true }
+}
+
 // StartWithWebhooks is Start with wincompat's real MutatingWebhookConfiguration from deploy/webhook
 // installed, its clientConfig pointed at a local port with a fresh serving certificate (envtest's
 // WebhookInstallOptions). The caller serves the webhook there.
-func StartWithWebhooks(t testing.TB, extraPaths ...string) (*rest.Config, client.Client, Webhook) {
+func StartWithWebhooks(t testing.TB, opts ...Option) (*rest.Config, client.Client, Webhook) {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, append([]string{filepath.Join(root, "deploy", "webhook")}, extraPaths...))
+	o := options{webhookPaths: []string{filepath.Join(root, "deploy", "webhook")}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return run(t, o)
 }
 
-func run(t testing.TB, webhookPaths []string) (*rest.Config, client.Client, Webhook) {
+func run(t testing.TB, o options) (*rest.Config, client.Client, Webhook) {
 	t.Helper()
-	cfg, c, wh, stop, err := start(webhookPaths)
+	cfg, c, wh, env, err := start(o.webhookPaths)
 	if err != nil {
 		t.Fatalf("starting the test control plane: %v", err)
 	}
+	// Cleanups run last-registered first: the scheduler, registered below, stops before the API server.
 	t.Cleanup(func() {
-		if err := stop(); err != nil {
+		if err := env.Stop(); err != nil {
 			t.Errorf("stopping the test control plane: %v", err)
 		}
 	})
+	if o.scheduler {
+		startScheduler(t, env)
+	}
 	return cfg, c, wh
 }
 
-func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, func() error, error) {
+func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, *envtest.Environment, error) {
 	dir, err := BinDir()
 	if err != nil {
 		return nil, nil, Webhook{}, nil, err
@@ -168,5 +196,5 @@ func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, func() 
 		return nil, nil, Webhook{}, nil, errors.Join(err, env.Stop())
 	}
 	o := env.WebhookInstallOptions
-	return cfg, c, Webhook{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir, CAData: o.LocalServingCAData}, env.Stop, nil
+	return cfg, c, Webhook{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir, CAData: o.LocalServingCAData}, env, nil
 }

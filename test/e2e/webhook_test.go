@@ -64,7 +64,23 @@ const readyNamespace = "wincompat-ready"
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	cfg, _, wh := controlplane.StartWithWebhooks(t)
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith is startCluster with more of the control plane (such as controlplane.WithScheduler)
+// and tweaks to wincompat's server options.
+func startClusterWith(t *testing.T, planeOpts []controlplane.Option, tweaks ...func(*server.Options)) *cluster {
+	t.Helper()
+	cl := newCluster(t, planeOpts...)
+	cl.serve(t, tweaks...)
+	return cl
+}
+
+// newCluster starts the control plane without serving wincompat yet, for tests that must create
+// objects before wincompat starts; call serve next.
+func newCluster(t *testing.T, planeOpts ...controlplane.Option) *cluster {
+	t.Helper()
+	cfg, _, wh := controlplane.StartWithWebhooks(t, planeOpts...)
 	w := &warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w
@@ -72,9 +88,7 @@ func startCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{cfg: cfg, c: c, warnings: w, webhook: wh}
-	cl.serve(t)
-	return cl
+	return &cluster{cfg: cfg, c: c, warnings: w, webhook: wh}
 }
 
 // serve runs wincompat serve in-process against the control plane, until stopServing or the test ends.
@@ -127,6 +141,14 @@ func (cl *cluster) waitUntilMutating(t *testing.T, ns string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		// A server that failed to start shows up here as "connection refused"; say why instead.
+		select {
+		case err := <-cl.done:
+			cl.stop()
+			cl.stop = nil // nothing left for stopServing to wait for
+			t.Fatalf("wincompat serve exited: %v", err)
+		default:
+		}
 		pod := windowsPod(ns, "probe")
 		err := cl.c.Create(context.Background(), pod, client.DryRunAll)
 		if err == nil && pod.Annotations[policy.AnnotationVersion] == "e2e" {

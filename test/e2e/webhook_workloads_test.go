@@ -403,22 +403,11 @@ func (cl *cluster) createWorkload(t *testing.T, w workload) (*unstructured.Unstr
 	return cl.getStored(t, w.obj.GetKind(), w.obj.GetNamespace(), w.obj.GetName()), nil
 }
 
-// addWindowsNode creates a Ready, tainted Windows node of the given build. No kubelet runs: the node is
-// only what wincompat's inventory reads.
+// addWindowsNode creates a Ready, tainted Windows node of the given build (see addNode). No kubelet
+// runs: the node is only what wincompat's inventory reads.
 func (cl *cluster) addWindowsNode(t *testing.T, name, build string) {
 	t.Helper()
-	ctx := context.Background()
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			corev1.LabelOSStable: "windows", corev1.LabelArchStable: "amd64", corev1.LabelWindowsBuild: build,
-		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}},
-	}
-	create(ctx, t, cl.c, node)
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
-	if err := cl.c.Status().Update(ctx, node); err != nil {
-		t.Fatalf("marking node %s Ready: %v", name, err)
-	}
+	cl.addNode(t, testNode{name: name, os: "windows", build: build})
 }
 
 // waitForRuntimeClass waits until wincompat gives a dry-run pod in ns, whose image names no build, the
