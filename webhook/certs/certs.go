@@ -63,10 +63,15 @@ type Config struct {
 	CAValidity   time.Duration
 	CertValidity time.Duration
 	PromoteAfter time.Duration
+	// CheckInterval is how often the leader checks the Secret (a forced rotation waits at most this long);
+	// ReloadInterval how often every replica reloads it.
+	CheckInterval  time.Duration
+	ReloadInterval time.Duration
 	// A certificate is renewed once less than a third of its validity is left: "well before expiry".
 }
 
-// Defaults fills unset validities: ten years for the CA, ninety days for the serving certificate.
+// Defaults fills unset values: ten years for the CA, ninety days for the serving certificate, a minute
+// before a new CA signs and between checks, two seconds between reloads.
 func (c *Config) Defaults() {
 	if c.CAValidity == 0 {
 		c.CAValidity = 10 * 365 * 24 * time.Hour
@@ -76,6 +81,12 @@ func (c *Config) Defaults() {
 	}
 	if c.PromoteAfter == 0 {
 		c.PromoteAfter = time.Minute
+	}
+	if c.CheckInterval == 0 {
+		c.CheckInterval = time.Minute
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = 2 * time.Second
 	}
 }
 

@@ -118,8 +118,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	tlsOpts := []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tlsVersions[o.TLSMinVersion] }}
 	var loader *certs.Loader
+	var tlsCfg certs.Config
 	if o.SelfManagedTLS != nil {
-		loader = &certs.Loader{Namespace: o.Namespace, SecretName: o.SelfManagedTLS.SecretName, Interval: 2 * time.Second, Log: o.Log.WithName("certs")}
+		tlsCfg = *o.SelfManagedTLS
+		tlsCfg.Namespace = o.Namespace
+		tlsCfg.Defaults()
+		loader = &certs.Loader{Namespace: o.Namespace, SecretName: tlsCfg.SecretName, Interval: tlsCfg.ReloadInterval, Log: o.Log.WithName("certs")}
 		tlsOpts = append(tlsOpts, func(t *tls.Config) { t.GetCertificate = loader.GetCertificate })
 	}
 	if !o.EnableHTTP2 {
@@ -163,11 +167,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
 
 	if loader != nil {
-		cfg := *o.SelfManagedTLS
-		cfg.Namespace = o.Namespace
-		cfg.Defaults()
 		loader.Reader = mgr.GetAPIReader()
-		issuer := &certs.Issuer{Config: cfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: time.Minute}
+		issuer := &certs.Issuer{Config: tlsCfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: tlsCfg.CheckInterval}
 		if err := mgr.Add(loader); err != nil {
 			return err
 		}
