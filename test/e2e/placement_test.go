@@ -128,27 +128,26 @@ type mixPod struct {
 // tag-less ones name no build, so only the annotation can choose one (one has a registry port, which
 // must not be read as a tag).
 var (
-	images2019      = []string{"mcr.microsoft.com/windows/servercore:ltsc2019", "mcr.microsoft.com/windows/nanoserver:1809", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"}
-	images2022      = []string{"mcr.microsoft.com/windows/nanoserver:ltsc2022", "mcr.microsoft.com/windows/servercore:10.0.20348.2031", "mcr.microsoft.com/dotnet/framework/aspnet:4.8-windowsservercore-ltsc2022"}
-	images2025      = []string{"mcr.microsoft.com/windows/servercore:ltsc2025", "mcr.microsoft.com/windows/nanoserver:ltsc2025"}
-	imagesTagless   = []string{"registry.example.com/shop/api", "registry.example.com:5000/shop/worker"}
-	imagesHost      = []string{"mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0", "mcr.microsoft.com/windows/nanoserver:ltsc2022", "mcr.microsoft.com/windows/servercore:ltsc2019"}
-	imagesLinux     = []string{"registry.k8s.io/pause:3.10", "docker.io/library/nginx:1.27", "ghcr.io/example/agent:2.3.1"}
-	annotation2019  = []string{"2019"}
-	annotation2022  = []string{"ltsc2022"}
-	annotationOfCat = map[string][]string{"annotation 2019": annotation2019, "annotation ltsc2022": annotation2022}
+	images2019    = []string{"mcr.microsoft.com/windows/servercore:ltsc2019", "mcr.microsoft.com/windows/nanoserver:1809", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"}
+	images2022    = []string{"mcr.microsoft.com/windows/nanoserver:ltsc2022", "mcr.microsoft.com/windows/servercore:10.0.20348.2031", "mcr.microsoft.com/dotnet/framework/aspnet:4.8-windowsservercore-ltsc2022"}
+	images2025    = []string{"mcr.microsoft.com/windows/servercore:ltsc2025", "mcr.microsoft.com/windows/nanoserver:ltsc2025"}
+	imagesTagless = []string{"registry.example.com/shop/api", "registry.example.com:5000/shop/worker"}
+	imagesHost    = []string{"mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0", "mcr.microsoft.com/windows/nanoserver:ltsc2022", "mcr.microsoft.com/windows/servercore:ltsc2019"}
+	imagesLinux   = []string{"registry.k8s.io/pause:3.10", "docker.io/library/nginx:1.27", "ghcr.io/example/agent:2.3.1"}
+	// The annotation forms of the issue: a year, and an LTSC name.
+	annotationOfCat = map[string]string{"annotation 2019": "2019", "annotation ltsc2022": "ltsc2022"}
 )
 
 // randomMix returns n pods: one of each category first, so every row of the table has pods, then a
 // random category each.
-func randomMix(rnd *rand.Rand, n, first int) []mixPod {
+func randomMix(rnd *rand.Rand, n int) []mixPod {
 	out := make([]mixPod, 0, n)
 	for i := range n {
 		cat := &categories[rnd.Intn(len(categories))]
-		if i < len(categories) && first == 0 {
+		if i < len(categories) {
 			cat = &categories[i]
 		}
-		out = append(out, mixPod{cat: cat, pod: chartPod(rnd, cat, fmt.Sprintf("p%03d", first+i))})
+		out = append(out, mixPod{cat: cat, pod: chartPod(rnd, cat, fmt.Sprintf("p%03d", i))})
 	}
 	return out
 }
@@ -189,7 +188,7 @@ func chartPod(rnd *rand.Rand, cat *category, prefix string) *corev1.Pod {
 		app.Image = pick(rnd, images2022)
 	case "annotation 2019", "annotation ltsc2022":
 		app.Image = pick(rnd, imagesTagless)
-		pod.Annotations = map[string]string{policy.AnnotationBuild: pick(rnd, annotationOfCat[cat.name])}
+		pod.Annotations = map[string]string{policy.AnnotationBuild: annotationOfCat[cat.name]}
 	case "ltsc2025 image (no node)":
 		app.Image = pick(rnd, images2025)
 	case "hostProcess":
@@ -464,7 +463,7 @@ func hasWarning(warnings []string, sub string) bool {
 	return slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, sub) })
 }
 
-// probePod is a pod of the given build's images, for dry-run probes.
+// probePod is a Windows pod of one image, for dry-run probes.
 func probePod(image string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
@@ -524,7 +523,7 @@ func TestPlacement(t *testing.T) {
 	seed := placementSeed(t)
 	t.Logf("seed %d (PLACEMENT_SEED=%d replays this mix)", seed, seed)
 	rnd := rand.New(rand.NewSource(seed))
-	mix := randomMix(rnd, 200, 0)
+	mix := randomMix(rnd, 200)
 
 	var withWincompat []*placed
 	t.Run("with wincompat", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -90,10 +91,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toCatalog := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{catalogRequest}
 	})
+	// One reconcile at start, so the catalog appears even in a cluster with no Node or RuntimeClass to
+	// send an event (a webhook hosted outside the cluster).
+	start := make(chan event.GenericEvent, 1)
+	start <- event.GenericEvent{}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("runtimeclasses").
+		// The name is process-wide in controller-runtime; a second manager in the same process (tests,
+		// an in-process restart) would otherwise be refused.
+		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		Watches(&nodev1.RuntimeClass{}, toCatalog).
-		Watches(&corev1.Node{}, toCatalog)
+		Watches(&corev1.Node{}, toCatalog).
+		WatchesRawSource(source.Channel(start, toCatalog))
 	if r.Trigger != nil {
 		b = b.WatchesRawSource(source.Channel(r.Trigger, toCatalog))
 	}
