@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/inventory"
+)
+
+// TestNodesReport: what `wincompat nodes` prints, read from a real API server: per build the node counts,
+// taints and RuntimeClass state, and the findings (an untainted Windows node, a Windows node without a
+// build label, a build with nodes but no class, a class whose build has no node).
+func TestNodesReport(t *testing.T) {
+	cl := newCluster(t)
+	ctx := context.Background()
+	cl.addNode(t, testNode{"linux-0", "linux", ""})
+	cl.addNode(t, testNode{"win2022-0", "windows", build2022})
+	cl.addNode(t, testNode{"win2022-1", "windows", build2022})
+	cl.addNode(t, testNode{"win2019-0", "windows", build2019})
+	// An untainted 2019 node, and a Windows node nobody labelled with its build.
+	untainted := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win2019-bare", Labels: map[string]string{
+		corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: build2019}}}
+	create(ctx, t, cl.c, untainted)
+	create(ctx, t, cl.c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-unlabelled", Labels: map[string]string{corev1.LabelOSStable: "windows"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}}})
+	create(ctx, t, cl.c, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "windows-2022", Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}}, Handler: "runhcs-wcow-process"})
+	create(ctx, t, cl.c, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "windows-2025"}, Handler: "runhcs-wcow-process"})
+
+	rows, findings, err := inventory.Report(ctx, cl.c, policy.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]inventory.BuildRow{}
+	for _, r := range rows {
+		got[r.Build] = r
+	}
+	for build, want := range map[string]struct {
+		nodes, ready int
+		state        string
+	}{
+		build2019: {2, 1, "missing"}, build2022: {2, 2, "managed"}, "10.0.26100": {0, 0, "unmanaged"},
+	} {
+		r := got[build]
+		if r.Nodes != want.nodes || r.Ready != want.ready || r.ClassState != want.state {
+			t.Errorf("build %s: %d/%d nodes ready, class %s; want %d/%d, %s", build, r.Ready, r.Nodes, r.ClassState, want.ready, want.nodes, want.state)
+		}
+	}
+	if taints := got[build2022].Taints; len(taints) != 1 || taints[0] != "os=windows:NoSchedule" {
+		t.Errorf("2022 taints: %v", taints)
+	}
+	all := strings.Join(findings, "\n")
+	for _, want := range []string{
+		"node win2019-bare is Windows but not tainted os=windows:NoSchedule",
+		"node win-unlabelled is Windows but has no node.kubernetes.io/windows-build label",
+		"build 10.0.17763 has nodes but no RuntimeClass windows-2019",
+		"RuntimeClass windows-2025 is for build 10.0.26100, which has no node",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("findings lack %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "win2022-0") || strings.Contains(all, "linux-0") {
+		t.Errorf("findings name a node that is fine:\n%s", all)
+	}
+}
