@@ -1,0 +1,284 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/test/controlplane"
+)
+
+// Modules whose CRDs the chart's objects need, pinned: cert-manager's (Issuer, Certificate) and the
+// Prometheus operator's (ServiceMonitor). Their YAML ships inside the Go modules.
+const (
+	certManagerModule = "github.com/cert-manager/cert-manager@v1.21.2"
+	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+)
+
+// nonDefaultValues turns on everything the defaults leave off.
+const nonDefaultValues = `
+replicaCount: 3
+antiAffinity: required
+priorityClassName: ""
+tls:
+  mode: self-managed
+  minVersion: "1.2"
+webhook:
+  failurePolicy: Ignore
+  timeoutSeconds: 5
+  excludedNamespaces: [kube-system, monitoring]
+runtimeClasses:
+  manage: false
+policy:
+  defaultBuild: ltsc2022
+  arch: amd64
+  windowsNodeTaints:
+  - {key: os, value: Windows, effect: NoSchedule}
+metrics:
+  serviceMonitor:
+    enabled: true
+    labels: {release: prometheus}
+networkPolicy:
+  apiServerCIDRs: [10.0.0.0/24, 192.168.10.5/32]
+tolerations:
+- {key: CriticalAddonsOnly, operator: Exists}
+logLevel: debug
+`
+
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s missing: run `make bin/helm` in %s (it builds helm from the version pinned in test/go.mod)", bin, root)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return out
+}
+
+// renderChart renders the chart as `helm template` does for a release named wincompat.
+func renderChart(t *testing.T, valuesFile string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", "1.36.3"}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(helm(t, args...)), "\n---") {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// moduleDir downloads a pinned module through the Go module proxy and returns where it lies.
+func moduleDir(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v", module, err)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %s %v", module, m.Error, err)
+	}
+	return m.Dir
+}
+
+// installCRDs creates the CRDs in files and waits until the API server serves them.
+func installCRDs(ctx context.Context, t *testing.T, c client.Client, files []string) {
+	t.Helper()
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := yaml.Unmarshal([]byte(doc), &crd); err != nil || crd.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			create(ctx, t, c, &crd)
+			names = append(names, crd.Name)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, name := range names {
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &crd); err == nil && slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+				return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+			}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s not established", name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// TestHelmChart: issue 5. helm lint and helm template with default and non-default values, then every
+// rendered object created in the real API server (server-side apply, with cert-manager's and the
+// Prometheus operator's CRDs installed from their Go modules). The API server compiles the webhooks' CEL
+// and validates every field; the chart's webhooks must equal deploy/webhook's, and its RBAC stays within
+// the verbs wincompat needs.
+func TestHelmChart(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(nonDefaultValues), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "lint", "--strict", "deploy/helm/wincompat")
+	helm(t, "lint", "--strict", "deploy/helm/wincompat", "--values", values)
+
+	// A control plane without the webhook configuration the other tests install: the chart brings its own.
+	_, c := controlplane.Start(t)
+	cl := &cluster{c: c}
+	ctx := context.Background()
+	certManager := filepath.Join(moduleDir(t, certManagerModule), "deploy", "crds")
+	crds, _ := filepath.Glob(filepath.Join(certManager, "cert-manager.io_*.yaml"))
+	crds = append(crds, filepath.Join(moduleDir(t, promOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
+	installCRDs(ctx, t, cl.c, crds)
+	setUpNamespace(ctx, t, cl.c, ownNamespace, nil, nil)
+
+	for _, tc := range []struct{ name, values string }{{"default values", ""}, {"non-default values", values}} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := renderChart(t, tc.values)
+			kinds := map[string]int{}
+			for _, obj := range objs {
+				kinds[obj.GetKind()]++
+				// Server-side apply, as `kubectl apply --server-side` or Argo CD would.
+				if err := cl.c.Patch(ctx, obj, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
+					t.Errorf("%s %s rejected by the API server: %v", obj.GetKind(), obj.GetName(), err)
+				}
+				if obj.GetKind() == "ClusterRole" || obj.GetKind() == "Role" {
+					checkRBAC(t, obj)
+				}
+			}
+			t.Logf("created %d objects: %v", len(objs), kinds)
+			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"}
+			if tc.values == "" {
+				want = append(want, "Certificate", "Issuer")
+			} else {
+				want = append(want, "ServiceMonitor")
+			}
+			for _, k := range want {
+				if kinds[k] == 0 {
+					t.Errorf("no %s rendered", k)
+				}
+			}
+			if tc.values == "" {
+				compareWithDeployWebhooks(t, objs)
+			}
+		})
+	}
+}
+
+// compareWithDeployWebhooks keeps the chart and deploy/webhook (which the e2e tests install) in step.
+func compareWithDeployWebhooks(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	root, _ := controlplane.RepoRoot()
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "webhook", "mutatingwebhookconfiguration.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() == "MutatingWebhookConfiguration" {
+			js, _ := obj.MarshalJSON()
+			if err := json.Unmarshal(js, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The CEL differs only in line breaks.
+	normalize := func(wc *admissionregistrationv1.MutatingWebhookConfiguration) {
+		for i := range wc.Webhooks {
+			for j := range wc.Webhooks[i].MatchConditions {
+				mc := &wc.Webhooks[i].MatchConditions[j]
+				mc.Expression = strings.Join(strings.Fields(mc.Expression), " ")
+				mc.Expression = strings.ReplaceAll(strings.ReplaceAll(mc.Expression, "( ", "("), "[ ", "[")
+			}
+		}
+	}
+	normalize(&want)
+	normalize(&got)
+	if !equality.Semantic.DeepEqual(want.Webhooks, got.Webhooks) {
+		w, _ := json.MarshalIndent(want.Webhooks, "", " ")
+		g, _ := json.MarshalIndent(got.Webhooks, "", " ")
+		t.Errorf("the chart's webhooks differ from deploy/webhook/mutatingwebhookconfiguration.yaml\nchart:\n%s\ndeploy:\n%s", g, w)
+	}
+}
+
+// allowedVerbs are the only verbs wincompat's RBAC may grant; anything broader (*, escalate, bind,
+// impersonate, deletecollection) fails the test.
+var allowedVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+func checkRBAC(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	js, _ := obj.MarshalJSON()
+	var role struct {
+		Rules []rbacv1.PolicyRule `json:"rules"`
+	}
+	if err := json.Unmarshal(js, &role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if !slices.Contains(allowedVerbs, v) {
+				t.Errorf("%s %s grants verb %q on %v", obj.GetKind(), obj.GetName(), v, r.Resources)
+			}
+		}
+		for _, res := range r.Resources {
+			if res == "*" || slices.Contains(r.APIGroups, "*") {
+				t.Errorf("%s %s grants a wildcard: %+v", obj.GetKind(), obj.GetName(), r)
+			}
+			if res == "secrets" && (obj.GetKind() == "ClusterRole" || slices.Contains(r.Verbs, "list") || slices.Contains(r.Verbs, "watch")) {
+				t.Errorf("%s %s may read secrets beyond its own: %+v", obj.GetKind(), obj.GetName(), r)
+			}
+			if (slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "delete")) && len(r.ResourceNames) == 0 {
+				t.Errorf("%s %s may update or delete any %s: restrict it by resourceNames", obj.GetKind(), obj.GetName(), res)
+			}
+		}
+	}
+}
