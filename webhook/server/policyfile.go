@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -53,13 +54,25 @@ func withOwnNamespace(p *policy.Policy, ns string) *policy.Policy {
 	return &copied
 }
 
-// Start polls until ctx ends. The content loaded at start-up counts as seen.
+// load reads the file at start-up: its policy is the one in force, and its content counts as seen, so
+// that a change made before the manager starts this runnable is still picked up.
+func (f *policyFile) load() (*policy.Policy, error) {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", f.path, err)
+	}
+	f.lastSum = sha256.Sum256(data)
+	return withOwnNamespace(p, f.namespace), nil
+}
+
+// Start polls until ctx ends.
 func (f *policyFile) Start(ctx context.Context) error {
 	reloads, valid := policyMetrics()
 	valid.Set(1)
-	if data, err := os.ReadFile(f.path); err == nil {
-		f.lastSum = sha256.Sum256(data)
-	}
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
 	for {

@@ -151,6 +151,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	inv := &inventory.Inventory{Reader: mgr.GetClient()}
+	var watcher *policyFile
+	if o.PolicyFile != "" {
+		interval := o.PolicyPollInterval
+		if interval <= 0 {
+			interval = 5 * time.Second
+		}
+		watcher = &policyFile{path: o.PolicyFile, namespace: o.Namespace, interval: interval, log: o.Log.WithName("policy")}
+		if pol, err = watcher.load(); err != nil {
+			return err
+		}
+	}
 	current := &atomic.Pointer[policy.Policy]{}
 	current.Store(pol)
 	shared := webhook.Config{
@@ -198,18 +209,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return fmt.Errorf("RuntimeClass controller: %w", err)
 		}
 	}
-	if o.PolicyFile != "" {
-		interval := o.PolicyPollInterval
-		if interval <= 0 {
-			interval = 5 * time.Second
+	if watcher != nil {
+		watcher.current = current
+		watcher.onChange = func() {
+			select { // the catalog may have changed: reconcile RuntimeClasses (a pending event is enough)
+			case policyChanged <- event.GenericEvent{}:
+			default:
+			}
 		}
-		watcher := &policyFile{path: o.PolicyFile, namespace: o.Namespace, current: current, interval: interval,
-			log: o.Log.WithName("policy"), onChange: func() {
-				select { // the catalog may have changed: reconcile RuntimeClasses (a pending event is enough)
-				case policyChanged <- event.GenericEvent{}:
-				default:
-				}
-			}}
 		if err := mgr.Add(watcher); err != nil {
 			return err
 		}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+func TestPolicyFileReloads(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 10)
+	f := &policyFile{path: file, namespace: "wincompat-system", interval: 20 * time.Millisecond, log: testr.New(t),
+		onChange: func() { changed <- struct{}{} }}
+	initial, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := &atomic.Pointer[policy.Policy]{}
+	current.Store(initial)
+	f.current = current
+	// Changed after the policy was loaded and before the watcher runs: still picked up.
+	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: arm64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = f.Start(ctx) }()
+	select {
+	case <-changed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no reload")
+	}
+	if p := current.Load(); p.Arch != "arm64" || p.ExcludedNamespaces[len(p.ExcludedNamespaces)-1] != "wincompat-system" {
+		t.Errorf("reloaded policy: %+v", p)
+	}
+	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: sparc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if p := current.Load(); p.Arch != "arm64" {
+		t.Errorf("an invalid file replaced the policy: %+v", p)
+	}
+}
+
+func TestPolicyFileInvalidAtStartIsAnError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &policyFile{path: file}
+	if _, err := f.load(); err == nil {
+		t.Error("an invalid policy at start must stop the server, not be ignored")
+	}
+}
