@@ -2,6 +2,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,4 +55,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// newFlagSet makes a command's flag set that prints usage, then the flags, to stderr.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fl.PrintDefaults()
+	}
+	return fl
+}
+
+// parseFlags parses args; when it returns done, the command exits with code (0 after -h, 2 on a usage
+// error). No command takes positional arguments.
+func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) (code int, done bool) {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "wincompat %s: unexpected argument %q (flags only; see -h)\n", fl.Name(), fl.Arg(0))
+		return 2, true
+	}
+	return 0, false
 }

@@ -114,7 +114,7 @@ func TestMutateBadInput(t *testing.T) {
 		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
 		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml or patch`},
 		"bad labels":         {pod, []string{"--namespace-labels", "novalue"}, 2, `"novalue" is not key=value`},
-		"stray argument":     {pod, []string{"file.yaml"}, 2, "use -f"},
+		"stray argument":     {pod, []string{"file.yaml"}, 2, `unexpected argument "file.yaml"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.stdin, append([]string{"mutate"}, tc.args...)...)

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -42,8 +40,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mutate", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("mutate", mutateUsage, stderr)
 	var files listFlag
 	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
@@ -52,19 +49,8 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
 	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, mutateUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "wincompat mutate: unexpected argument %q (use -f)\n", fl.Arg(0))
-		return 2
+	if code, done := parseFlags(fl, args, stderr); done {
+		return code
 	}
 	if *output != "yaml" && *output != "patch" {
 		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml or patch\n", *output)
@@ -250,19 +236,19 @@ func parseKeyValues(s string) (map[string]string, error) {
 	return m, nil
 }
 
+const policyUsage = `Usage: wincompat policy [--policy FILE]
+
+Validates the policy file and prints the effective policy (your file over the defaults). With no file,
+prints the documented defaults.
+
+Flags:
+`
+
 func runPolicy(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("policy", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("policy", policyUsage, stderr)
 	policyFile := fl.String("policy", "", "policy file to validate (default: the built-in policy)")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, "Usage: wincompat policy [--policy FILE]\n\nValidates the policy file and prints the effective policy (your file over the defaults).\nWith no file, prints the documented defaults.\n\nFlags:\n")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fl, args, stderr); done {
+		return code
 	}
 	if *policyFile == "" {
 		_, _ = stdout.Write(policy.DefaultPolicyYAML)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -28,19 +26,11 @@ Flags:
 `
 
 func runNodes(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("nodes", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("nodes", nodesUsage, stderr)
 	kubeconfig := fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	policyFile := fl.String("policy", "", "policy file whose catalog and taints to compare against (default: built-in)")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, nodesUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fl, args, stderr); done {
+		return code
 	}
 	pol, err := loadPolicy(*policyFile)
 	if err != nil {

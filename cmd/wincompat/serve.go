@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,8 +34,7 @@ func runServe(args []string, stderr io.Writer) int {
 	o := server.Options{Version: version}
 	var policyFile, kubeconfig string
 	var zapOpts zap.Options
-	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlagSet("serve", serveUsage, stderr)
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key")
 	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
 	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\"); reloaded when its content changes, an invalid change is refused and the last good policy kept")
@@ -61,19 +58,8 @@ func runServe(args []string, stderr io.Writer) int {
 		return nil
 	})
 	zapOpts.BindFlags(fl)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "wincompat serve: unexpected argument %q\n", fl.Arg(0))
-		return 2
+	if code, done := parseFlags(fl, args, stderr); done {
+		return code
 	}
 	pol, err := loadPolicy(policyFile)
 	if err != nil {
