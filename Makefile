@@ -10,10 +10,12 @@ export CGO_ENABLED ?= 0
 # kept between runs: rebuilt only when test/go.mod changes.
 K8S_DIR  := bin/k8s
 K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd
+# helm, pinned in test/go.mod, for the chart's lint, template and install tests.
+HELM     := bin/helm
 
 FUZZTIME ?= 10m
 
-.PHONY: help build test unit e2e lint golden fuzz bench k8s clean
+.PHONY: help build test unit e2e lint golden fuzz bench k8s clean demo
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,7 +28,7 @@ test: lint unit e2e ## everything CI runs: lint, unit tests (goldens, fuzz seeds
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
 
-e2e: $(K8S_BINS) ## tests against a real kube-apiserver, etcd and kube-scheduler (builds them once)
+e2e: $(K8S_BINS) $(HELM) ## tests against a real kube-apiserver, etcd and kube-scheduler (builds them once)
 	cd test && $(GO) test -count=1 ./...
 
 lint: ## go vet and gofmt on both modules
@@ -43,7 +45,13 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10m)
 bench: ## benchmarks of decide + diff against the decode/encode floor
 	$(GO) test ./webhook -run '^$$' -bench . -benchmem
 
+demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes
+	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat
+
 k8s: $(K8S_BINS) ## build the test control plane into bin/k8s
+
+$(HELM): test/go.mod test/go.sum
+	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(HELM) helm.sh/helm/v3/cmd/helm
 
 $(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go
 	mkdir -p $(K8S_DIR)

@@ -1,5 +1,6 @@
-// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8) for tests,
-// and on request the real kube-scheduler (WithScheduler).
+// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8), and on
+// request the real kube-scheduler, for tests (Start, StartWithWebhooks) and for programs such as the
+// demo (Launch).
 //
 // The binaries come from `make k8s`. A missing binary is a test failure, never a skip: a suite that
 // quietly skips its oracle proves nothing.
@@ -9,12 +10,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
@@ -83,20 +84,6 @@ func BinDir() (string, error) {
 	return dir, nil
 }
 
-var setLogger sync.Once
-
-// Start runs a kube-apiserver and etcd for the duration of t and returns an admin config and client.
-// The control plane stops in t's cleanup.
-//
-// Unlike envtest's defaults, every default admission plugin of the API server stays on, ServiceAccount
-// included: the point is to be rejected exactly as a real cluster would reject. Tests therefore create
-// the ServiceAccounts their pods name, as no controller-manager runs to do it.
-func Start(t testing.TB) (*rest.Config, client.Client) {
-	t.Helper()
-	cfg, c, _ := run(t, options{})
-	return cfg, c
-}
-
 // Webhook is where the API server expects the webhook server to listen, and its serving certificate.
 type Webhook struct {
 	Host    string
@@ -105,63 +92,46 @@ type Webhook struct {
 	CAData  []byte
 }
 
-// Option adds to the control plane StartWithWebhooks runs.
-type Option func(*options)
-
-type options struct {
-	webhookPaths []string
-	scheduler    bool
+// Options says what Launch runs.
+//
+// Unlike envtest's defaults, every default admission plugin of the API server stays on, ServiceAccount
+// included: the point is to be rejected exactly as a real cluster would reject. Callers therefore create
+// the ServiceAccounts their pods name, as no controller-manager runs to do it.
+type Options struct {
+	// WebhookPaths are webhook configuration manifests (files or directories) that envtest installs with
+	// their clientConfig pointed at Webhook: a local port and a fresh serving certificate.
+	WebhookPaths []string
+	// Scheduler also runs the real kube-scheduler from bin/k8s against the API server (DESIGN §8), so
+	// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
+	Scheduler bool
+	// WorkDir holds the scheduler's kubeconfig, serving certificate and log (kube-scheduler.log). When
+	// empty, Launch makes a temporary directory and Stop removes it.
+	WorkDir string
 }
 
-// WithWebhookPaths installs more webhook configuration manifests next to deploy/webhook.
-func WithWebhookPaths(paths ...string) Option {
-	return func(o *options) { o.webhookPaths = append(o.webhookPaths, paths...) }
+// ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler when asked for.
+type ControlPlane struct {
+	Config  *rest.Config  // system:masters
+	Client  client.Client // from Config
+	Webhook Webhook       // where envtest pointed Options.WebhookPaths
+
+	env        *envtest.Environment
+	scheduler  *scheduler
+	workDir    string
+	ownWorkDir bool
+	stopOnce   sync.Once
+	stopErr    error
 }
 
-// WithScheduler also runs the real kube-scheduler from bin/k8s against the API server (DESIGN §8), so
-// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
-func WithScheduler() Option {
-	return func(o *options) { o.scheduler = true }
-}
+var setLogger sync.Once
 
-// StartWithWebhooks is Start with wincompat's real MutatingWebhookConfiguration from deploy/webhook
-// installed, its clientConfig pointed at a local port with a fresh serving certificate (envtest's
-// WebhookInstallOptions). The caller serves the webhook there.
-func StartWithWebhooks(t testing.TB, opts ...Option) (*rest.Config, client.Client, Webhook) {
-	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := options{webhookPaths: []string{filepath.Join(root, "deploy", "webhook")}}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return run(t, o)
-}
-
-func run(t testing.TB, o options) (*rest.Config, client.Client, Webhook) {
-	t.Helper()
-	cfg, c, wh, env, err := start(o.webhookPaths)
-	if err != nil {
-		t.Fatalf("starting the test control plane: %v", err)
-	}
-	// Cleanups run last-registered first: the scheduler, registered below, stops before the API server.
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the test control plane: %v", err)
-		}
-	})
-	if o.scheduler {
-		startScheduler(t, env)
-	}
-	return cfg, c, wh
-}
-
-func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, *envtest.Environment, error) {
+// Launch starts the control plane. On error nothing it started is left running. Call Stop when done,
+// also when the program is interrupted: etcd and the API server run in process groups of their own, so
+// a Ctrl-C in the terminal does not reach them.
+func Launch(o Options) (*ControlPlane, error) {
 	dir, err := BinDir()
 	if err != nil {
-		return nil, nil, Webhook{}, nil, err
+		return nil, err
 	}
 	// controller-runtime prints a stack trace when its logger is never set. Errors (such as envtest
 	// retrying a failed start) and API server warnings still reach stderr; its debug output does not.
@@ -172,29 +142,94 @@ func start(webhookPaths []string) (*rest.Config, client.Client, Webhook, *envtes
 		}, funcr.Options{}))
 	})
 
-	env := &envtest.Environment{
+	cp := &ControlPlane{workDir: o.WorkDir}
+	if cp.workDir == "" {
+		if cp.workDir, err = os.MkdirTemp("", "wincompat-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownWorkDir = true
+	}
+	cp.env = &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: webhookPaths, LocalServingHost: "127.0.0.1"},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: o.WebhookPaths, LocalServingHost: "127.0.0.1"},
 	}
 	// Explicit paths win over KUBEBUILDER_ASSETS and TEST_ASSET_*, so a stray environment variable
 	// cannot swap in an API server of another version. envtest also derives a kubectl path, but only
-	// runs kubectl when a test asks for it, so bin/k8s needs none.
-	api := env.ControlPlane.GetAPIServer()
+	// runs kubectl when asked to, so bin/k8s needs none.
+	api := cp.env.ControlPlane.GetAPIServer()
 	api.Path = filepath.Join(dir, "kube-apiserver")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
+	cp.env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
 	// envtest passes --disable-admission-plugins=ServiceAccount by default; dropping the flag restores
 	// the API server's own default plugin set.
 	api.Configure().Disable("disable-admission-plugins")
 
-	cfg, err := env.Start()
-	if err != nil {
+	if cp.Config, err = cp.env.Start(); err != nil {
 		// Start may have launched etcd before the API server failed.
-		return nil, nil, Webhook{}, nil, errors.Join(err, env.Stop())
+		return nil, errors.Join(err, cp.Stop())
 	}
-	c, err := client.New(cfg, client.Options{})
+	if cp.Client, err = client.New(cp.Config, client.Options{}); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	wo := cp.env.WebhookInstallOptions
+	cp.Webhook = Webhook{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir, CAData: wo.LocalServingCAData}
+	if o.Scheduler {
+		if cp.scheduler, err = startScheduler(cp, filepath.Join(cp.workDir, "kube-scheduler")); err != nil {
+			return nil, errors.Join(err, cp.Stop())
+		}
+	}
+	return cp, nil
+}
+
+// KubeConfig returns a kubeconfig file's content for a new user of the API server, in groups
+// (system:masters for an administrator), for a program that runs as a separate process.
+func (cp *ControlPlane) KubeConfig(user string, groups ...string) ([]byte, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
 	if err != nil {
-		return nil, nil, Webhook{}, nil, errors.Join(err, env.Stop())
+		return nil, fmt.Errorf("credentials of %s: %w", user, err)
 	}
-	o := env.WebhookInstallOptions
-	return cfg, c, Webhook{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir, CAData: o.LocalServingCAData}, env, nil
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of %s: %w", user, err)
+	}
+	return kc, nil
+}
+
+// SchedulerLog is the kube-scheduler's log file, or "" when it does not run. Stop removes it when
+// Launch chose the work directory.
+func (cp *ControlPlane) SchedulerLog() string {
+	if cp.scheduler == nil {
+		return ""
+	}
+	return cp.scheduler.logPath
+}
+
+// Stop stops the scheduler, then the API server and etcd, and removes what Launch created. It is safe to
+// call more than once. It reports a scheduler that exited before it was stopped, with its log's end.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() {
+		var errs []error
+		if cp.scheduler != nil {
+			errs = append(errs, cp.scheduler.stop())
+		}
+		if cp.env != nil {
+			if err := cp.env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping the API server and etcd: %w", err))
+			}
+		}
+		if cp.ownWorkDir {
+			errs = append(errs, os.RemoveAll(cp.workDir))
+		}
+		cp.stopErr = errors.Join(errs...)
+	})
+	return cp.stopErr
+}
+
+// FreePort returns a loopback TCP port nobody listens on yet.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -3,63 +3,64 @@ package controlplane
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"testing"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// startScheduler runs bin/k8s/kube-scheduler against env's API server until t ends. It returns once the
-// scheduler reports ready (its informers have synced), so that placement tests time only scheduling.
-// Its stderr goes to a file in t's temp dir, and its tail is logged when t fails or the scheduler
-// exits early.
-func startScheduler(t testing.TB, env *envtest.Environment) {
-	t.Helper()
+// scheduler is a running bin/k8s/kube-scheduler.
+type scheduler struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{} // closed once the process has exited; then err is its Wait error
+	err     error
+}
+
+// startScheduler runs bin/k8s/kube-scheduler against cp's API server, with its kubeconfig, certificates
+// and log (stdout and stderr) in work. It returns once the scheduler reports ready (its informers have
+// synced), so that placement tests time only scheduling. On error nothing is left running.
+func startScheduler(cp *ControlPlane, work string) (*scheduler, error) {
 	dir, err := BinDir()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	bin := filepath.Join(dir, "kube-scheduler")
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
 		root, _ := RepoRoot()
-		t.Fatalf("kube-scheduler missing from %s: run `make k8s` in %s to build the test control plane", dir, root)
+		return nil, fmt.Errorf("kube-scheduler missing from %s: run `make k8s` in %s to build the test control plane", dir, root)
+	}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
 	}
 
 	// system:masters, like the admin config: the scheduler's own RBAC role would do, but nothing here
 	// bootstraps it, and what is under test is placement, not the scheduler's permissions.
-	user, err := env.AddUser(envtest.User{Name: "e2e-kube-scheduler", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, err := cp.KubeConfig("e2e-kube-scheduler", "system:masters")
 	if err != nil {
-		t.Fatalf("kube-scheduler credentials: %v", err)
+		return nil, fmt.Errorf("kube-scheduler: %w", err)
 	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("kube-scheduler kubeconfig: %v", err)
-	}
-	work := t.TempDir()
 	kubeconfigPath := filepath.Join(work, "kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	stderrPath := filepath.Join(work, "kube-scheduler.log")
-	stderr, err := os.Create(stderrPath)
+	s := &scheduler{logPath: filepath.Join(work, "kube-scheduler.log"), exited: make(chan struct{})}
+	logFile, err := os.Create(s.logPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer stderr.Close() // the child has its own descriptor
+	defer logFile.Close() // the child has its own descriptor
 
-	cmd := exec.Command(bin,
+	s.cmd = exec.Command(bin,
 		"--kubeconfig="+kubeconfigPath,
 		"--leader-elect=false", // one scheduler, and no Lease to wait for
 		"--bind-address=127.0.0.1",
@@ -69,41 +70,18 @@ func startScheduler(t testing.TB, env *envtest.Environment) {
 		// benefit to the test; a real cluster's scheduler would be tuned the same way at this churn.
 		"--kube-api-qps=500", "--kube-api-burst=1000",
 	)
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting kube-scheduler: %v", err)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Like envtest's etcd and API server, a process group of its own, so that a Ctrl-C in the terminal
+	// reaches only the program that started it, which stops it in order; and killed with its parent, so
+	// that it is not left behind when that program dies without cleaning up.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting kube-scheduler: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	logTail := func(why string) {
-		t.Logf("kube-scheduler %s; the end of its stderr (%s):\n%s", why, stderrPath, tail(stderrPath, 8<<10))
-	}
-	gone := false // the process has exited and exited has been drained
-	t.Cleanup(func() {
-		if gone {
-			return
-		}
-		select {
-		case err := <-exited:
-			// Pods would stay Pending without it: say so rather than let a placement test time out
-			// with no explanation.
-			t.Errorf("kube-scheduler exited during the test: %v", err)
-			logTail("exited early")
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			logTail("output, as the test failed")
-		}
-	})
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
 
 	// Ready once /readyz answers 200, which includes the scheduler's informer sync. /readyz is on the
 	// scheduler's always-allowed paths; its certificate is self-signed, hence InsecureSkipVerify.
@@ -113,34 +91,45 @@ func startScheduler(t testing.TB, env *envtest.Environment) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			gone = true
-			logTail("exited before it was ready")
-			t.Fatalf("kube-scheduler exited before it was ready: %v", err)
+		case <-s.exited:
+			return nil, fmt.Errorf("kube-scheduler exited before it was ready: %v; %s", s.err, s.logTail())
 		default:
 		}
 		if resp, err := hc.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return s, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			logTail("was not ready after 30s")
-			t.Fatalf("kube-scheduler not ready at %s after 30s", url)
+			err := fmt.Errorf("kube-scheduler not ready at %s after 30s; %s", url, s.logTail())
+			return nil, errors.Join(err, s.stop())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// freePort returns a loopback TCP port nobody listens on yet.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// stop ends the scheduler: SIGTERM, and SIGKILL after 10 s. A scheduler that had already exited is an
+// error (pods would have stayed Pending without it): say so rather than let a placement test time out
+// with no explanation.
+func (s *scheduler) stop() error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("kube-scheduler exited while the control plane ran: %v; %s", s.err, s.logTail())
+	default:
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	return nil
+}
+
+func (s *scheduler) logTail() string {
+	return fmt.Sprintf("the end of its output (%s):\n%s", s.logPath, tail(s.logPath, 8<<10))
 }
 
 // tail returns the last n bytes of a file, or why it could not be read.

@@ -26,7 +26,7 @@ import (
 // Modules whose CRDs the chart's objects need, pinned: cert-manager's (Issuer, Certificate) and the
 // Prometheus operator's (ServiceMonitor). Their YAML ships inside the Go modules.
 const (
-	certManagerModule = "github.com/cert-manager/cert-manager@v1.21.2"
+	certManagerModule  = "github.com/cert-manager/cert-manager@v1.21.2"
 	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 )
 

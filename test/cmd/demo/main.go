@@ -1,0 +1,994 @@
+// Command demo is `make demo`: wincompat end to end on a real control plane, in under a minute.
+//
+// It starts kube-apiserver, etcd and kube-scheduler from bin/k8s with fake Ready nodes (two Linux, one
+// Windows Server 2019, one Windows Server 2022), runs bin/wincompat serve as a separate process with its
+// own CA (--self-managed-tls), installs deploy/webhook pointed at it by URL, deploys two example
+// manifests and a chart from the corpus unmodified into an opted-in namespace, creates the pods the
+// Deployment controller would create from the stored templates, waits until the scheduler binds them,
+// and reports per pod what wincompat changed and where the pod landed. Then it stops everything it
+// started, also on failure and on Ctrl-C.
+//
+//	cd test && go run ./cmd/demo [-wincompat ../bin/wincompat] [-chart FILE]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
+)
+
+const (
+	demoNamespace      = "demo"
+	plainNamespace     = "no-wincompat" // not opted in: the "before" of the demo
+	wincompatNamespace = "wincompat-system"
+	webhookConfigName  = "wincompat" // in deploy/webhook, and wincompat serve's --webhook-config-name default
+	labelWindowsBuild  = "node.kubernetes.io/windows-build"
+	labelManagedBy     = "app.kubernetes.io/managed-by"
+	notReadyTaint      = "node.kubernetes.io/not-ready"
+	build2019          = "10.0.17763"
+	build2022          = "10.0.20348"
+)
+
+// The cluster: name, OS, Windows build.
+var nodes = []struct{ name, os, build string }{
+	{"linux-0", "linux", ""},
+	{"linux-1", "linux", ""},
+	{"win2019-0", "windows", build2019},
+	{"win2022-0", "windows", build2022},
+}
+
+// The catalog RuntimeClasses wincompat must have created before the demo deploys anything.
+var wantClasses = []string{"windows-2019", "windows-2022"}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var d demo
+	root, rootErr := controlplane.RepoRoot()
+	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fl.StringVar(&d.root, "root", root, "the wincompat repository (holds bin/ and deploy/)")
+	fl.StringVar(&d.wincompatBin, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
+	fl.StringVar(&d.chart, "chart", "", "a chart rendering of Deployments to deploy as Windows (default ROOT/../shared/corpus/charts/grafana.yaml)")
+	if err := fl.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if d.root == "" {
+		fmt.Fprintf(os.Stderr, "demo: %v (pass -root)\n", rootErr)
+		return 2
+	}
+	if d.wincompatBin == "" {
+		d.wincompatBin = filepath.Join(d.root, "bin", "wincompat")
+	}
+	if d.chart == "" {
+		d.chart = filepath.Join(d.root, "..", "shared", "corpus", "charts", "grafana.yaml")
+	}
+	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart} {
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
+	}
+	d.out = os.Stdout
+
+	// Interrupts and termination cancel ctx; the signals stay caught until the end, so that a second
+	// Ctrl-C cannot cut the cleanup short (etcd and the API server run in process groups of their own
+	// and would be left behind).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	start := time.Now()
+	err := d.run(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = errors.New("interrupted")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+	}
+	started := d.cp != nil || d.serve != nil
+	if started {
+		d.step("stopping wincompat, kube-scheduler, kube-apiserver and etcd")
+	}
+	t := time.Now()
+	// Logs are kept when the demo failed, not when it was interrupted.
+	if cerr := d.cleanup(err != nil && ctx.Err() == nil); cerr != nil {
+		fmt.Fprintf(os.Stderr, "demo: cleaning up: %v\n", cerr)
+		if err == nil {
+			err = cerr
+		}
+	} else if started {
+		d.detail("all stopped in %.1fs", time.Since(t).Seconds())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 1
+	}
+	fmt.Fprintf(d.out, "\ndone in %.1fs\n", time.Since(start).Seconds())
+	return 0
+}
+
+type demo struct {
+	root, wincompatBin, chart string
+	out                       io.Writer
+
+	work     string // logs and kubeconfig; removed on success, kept on failure
+	cp       *controlplane.ControlPlane
+	c        client.Client // admin, collecting warnings
+	warnings *warnings
+	serve    *process
+
+	pods        []podReport
+	podsCreated time.Time
+}
+
+func (d *demo) step(format string, args ...any) {
+	fmt.Fprintf(d.out, "\n==> "+format+"\n", args...)
+}
+
+func (d *demo) detail(format string, args ...any) {
+	fmt.Fprintf(d.out, "    "+format+"\n", args...)
+}
+
+// rel names a path relative to the repository when it is inside or beside it.
+func (d *demo) rel(path string) string {
+	if r, err := filepath.Rel(d.root, path); err == nil && !strings.HasPrefix(r, "../../") {
+		return r
+	}
+	return path
+}
+
+func (d *demo) run(ctx context.Context) error {
+	if _, err := os.Stat(d.wincompatBin); err != nil {
+		return fmt.Errorf("%w (run `make demo` in %s, which builds bin/wincompat first)", err, d.root)
+	}
+	if _, err := os.Stat(d.chart); err != nil {
+		return fmt.Errorf("%w (the chart corpus lives beside the repository in ../shared/corpus/charts; or pass -chart FILE)", err)
+	}
+	var err error
+	if d.work, err = os.MkdirTemp("", "wincompat-demo-"); err != nil {
+		return err
+	}
+
+	d.step("starting the control plane (kube-apiserver, etcd, kube-scheduler %s from bin/k8s)", k8sVersion())
+	t := time.Now()
+	if d.cp, err = controlplane.Launch(controlplane.Options{Scheduler: true, WorkDir: d.work}); err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.warnings = &warnings{}
+	cfg := rest.CopyConfig(d.cp.Config)
+	cfg.WarningHandler = d.warnings
+	if d.c, err = client.New(cfg, client.Options{}); err != nil {
+		return err
+	}
+	d.detail("ready in %.1fs, API server at %s", time.Since(t).Seconds(), d.cp.Config.Host)
+	if err := d.addNodes(ctx); err != nil {
+		return err
+	}
+
+	if err := d.startWincompat(ctx); err != nil {
+		return err
+	}
+	if err := d.before(ctx); err != nil {
+		return err
+	}
+	if err := d.deploy(ctx); err != nil {
+		return err
+	}
+	if err := d.waitBound(ctx); err != nil {
+		return err
+	}
+	return d.report()
+}
+
+// addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
+// os=windows:NoSchedule, and without the not-ready taint the node lifecycle controller would lift (no
+// controller-manager runs; no kubelet either, so nothing ever starts on them).
+func (d *demo) addNodes(ctx context.Context) error {
+	var desc []string
+	for _, n := range nodes {
+		labels := map[string]string{corev1.LabelOSStable: n.os, corev1.LabelArchStable: "amd64", corev1.LabelHostname: n.name}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}}
+		what := "Linux"
+		if n.os == "windows" {
+			labels[labelWindowsBuild] = n.build
+			node.Spec.Taints = []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}
+			what = "Windows " + n.build + ", tainted os=windows:NoSchedule"
+		}
+		if err := d.c.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node %s: %w", n.name, err)
+		}
+		room := corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods: resource.MustParse("110"),
+		}
+		node.Status = corev1.NodeStatus{
+			Capacity: room, Allocatable: room.DeepCopy(),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		}
+		if err := d.c.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("marking node %s Ready: %w", n.name, err)
+		}
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == notReadyTaint })
+		if err := d.c.Update(ctx, node); err != nil {
+			return fmt.Errorf("lifting the not-ready taint of node %s: %w", n.name, err)
+		}
+		desc = append(desc, fmt.Sprintf("%-10s %s", n.name, what))
+	}
+	d.detail("nodes (all Ready, no kubelet):")
+	for _, s := range desc {
+		d.detail("  %s", s)
+	}
+	d.warnings.take()
+	return nil
+}
+
+// startWincompat installs the webhook configuration pointed at a local port and runs `wincompat serve`
+// there as a separate process with its own CA, then waits until wincompat has put the CA into the
+// configuration, created the catalog's RuntimeClasses and reports ready.
+func (d *demo) startWincompat(ctx context.Context) error {
+	port, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	probePort, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	d.step("starting %s serve --self-managed-tls on https://127.0.0.1:%d", d.rel(d.wincompatBin), port)
+	t := time.Now()
+	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wincompatNamespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", wincompatNamespace, err)
+	}
+	manifest := filepath.Join(d.root, "deploy", "webhook", "mutatingwebhookconfiguration.yaml")
+	n, err := d.installWebhookConfig(ctx, manifest, port)
+	if err != nil {
+		return err
+	}
+	d.detail("installed %s: %d webhooks, clientConfig url https://127.0.0.1:%d/..., no caBundle", d.rel(manifest), n, port)
+
+	// system:masters keeps the demo short; the Helm chart gives wincompat least-privilege RBAC instead.
+	kubeconfig, err := d.cp.KubeConfig("wincompat", "system:masters")
+	if err != nil {
+		return err
+	}
+	kubeconfigPath := filepath.Join(d.work, "wincompat.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	args := []string{"serve",
+		"--self-managed-tls", "--namespace", wincompatNamespace, "--tls-san", "127.0.0.1",
+		"--kubeconfig", kubeconfigPath, "--port", strconv.Itoa(port),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
+		"--leader-elect", "--shutdown-timeout", "5s",
+	}
+	if d.serve, err = startProcess(d.wincompatBin, args, filepath.Join(d.work, "wincompat.log")); err != nil {
+		return err
+	}
+	d.detail("%s %s", d.rel(d.wincompatBin), strings.Join(args, " "))
+	d.detail("pid %d, log %s", d.serve.cmd.Process.Pid, d.serve.logPath)
+
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	var injected bool
+	var classes []string
+	var lastReadyz string
+	err = d.poll(ctx, 45*time.Second, func() (bool, error) {
+		var wc admissionregistrationv1.MutatingWebhookConfiguration
+		if err := d.c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
+			return false, err
+		}
+		injected = len(wc.Webhooks) > 0 && !slices.ContainsFunc(wc.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
+			return len(w.ClientConfig.CABundle) == 0
+		})
+		var rcs nodev1.RuntimeClassList
+		if err := d.c.List(ctx, &rcs, client.MatchingLabels{labelManagedBy: "wincompat"}); err != nil {
+			return false, err
+		}
+		classes = classes[:0]
+		for _, rc := range rcs.Items {
+			classes = append(classes, rc.Name)
+		}
+		slices.Sort(classes)
+		lastReadyz = httpStatus(readyz)
+		haveClasses := !slices.ContainsFunc(wantClasses, func(n string) bool { return !slices.Contains(classes, n) })
+		return injected && haveClasses && lastReadyz == "200 OK", nil
+	})
+	if err != nil {
+		return fmt.Errorf("wincompat not ready (caBundle injected: %v; RuntimeClasses: %v; /readyz: %s): %w", injected, classes, lastReadyz, err)
+	}
+	d.detail("wincompat created its CA, put it into the caBundle of all %d webhooks, and the RuntimeClasses %s", n, strings.Join(classes, ", "))
+	d.detail("/readyz 200 after %.1fs", time.Since(t).Seconds())
+	d.warnings.take()
+	return nil
+}
+
+// installWebhookConfig creates wincompat's MutatingWebhookConfiguration from manifest with every
+// webhook's clientConfig changed from the Service to https://127.0.0.1:port<path>, and no caBundle:
+// wincompat injects it. It returns the number of webhooks.
+func (d *demo) installWebhookConfig(ctx context.Context, manifest string, port int) (int, error) {
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		return 0, err
+	}
+	var wc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &wc); err != nil {
+		return 0, fmt.Errorf("%s: %w", manifest, err)
+	}
+	if wc.Name != webhookConfigName {
+		return 0, fmt.Errorf("%s: named %q, wincompat serve keeps the caBundle of %q", manifest, wc.Name, webhookConfigName)
+	}
+	for i := range wc.Webhooks {
+		cc := &wc.Webhooks[i].ClientConfig
+		if cc.Service == nil || cc.Service.Path == nil {
+			return 0, fmt.Errorf("%s: webhook %s has no service path", manifest, wc.Webhooks[i].Name)
+		}
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
+		*cc = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	}
+	if err := d.c.Create(ctx, &wc); err != nil {
+		return 0, fmt.Errorf("creating MutatingWebhookConfiguration %s: %w", wc.Name, err)
+	}
+	return len(wc.Webhooks), nil
+}
+
+// before shows what happens without wincompat: the same Deployment in a namespace that is not opted
+// in is rejected by the API server.
+func (d *demo) before(ctx context.Context) error {
+	path := filepath.Join(d.root, "deploy", "examples", "win-webserver.yaml")
+	objs, err := readDocuments(path)
+	if err != nil {
+		return err
+	}
+	d.step("before: %s in namespace %s (not labelled wincompat.io/enabled)", d.rel(path), plainNamespace)
+	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plainNamespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", plainNamespace, err)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		obj.SetNamespace(plainNamespace)
+		err := d.c.Create(ctx, obj)
+		d.warnings.take()
+		if err == nil {
+			return fmt.Errorf("the API server accepted Deployment %s with Linux-only fields on a Windows pod template: it is not the oracle this demo relies on", obj.GetName())
+		}
+		const forbidden = "cannot be set for a windows pod"
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), forbidden) {
+			return fmt.Errorf("Deployment %s rejected for another reason than the Windows field check: %w", obj.GetName(), err)
+		}
+		var causes []string
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil {
+			for _, c := range status.Status().Details.Causes {
+				if strings.Contains(c.Message, forbidden) {
+					causes = append(causes, c.Field)
+				}
+			}
+		}
+		more := ""
+		if len(causes) > 1 {
+			more = fmt.Sprintf(" (and %s)", plural(len(causes)-1, "more field"))
+		}
+		d.detail("rejected by the API server: Deployment %s is invalid: %s: Forbidden: %s%s",
+			obj.GetName(), first(causes), forbidden, more)
+	}
+	return nil
+}
+
+// An object to create, from which file.
+type manifestObject struct {
+	file string
+	obj  *unstructured.Unstructured
+}
+
+// templatePaths says where the workload kinds the demo turns into pods hold their pod template.
+var templatePaths = map[string][]string{
+	"Deployment":            {"spec", "template"},
+	"ReplicaSet":            {"spec", "template"},
+	"ReplicationController": {"spec", "template"},
+}
+
+// deploy creates the demo namespace, then the two examples and the chart unmodified (the chart's
+// workloads declared Windows), then the pods their controllers would create from the stored templates.
+func (d *demo) deploy(ctx context.Context) error {
+	examples := []string{
+		filepath.Join(d.root, "deploy", "examples", "win-webserver.yaml"),
+		filepath.Join(d.root, "deploy", "examples", "iis-2019.yaml"),
+	}
+	var objs []manifestObject
+	for _, path := range append(slices.Clone(examples), d.chart) {
+		docs, err := readDocuments(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, obj := range docs {
+			if path == d.chart {
+				// The corpus keeps only a chart's workloads.
+				tpl, ok := templatePaths[obj.GetKind()]
+				if !ok {
+					return fmt.Errorf("%s: %s %s: the demo deploys charts of Deployments, ReplicaSets and ReplicationControllers", path, obj.GetKind(), obj.GetName())
+				}
+				// The chart declared Windows, as its values would for a Windows build of the app.
+				if err := unstructured.SetNestedField(obj.Object, "windows", append(slices.Clone(tpl), "spec", "os", "name")...); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+			}
+			obj.SetNamespace(demoNamespace)
+			objs = append(objs, manifestObject{file: path, obj: obj})
+		}
+	}
+
+	d.step("namespace %s, labelled %s=true and %s=windows", demoNamespace, policy.LabelEnabled, policy.LabelDefaultOS)
+	if err := d.setUpNamespace(ctx, objs); err != nil {
+		return err
+	}
+
+	d.step("applying %s, %s and %s (chart declared Windows: spec.os.name=windows), unmodified",
+		d.rel(examples[0]), d.rel(examples[1]), d.rel(d.chart))
+	var workloads []*unstructured.Unstructured
+	for _, m := range objs {
+		if err := d.c.Create(ctx, m.obj); err != nil {
+			return fmt.Errorf("%s: creating %s %s: %w", d.rel(m.file), m.obj.GetKind(), m.obj.GetName(), err)
+		}
+		warns := d.warnings.take()
+		line := fmt.Sprintf("created %s %s", m.obj.GetKind(), m.obj.GetName())
+		if _, ok := templatePaths[m.obj.GetKind()]; ok {
+			stored := &unstructured.Unstructured{}
+			stored.SetGroupVersionKind(m.obj.GroupVersionKind())
+			if err := d.c.Get(ctx, client.ObjectKeyFromObject(m.obj), stored); err != nil {
+				return err
+			}
+			workloads = append(workloads, stored)
+			line += fmt.Sprintf(": wincompat changed %s of its pod template", plural(len(templateChanges(stored)), "field"))
+		}
+		if len(warns) > 0 {
+			line += fmt.Sprintf("; the API server returned %s:", plural(len(warns), "warning"))
+		}
+		d.detail("%s", line)
+		for _, w := range warns {
+			d.detail("  Warning: %s", w)
+		}
+	}
+
+	d.step("creating the pods the Deployment controller would create from the stored templates")
+	d.podsCreated = time.Now()
+	for _, w := range workloads {
+		if err := d.createPods(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setUpNamespace creates the opted-in namespace with what no controller-manager creates here: the
+// ServiceAccounts the pods name ("default" included) and the PriorityClasses they name. It returns once
+// wincompat mutates Windows pods there (it reads namespaces from its cache).
+func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace, Labels: map[string]string{
+		policy.LabelEnabled: "true", policy.LabelDefaultOS: "windows",
+	}}}
+	if err := d.c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", demoNamespace, err)
+	}
+	accounts := []string{"default"}
+	var priorities []string
+	for _, m := range objs {
+		tpl, ok := templatePaths[m.obj.GetKind()]
+		if !ok {
+			continue
+		}
+		spec, _, _ := unstructured.NestedMap(m.obj.Object, append(slices.Clone(tpl), "spec")...)
+		for _, key := range []string{"serviceAccountName", "serviceAccount"} {
+			if name, _ := spec[key].(string); name != "" && !slices.Contains(accounts, name) {
+				accounts = append(accounts, name)
+			}
+		}
+		if name, _ := spec["priorityClassName"].(string); name != "" && !slices.Contains(priorities, name) {
+			priorities = append(priorities, name)
+		}
+	}
+	for _, name := range accounts {
+		if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNamespace}}); err != nil {
+			return fmt.Errorf("creating ServiceAccount %s: %w", name, err)
+		}
+	}
+	for _, name := range priorities {
+		err := d.c.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
+		if apierrors.IsNotFound(err) {
+			err = d.c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000})
+		}
+		if err != nil {
+			return fmt.Errorf("PriorityClass %s: %w", name, err)
+		}
+	}
+	d.detail("ServiceAccounts %s (no controller-manager runs to create them)", strings.Join(accounts, ", "))
+
+	// A dry-run Windows pod comes back mutated, with the RuntimeClass of its image's build, once wincompat
+	// has this namespace and the RuntimeClasses in its caches.
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: demoNamespace},
+		Spec: corev1.PodSpec{
+			OS:         &corev1.PodOS{Name: corev1.Windows},
+			Containers: []corev1.Container{{Name: "probe", Image: "mcr.microsoft.com/windows/nanoserver:ltsc2022"}},
+		},
+	}
+	var last error
+	err := d.poll(ctx, 30*time.Second, func() (bool, error) {
+		p := probe.DeepCopy()
+		last = d.c.Create(ctx, p, client.DryRunAll)
+		return last == nil && p.Annotations[policy.AnnotationVersion] != "" && p.Spec.RuntimeClassName != nil && *p.Spec.RuntimeClassName == "windows-2022", nil
+	})
+	d.warnings.take()
+	if err != nil {
+		return fmt.Errorf("wincompat does not mutate Windows pods in namespace %s (last dry run: %v): %w", demoNamespace, last, err)
+	}
+	d.detail("wincompat mutates Windows pods here (checked with a dry-run pod)")
+	return nil
+}
+
+// createPods creates the pods the workload's controller would create from its stored template: its
+// labels and annotations, a generated name, no owner.
+func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) error {
+	tplPath := templatePaths[w.GetKind()]
+	tpl, found, err := unstructured.NestedMap(w.Object, tplPath...)
+	if err != nil || !found {
+		return fmt.Errorf("%s %s: no pod template (%v)", w.GetKind(), w.GetName(), err)
+	}
+	replicas, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	if err != nil || !found {
+		replicas = 1
+	}
+	// The pod-template-hash the Deployment controller gives the ReplicaSet and its pods.
+	tplJSON, err := json.Marshal(tpl)
+	if err != nil {
+		return err
+	}
+	h := fnv.New32a()
+	h.Write(tplJSON)
+	hash := rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+
+	for range replicas {
+		spec, _, _ := unstructured.NestedMap(tpl, "spec")
+		labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
+		annotations, _, _ := unstructured.NestedStringMap(tpl, "metadata", "annotations")
+		pod := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		pod.SetAPIVersion("v1")
+		pod.SetKind("Pod")
+		pod.SetNamespace(w.GetNamespace())
+		if w.GetKind() == "Deployment" {
+			pod.SetGenerateName(w.GetName() + "-" + hash + "-")
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["pod-template-hash"] = hash
+		} else {
+			pod.SetGenerateName(w.GetName() + "-")
+		}
+		pod.SetLabels(labels)
+		pod.SetAnnotations(annotations)
+		if err := d.c.Create(ctx, pod); err != nil {
+			d.warnings.take()
+			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
+		}
+		d.pods = append(d.pods, podReport{name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.take()})
+		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
+	}
+	return nil
+}
+
+// waitBound waits until kube-scheduler has bound every pod.
+func (d *demo) waitBound(ctx context.Context) error {
+	var pending []string
+	err := d.poll(ctx, 30*time.Second, func() (bool, error) {
+		pending = pending[:0]
+		for i := range d.pods {
+			p := &d.pods[i]
+			if err := d.c.Get(ctx, client.ObjectKey{Namespace: demoNamespace, Name: p.name}, &p.pod); err != nil {
+				return false, err
+			}
+			if p.pod.Spec.NodeName == "" {
+				pending = append(pending, p.name+" ("+unschedulable(&p.pod)+")")
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods not bound by kube-scheduler: %s: %w", strings.Join(pending, "; "), err)
+	}
+	d.detail("kube-scheduler bound all %d pods within %.1fs of the first one's creation", len(d.pods), time.Since(d.podsCreated).Seconds())
+	return nil
+}
+
+func unschedulable(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Message != "" {
+			return c.Message
+		}
+	}
+	return "not scheduled yet"
+}
+
+type podReport struct {
+	name, owner string
+	warnings    []string
+	pod         corev1.Pod
+}
+
+// report prints, per pod, what wincompat changed, its build and RuntimeClass, its node and the warnings,
+// and fails when a pod landed where it could not run.
+func (d *demo) report() error {
+	d.step("what wincompat did, per pod")
+	nodeOf := map[string]string{}
+	nodeBuild := map[string]string{}
+	for _, n := range nodes {
+		nodeOf[n.name], nodeBuild[n.name] = n.os, n.build
+	}
+	var wrong []string
+	for _, r := range d.pods {
+		p := &r.pod
+		a := p.Annotations
+		fmt.Fprintf(d.out, "\n  pod %s  (from %s)\n", r.name, r.owner)
+		row := func(key, format string, args ...any) {
+			fmt.Fprintf(d.out, "    %-13s "+format+"\n", append([]any{key}, args...)...)
+		}
+		node := p.Spec.NodeName
+		where := "Linux"
+		if nodeOf[node] == "windows" {
+			where = "Windows " + nodeBuild[node]
+		}
+		row("node", "%s (%s)", node, where)
+		build := a[policy.AnnotationBuild]
+		if build != "" {
+			row("build", "%s, from %s", build, buildSource(a[policy.AnnotationBuildSource]))
+		} else {
+			row("build", "none chosen (see the warnings): any Windows node will do")
+		}
+		rc := "none"
+		if p.Spec.RuntimeClassName != nil {
+			rc = *p.Spec.RuntimeClassName
+		}
+		row("RuntimeClass", "%s", rc)
+		lines := func(key, annotation, unchanged string) {
+			var changes []policy.Change
+			if s := a[annotation]; s != "" {
+				if err := json.Unmarshal([]byte(s), &changes); err != nil {
+					row(key, "unreadable %s: %v", annotation, err)
+					return
+				}
+			}
+			sum := summarise(changes)
+			if len(sum) == 0 {
+				row(key, "%s", unchanged)
+			}
+			for i, s := range sum {
+				if i > 0 {
+					key = ""
+				}
+				row(key, "%s", s)
+			}
+		}
+		podUnchanged := "nothing to change"
+		if rc != "none" {
+			podUnchanged += " (RuntimeClass " + rc + " brings the Windows nodeSelector and toleration)"
+		}
+		lines("template", policy.AnnotationTemplateChanges, "nothing to change")
+		lines("pod", policy.AnnotationChanges, podUnchanged)
+		for i, w := range r.warnings {
+			key := ""
+			if i == 0 {
+				key = "warnings"
+			}
+			row(key, "%s", w)
+		}
+		if len(r.warnings) == 0 {
+			row("warnings", "none")
+		}
+		if a[policy.AnnotationVersion] == "" {
+			wrong = append(wrong, r.name+" was not seen by wincompat")
+		}
+		if nodeOf[node] != "windows" || (build != "" && nodeBuild[node] != build) {
+			wrong = append(wrong, fmt.Sprintf("%s (build %q) was bound to %s (%s)", r.name, build, node, where))
+		}
+	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("misplaced pods: %s", strings.Join(wrong, "; "))
+	}
+	fmt.Fprintf(d.out, "\n  all %d pods are on Windows nodes, each on its image's build where wincompat chose one.\n", len(d.pods))
+	return nil
+}
+
+func buildSource(s string) string {
+	switch s {
+	case policy.SourceAnnotation:
+		return "the pod's " + policy.AnnotationBuild + " annotation"
+	case policy.SourceImage:
+		return "the image tag"
+	case policy.SourceNamespace:
+		return "the namespace's " + policy.AnnotationBuild + " annotation"
+	case policy.SourceCluster:
+		return "the cluster (its only Windows build)"
+	case policy.SourceDefault:
+		return "the policy default"
+	case policy.SourceNodeSelector:
+		return "the pod's nodeSelector"
+	case policy.SourceRuntimeClass:
+		return "the pod's RuntimeClass"
+	}
+	return "source " + strconv.Quote(s)
+}
+
+// cleanup stops everything run started, last started first, and removes the work directory unless the
+// demo failed (then it keeps the logs and says where).
+func (d *demo) cleanup(failed bool) error {
+	var errs []error
+	if d.serve != nil {
+		if err := d.serve.stop(15 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("wincompat serve: %w", err))
+		}
+	}
+	if d.cp != nil {
+		errs = append(errs, d.cp.Stop())
+	}
+	if d.work != "" {
+		if failed || errors.Join(errs...) != nil {
+			fmt.Fprintf(os.Stderr, "demo: logs kept in %s\n", d.work)
+		} else {
+			errs = append(errs, os.RemoveAll(d.work))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// poll calls cond every 100 ms until it is true, it fails, wincompat exits, ctx ends or timeout passes.
+func (d *demo) poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if d.serve != nil {
+			if err := d.serve.exitedEarly(); err != nil {
+				return err
+			}
+		}
+		ok, err := cond()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gave up after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// process is a child process in a process group of its own, killed with the demo should it die.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	err     error
+	stopped bool
+	// reported: exitedEarly has returned the exit as an error once; stop does not repeat it.
+	reported bool
+}
+
+func startProcess(bin string, args []string, logPath string) (*process, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close() // the child has its own descriptor
+	p := &process{name: filepath.Base(bin), cmd: exec.Command(bin, args...), logPath: logPath, exited: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	// Its own process group: a Ctrl-C reaches only the demo, which stops wincompat before the API server
+	// it talks to. Pdeathsig: should the demo itself be killed, so is wincompat.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// exitedEarly reports a process that exited before it was stopped, with the end of its log.
+func (p *process) exitedEarly() error {
+	select {
+	case <-p.exited:
+		p.reported = true
+		return fmt.Errorf("%s exited: %v; the end of its log (%s):\n%s", p.name, p.err, p.logPath, tail(p.logPath, 30))
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM to the process group and waits, then SIGKILL after grace.
+func (p *process) stop(grace time.Duration) error {
+	if p.stopped {
+		return nil
+	}
+	p.stopped = true
+	select {
+	case <-p.exited: // already reported, or reported now
+		if p.reported {
+			return nil
+		}
+		return p.exitedEarly()
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+		return fmt.Errorf("did not stop within %s of SIGTERM; killed", grace)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// httpStatus GETs url and returns the status, or the error.
+func httpStatus(url string) string {
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	resp.Body.Close()
+	return resp.Status
+}
+
+// k8sVersion is the Kubernetes version bin/k8s was built from, as its build info records it.
+func k8sVersion() string {
+	dir, err := controlplane.BinDir()
+	if err != nil {
+		return "(unknown version)"
+	}
+	bi, err := buildinfo.ReadFile(filepath.Join(dir, "kube-scheduler"))
+	if err != nil || bi.Main.Version == "" {
+		return "(unknown version)"
+	}
+	return bi.Main.Version
+}
+
+// plural is "1 field", "2 fields".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "?"
+	}
+	return s[0]
+}
+
+// templateChanges are the changes recorded on a stored workload's pod template.
+func templateChanges(w *unstructured.Unstructured) []policy.Change {
+	tpl := templatePaths[w.GetKind()]
+	s, _, _ := unstructured.NestedString(w.Object, append(slices.Clone(tpl), "metadata", "annotations", policy.AnnotationTemplateChanges)...)
+	var changes []policy.Change
+	_ = json.Unmarshal([]byte(s), &changes)
+	return changes
+}
+
+// readDocuments splits a multi-document YAML file into objects, dropping empty documents.
+func readDocuments(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var out []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, err
+		}
+		if trimmed := bytes.TrimSpace(js); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+			continue
+		}
+		// The unstructured decoder keeps integers as int64, where encoding/json would make them floats.
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+}
+
+// warnings collects the warnings the API server returns, as kubectl would print them.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(code int, agent, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}

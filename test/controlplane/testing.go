@@ -1,0 +1,68 @@
+package controlplane
+
+import (
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The helpers for tests: Launch for the duration of a test, stopped in its cleanup.
+
+// Start runs a kube-apiserver and etcd for the duration of t and returns an admin config and client.
+// The control plane stops in t's cleanup. See Options for the admission plugins it keeps.
+func Start(t testing.TB) (*rest.Config, client.Client) {
+	t.Helper()
+	cp := run(t, Options{})
+	return cp.Config, cp.Client
+}
+
+// Option adds to the control plane StartWithWebhooks runs.
+type Option func(*Options)
+
+// WithWebhookPaths installs more webhook configuration manifests next to deploy/webhook.
+func WithWebhookPaths(paths ...string) Option {
+	return func(o *Options) { o.WebhookPaths = append(o.WebhookPaths, paths...) }
+}
+
+// WithScheduler also runs the real kube-scheduler from bin/k8s (Options.Scheduler).
+func WithScheduler() Option {
+	return func(o *Options) { o.Scheduler = true }
+}
+
+// StartWithWebhooks is Start with wincompat's real MutatingWebhookConfiguration from deploy/webhook
+// installed, its clientConfig pointed at a local port with a fresh serving certificate (envtest's
+// WebhookInstallOptions). The caller serves the webhook there.
+func StartWithWebhooks(t testing.TB, opts ...Option) (*rest.Config, client.Client, Webhook) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{WebhookPaths: []string{filepath.Join(root, "deploy", "webhook")}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cp := run(t, o)
+	return cp.Config, cp.Client, cp.Webhook
+}
+
+func run(t testing.TB, o Options) *ControlPlane {
+	t.Helper()
+	// The scheduler's log lives in t's temp dir, which outlives the cleanup below (cleanups run
+	// last-registered first), so a failed test can show its end.
+	o.WorkDir = t.TempDir()
+	cp, err := Launch(o)
+	if err != nil {
+		t.Fatalf("starting the test control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the test control plane: %v", err)
+		} else if t.Failed() && cp.SchedulerLog() != "" {
+			t.Logf("kube-scheduler output, as the test failed (%s):\n%s", cp.SchedulerLog(), tail(cp.SchedulerLog(), 8<<10))
+		}
+	})
+	return cp
+}
