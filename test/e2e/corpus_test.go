@@ -3,14 +3,9 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,13 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/fixtures"
 	"github.com/wincompat/wincompat/webhook"
 )
 
@@ -264,7 +258,7 @@ func loadCorpusAsRendered(t *testing.T) []workload {
 	}
 	var out []workload
 	for _, path := range paths {
-		docs, err := readDocuments(path)
+		docs, err := fixtures.ReadDocuments(path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -279,39 +273,6 @@ func loadCorpusAsRendered(t *testing.T) []workload {
 		t.Fatalf("no workloads in %s", dir)
 	}
 	return out
-}
-
-// readDocuments splits a multi-document YAML file into objects, dropping empty documents.
-func readDocuments(path string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		if trimmed := bytes.TrimSpace(js); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-			continue
-		}
-		// The unstructured decoder keeps integers as int64, where encoding/json would make them floats.
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(js); err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
 }
 
 // setUpCluster creates what the corpus expects of a cluster and no controller provides under envtest:

@@ -19,13 +19,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/fixtures"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -33,10 +33,6 @@ const (
 	build2019 = "10.0.17763"
 	build2022 = "10.0.20348"
 	build2025 = "10.0.26100"
-
-	// notReadyTaint is what the TaintNodesByCondition admission plugin puts on every new Node; the
-	// node lifecycle controller would lift it once the node is Ready, but no controller-manager runs.
-	notReadyTaint = "node.kubernetes.io/not-ready"
 
 	managedByLabel = "app.kubernetes.io/managed-by"
 )
@@ -57,35 +53,11 @@ var placementNodes = []testNode{
 	{"win2022-0", "windows", build2022}, {"win2022-1", "windows", build2022},
 }
 
-// addNode creates a Ready node that the scheduler will use: the usual labels, the Windows taint on
-// Windows nodes, allocatable room for far more than the test's pods, and without the not-ready taint.
-// No kubelet runs, so nothing will ever start, heartbeat or be evicted.
+// addNode creates a Ready, fake node with room for every pod the tests create (see fixtures.AddNode).
 func (cl *cluster) addNode(t *testing.T, n testNode) {
 	t.Helper()
-	ctx := context.Background()
-	labels := map[string]string{corev1.LabelOSStable: n.os, corev1.LabelArchStable: "amd64", corev1.LabelHostname: n.name}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}}
-	if n.os == "windows" {
-		labels[corev1.LabelWindowsBuild] = n.build
-		node.Spec.Taints = []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}
-	}
-	create(ctx, t, cl.c, node)
-
-	room := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("250"),
-	}
-	node.Status = corev1.NodeStatus{
-		Capacity: room, Allocatable: room.DeepCopy(),
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	if err := cl.c.Status().Update(ctx, node); err != nil {
-		t.Fatalf("marking node %s Ready: %v", n.name, err)
-	}
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == notReadyTaint })
-	if err := cl.c.Update(ctx, node); err != nil {
-		t.Fatalf("lifting the not-ready taint of node %s: %v", n.name, err)
+	if err := fixtures.AddNode(context.Background(), cl.c, fixtures.Node{Name: n.name, OS: n.os, Build: n.build}, 250); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -268,7 +240,7 @@ type placed struct {
 func (cl *cluster) createMix(t *testing.T, ns string, mix []mixPod, render func(*corev1.Pod) *corev1.Pod) []*placed {
 	t.Helper()
 	ctx := context.Background()
-	cl.warnings.take()
+	cl.warnings.Take()
 	out := make([]*placed, 0, len(mix))
 	for _, m := range mix {
 		pod := render(m.pod)
@@ -276,7 +248,7 @@ func (cl *cluster) createMix(t *testing.T, ns string, mix []mixPod, render func(
 		if err := cl.c.Create(ctx, pod); err != nil {
 			t.Fatalf("%s (%s) rejected in namespace %s: %v", pod.Name, m.cat.name, ns, err)
 		}
-		out = append(out, &placed{mixPod: m, stored: pod, warnings: cl.warnings.take()})
+		out = append(out, &placed{mixPod: m, stored: pod, warnings: cl.warnings.Take()})
 	}
 	return out
 }
@@ -428,9 +400,9 @@ func (cl *cluster) waitForAdmission(t *testing.T, ns string, pod *corev1.Pod, wh
 	for {
 		try := pod.DeepCopy()
 		try.Namespace = ns
-		cl.warnings.take()
+		cl.warnings.Take()
 		err := cl.c.Create(context.Background(), try, client.DryRunAll)
-		warned := cl.warnings.take()
+		warned := cl.warnings.Take()
 		if err == nil && ok(try, warned) {
 			return time.Since(start)
 		}

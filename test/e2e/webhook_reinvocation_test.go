@@ -90,7 +90,7 @@ func (cl *cluster) installReadder(t *testing.T, ns string) *readder {
 		_ = cl.c.Create(context.Background(), windowsPod(ns, "probe-readder"), client.DryRunAll)
 		time.Sleep(100 * time.Millisecond)
 	}
-	cl.warnings.take()
+	cl.warnings.Take()
 	return r
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,34 +25,15 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/fixtures"
 	"github.com/wincompat/wincompat/webhook/server"
 )
-
-// warnings collects the warnings the API server returns, as kubectl would print them.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(code int, agent, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
-}
 
 // cluster is a control plane with wincompat's webhook configuration installed and served.
 type cluster struct {
 	cfg      *rest.Config
 	c        client.Client
-	warnings *warnings
+	warnings *fixtures.Warnings
 	webhook  controlplane.Webhook
 	stop     context.CancelFunc
 	done     chan error
@@ -81,7 +61,7 @@ func startClusterWith(t *testing.T, planeOpts []controlplane.Option, tweaks ...f
 func newCluster(t *testing.T, planeOpts ...controlplane.Option) *cluster {
 	t.Helper()
 	cfg, _, wh := controlplane.StartWithWebhooks(t, planeOpts...)
-	w := &warnings{}
+	w := &fixtures.Warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w
 	c, err := client.New(wcfg, client.Options{})
@@ -152,7 +132,7 @@ func (cl *cluster) waitUntilMutating(t *testing.T, ns string) {
 		pod := windowsPod(ns, "probe")
 		err := cl.c.Create(context.Background(), pod, client.DryRunAll)
 		if err == nil && pod.Annotations[policy.AnnotationVersion] == "e2e" {
-			cl.warnings.take() // the probe's warnings are not any test's
+			cl.warnings.Take() // the probe's warnings are not any test's
 			return
 		}
 		if time.Now().After(deadline) {
@@ -395,7 +375,7 @@ func TestWebhookStripsEveryLinuxOnlyField(t *testing.T) {
 	if err := cl.createAndGet(t, everyLinuxFieldPod(ns, "every-field"), &pod); err != nil {
 		t.Fatalf("the Windows pod with every Linux-only field was not admitted: %v", err)
 	}
-	warned := cl.warnings.take()
+	warned := cl.warnings.Take()
 	spec := pod.Spec
 
 	// Pod level: every stripped field is gone.

@@ -155,11 +155,11 @@ func TestWebhookWorkloadTemplates(t *testing.T) {
 		{"PodTemplate", &corev1.PodTemplate{ObjectMeta: meta("PodTemplate"), Template: always}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			cl.warnings.take()
+			cl.warnings.Take()
 			if err := cl.c.Create(context.Background(), tc.obj); err != nil {
 				t.Fatalf("%s with a Windows template rejected: %v", tc.kind, err)
 			}
-			if len(wincompatWarnings(cl.warnings.take())) == 0 {
+			if len(wincompatWarnings(cl.warnings.Take())) == 0 {
 				t.Errorf("no wincompat warning when creating the %s", tc.kind)
 			}
 			stored := cl.getStored(t, tc.kind, ns, tc.obj.GetName())
@@ -419,7 +419,7 @@ func (cl *cluster) waitForRuntimeClass(t *testing.T, ns, name string) {
 		pod.Spec.Containers[0].Image = "registry.example/app:1.0"
 		err := cl.c.Create(context.Background(), pod, client.DryRunAll)
 		if err == nil && pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName == name {
-			cl.warnings.take()
+			cl.warnings.Take()
 			return
 		}
 		if i == 300 {

@@ -12,8 +12,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -30,7 +28,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -39,17 +36,16 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/fixtures"
 )
 
 const (
@@ -59,7 +55,6 @@ const (
 	webhookConfigName  = "wincompat" // in deploy/webhook, and wincompat serve's --webhook-config-name default
 	labelWindowsBuild  = "node.kubernetes.io/windows-build"
 	labelManagedBy     = "app.kubernetes.io/managed-by"
-	notReadyTaint      = "node.kubernetes.io/not-ready"
 	build2019          = "10.0.17763"
 	build2022          = "10.0.20348"
 )
@@ -151,7 +146,7 @@ type demo struct {
 	work     string // logs and kubeconfig; removed on success, kept on failure
 	cp       *controlplane.ControlPlane
 	c        client.Client // admin, collecting warnings
-	warnings *warnings
+	warnings *fixtures.Warnings
 	serve    *process
 
 	pods        []podReport
@@ -194,7 +189,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d.warnings = &warnings{}
+	d.warnings = &fixtures.Warnings{}
 	cfg := rest.CopyConfig(d.cp.Config)
 	cfg.WarningHandler = d.warnings
 	if d.c, err = client.New(cfg, client.Options{}); err != nil {
@@ -226,32 +221,12 @@ func (d *demo) run(ctx context.Context) error {
 func (d *demo) addNodes(ctx context.Context) error {
 	var desc []string
 	for _, n := range nodes {
-		labels := map[string]string{corev1.LabelOSStable: n.os, corev1.LabelArchStable: "amd64", corev1.LabelHostname: n.name}
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}}
 		what := "Linux"
 		if n.os == "windows" {
-			labels[labelWindowsBuild] = n.build
-			node.Spec.Taints = []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}
 			what = "Windows " + n.build + ", tainted os=windows:NoSchedule"
 		}
-		if err := d.c.Create(ctx, node); err != nil {
-			return fmt.Errorf("creating node %s: %w", n.name, err)
-		}
-		room := corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods: resource.MustParse("110"),
-		}
-		node.Status = corev1.NodeStatus{
-			Capacity: room, Allocatable: room.DeepCopy(),
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		}
-		if err := d.c.Status().Update(ctx, node); err != nil {
-			return fmt.Errorf("marking node %s Ready: %w", n.name, err)
-		}
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == notReadyTaint })
-		if err := d.c.Update(ctx, node); err != nil {
-			return fmt.Errorf("lifting the not-ready taint of node %s: %w", n.name, err)
+		if err := fixtures.AddNode(ctx, d.c, fixtures.Node{Name: n.name, OS: n.os, Build: n.build}, 110); err != nil {
+			return err
 		}
 		desc = append(desc, fmt.Sprintf("%-10s %s", n.name, what))
 	}
@@ -259,7 +234,7 @@ func (d *demo) addNodes(ctx context.Context) error {
 	for _, s := range desc {
 		d.detail("  %s", s)
 	}
-	d.warnings.take()
+	d.warnings.Take()
 	return nil
 }
 
@@ -338,7 +313,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	}
 	d.detail("wincompat created its CA, put it into the caBundle of all %d webhooks, and the RuntimeClasses %s", n, strings.Join(classes, ", "))
 	d.detail("/readyz 200 after %.1fs", time.Since(t).Seconds())
-	d.warnings.take()
+	d.warnings.Take()
 	return nil
 }
 
@@ -375,7 +350,7 @@ func (d *demo) installWebhookConfig(ctx context.Context, manifest string, port i
 // in is rejected by the API server.
 func (d *demo) before(ctx context.Context) error {
 	path := filepath.Join(d.root, "deploy", "examples", "win-webserver.yaml")
-	objs, err := readDocuments(path)
+	objs, err := fixtures.ReadDocuments(path)
 	if err != nil {
 		return err
 	}
@@ -389,7 +364,7 @@ func (d *demo) before(ctx context.Context) error {
 		}
 		obj.SetNamespace(plainNamespace)
 		err := d.c.Create(ctx, obj)
-		d.warnings.take()
+		d.warnings.Take()
 		if err == nil {
 			return fmt.Errorf("the API server accepted Deployment %s with Linux-only fields on a Windows pod template: it is not the oracle this demo relies on", obj.GetName())
 		}
@@ -438,7 +413,7 @@ func (d *demo) deploy(ctx context.Context) error {
 	}
 	var objs []manifestObject
 	for _, path := range append(slices.Clone(examples), d.chart) {
-		docs, err := readDocuments(path)
+		docs, err := fixtures.ReadDocuments(path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -471,7 +446,7 @@ func (d *demo) deploy(ctx context.Context) error {
 		if err := d.c.Create(ctx, m.obj); err != nil {
 			return fmt.Errorf("%s: creating %s %s: %w", d.rel(m.file), m.obj.GetKind(), m.obj.GetName(), err)
 		}
-		warns := d.warnings.take()
+		warns := d.warnings.Take()
 		line := fmt.Sprintf("created %s %s", m.obj.GetKind(), m.obj.GetName())
 		if _, ok := templatePaths[m.obj.GetKind()]; ok {
 			stored := &unstructured.Unstructured{}
@@ -559,7 +534,7 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 		last = d.c.Create(ctx, p, client.DryRunAll)
 		return last == nil && p.Annotations[policy.AnnotationVersion] != "" && p.Spec.RuntimeClassName != nil && *p.Spec.RuntimeClassName == "windows-2022", nil
 	})
-	d.warnings.take()
+	d.warnings.Take()
 	if err != nil {
 		return fmt.Errorf("wincompat does not mutate Windows pods in namespace %s (last dry run: %v): %w", demoNamespace, last, err)
 	}
@@ -608,10 +583,10 @@ func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) err
 		pod.SetLabels(labels)
 		pod.SetAnnotations(annotations)
 		if err := d.c.Create(ctx, pod); err != nil {
-			d.warnings.take()
+			d.warnings.Take()
 			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
 		}
-		d.pods = append(d.pods, podReport{name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.take()})
+		d.pods = append(d.pods, podReport{name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take()})
 		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
 	}
 	return nil
@@ -938,57 +913,4 @@ func templateChanges(w *unstructured.Unstructured) []policy.Change {
 	var changes []policy.Change
 	_ = json.Unmarshal([]byte(s), &changes)
 	return changes
-}
-
-// readDocuments splits a multi-document YAML file into objects, dropping empty documents.
-func readDocuments(path string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		if trimmed := bytes.TrimSpace(js); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-			continue
-		}
-		// The unstructured decoder keeps integers as int64, where encoding/json would make them floats.
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(js); err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
-	}
-}
-
-// warnings collects the warnings the API server returns, as kubectl would print them.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(code int, agent, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
 }
