@@ -20,8 +20,9 @@ FUZZTIME ?= 10m
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/wincompat
+build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a kubectl plugin)
 	$(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
+	ln -sf wincompat bin/kubectl-wincompat
 
 test: lint unit e2e ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // version is stamped by the Makefile and the Dockerfile (-X main.version=...).
@@ -19,6 +21,7 @@ fields that off-the-shelf Helm charts carry.
 Usage:
   wincompat serve [flags]    serve the mutating admission webhook
   wincompat mutate [flags]   rewrite manifests offline (files, directories or stdin; Helm post-renderer)
+  wincompat audit [flags]    report what wincompat changed, where, and what needs attention
   wincompat nodes [flags]    show the cluster's Windows builds, taints and RuntimeClasses, and what is missing
   wincompat policy [flags]   validate a policy file and print the effective policy
   wincompat version          print the version
@@ -27,7 +30,12 @@ Run "wincompat <command> -h" for the flags of a command.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	// Installed as kubectl-wincompat, kubectl runs it as a plugin: "kubectl wincompat audit".
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") && len(args) == 0 {
+		args = []string{"-h"}
+	}
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run returns the exit status: 0 on success, 1 when input or configuration is bad, 2 on usage errors.
@@ -41,6 +49,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stderr)
 	case "mutate":
 		return runMutate(args[1:], stdin, stdout, stderr)
+	case "audit":
+		return runAudit(args[1:], stdout, stderr)
 	case "nodes":
 		return runNodes(args[1:], stdout, stderr)
 	case "policy":

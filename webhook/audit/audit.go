@@ -1,0 +1,528 @@
+// Package audit reads what wincompat recorded on Pods and workload templates, page by page so that it
+// works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
+// object, with findings about coverage and placement.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Options say what to read.
+type Options struct {
+	// Namespaces to read; empty reads all.
+	Namespaces []string
+	// Selector filters Pods and workloads by label.
+	Selector labels.Selector
+	// PageSize is the number of objects per list call.
+	PageSize int64
+	// Objects keeps one row per object (the objects view); off, memory stays bounded by the number of
+	// namespaces and distinct changes, whatever the number of pods.
+	Objects bool
+	// Progress receives a progress line when listing takes longer than a second; nil for none.
+	Progress io.Writer
+}
+
+// Report is everything the audit found. Every list is sorted, so output is stable.
+type Report struct {
+	Namespaces []NamespaceRow `json:"namespaces"`
+	Changes    []ChangeRow    `json:"changes"`
+	Objects    []ObjectRow    `json:"objects,omitempty"`
+	Findings   []Finding      `json:"findings"`
+	// Incomplete lists what could not be read (a namespace without list permission); the rest of the
+	// report stands.
+	Incomplete []string `json:"incomplete,omitempty"`
+}
+
+// NamespaceRow counts one namespace's Windows pods and workloads.
+type NamespaceRow struct {
+	Namespace   string `json:"namespace"`
+	OptedIn     bool   `json:"optedIn"`
+	WindowsPods int    `json:"windowsPods"`
+	Covered     int    `json:"covered"` // carry wincompat.io/version
+	Changed     int    `json:"changed"` // carry wincompat.io/changes
+	Workloads   int    `json:"workloads"`
+	Templates   int    `json:"templatesChanged"`
+}
+
+// ChangeRow counts one kind of change: "strip spec.securityContext.runAsUser: 412 objects in 9 namespaces".
+type ChangeRow struct {
+	Action     string `json:"action"`
+	Field      string `json:"field"`
+	Pods       int    `json:"pods"`
+	Templates  int    `json:"templates"`
+	Namespaces int    `json:"namespaces"`
+}
+
+// ObjectRow is one Windows pod or changed workload.
+type ObjectRow struct {
+	Namespace   string `json:"namespace"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Covered     bool   `json:"covered"`
+	Changes     int    `json:"changes"`
+	Build       string `json:"build,omitempty"`
+	BuildSource string `json:"buildSource,omitempty"`
+	Node        string `json:"node,omitempty"`
+	NodeBuild   string `json:"nodeBuild,omitempty"`
+}
+
+// Kinds of finding.
+const (
+	NotCovered         = "not-covered"
+	BuildMismatch      = "build-mismatch"
+	PendingNoBuild     = "pending-no-build"
+	NamespaceUnlabeled = "namespace-not-labelled"
+	BadAnnotation      = "bad-annotation"
+)
+
+// Finding is something a platform engineer should look at.
+type Finding struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Object    string `json:"object,omitempty"` // Kind/name
+	Detail    string `json:"detail"`
+}
+
+// workloadLists are the eight kinds whose templates wincompat annotates, with their list types.
+var workloadLists = []struct {
+	kind string
+	list func() client.ObjectList
+	tpl  func(client.ObjectList) []templateOf
+}{
+	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*appsv1.DeploymentList).Items, func(o *appsv1.Deployment) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"ReplicaSet", func() client.ObjectList { return &appsv1.ReplicaSetList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*appsv1.ReplicaSetList).Items, func(o *appsv1.ReplicaSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*appsv1.StatefulSetList).Items, func(o *appsv1.StatefulSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"DaemonSet", func() client.ObjectList { return &appsv1.DaemonSetList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*appsv1.DaemonSetList).Items, func(o *appsv1.DaemonSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"Job", func() client.ObjectList { return &batchv1.JobList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*batchv1.JobList).Items, func(o *batchv1.Job) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"CronJob", func() client.ObjectList { return &batchv1.CronJobList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*batchv1.CronJobList).Items, func(o *batchv1.CronJob) templateOf {
+			return templateOf{o.ObjectMeta, o.Spec.JobTemplate.Spec.Template}
+		})
+	}},
+	{"ReplicationController", func() client.ObjectList { return &corev1.ReplicationControllerList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*corev1.ReplicationControllerList).Items, func(o *corev1.ReplicationController) templateOf {
+			if o.Spec.Template == nil {
+				return templateOf{meta: o.ObjectMeta}
+			}
+			return templateOf{o.ObjectMeta, *o.Spec.Template}
+		})
+	}},
+	{"PodTemplate", func() client.ObjectList { return &corev1.PodTemplateList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*corev1.PodTemplateList).Items, func(o *corev1.PodTemplate) templateOf { return templateOf{o.ObjectMeta, o.Template} })
+	}},
+}
+
+type templateOf struct {
+	meta metav1.ObjectMeta
+	tpl  corev1.PodTemplateSpec
+}
+
+func templates[T any](items []T, f func(*T) templateOf) []templateOf {
+	out := make([]templateOf, len(items))
+	for i := range items {
+		out[i] = f(&items[i])
+	}
+	return out
+}
+
+// auditor accumulates the report while pages stream by.
+type auditor struct {
+	opts       Options
+	c          client.Reader
+	namespaces map[string]*corev1.Namespace
+	// labelsUnknown are namespaces whose labels could not be read: no finding claims they are unlabelled.
+	labelsUnknown map[string]bool
+	nodeBuild     map[string]string // node name -> Windows build
+	readyBuild    map[string]bool
+	nodesKnown    bool
+	rows          map[string]*NamespaceRow
+	changes       map[[2]string]*changeAcc
+	report        Report
+	listed        int
+	start         time.Time
+	lastProg      time.Time
+}
+
+type changeAcc struct {
+	pods, templates int
+	namespaces      map[string]bool
+}
+
+// Run reads the cluster and builds the report. An error is returned only when nothing useful could be
+// read (the cluster is unreachable, say); partial failures go into Report.Incomplete.
+func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.Selector == nil {
+		opts.Selector = labels.Everything()
+	}
+	a := &auditor{opts: opts, c: c, namespaces: map[string]*corev1.Namespace{}, labelsUnknown: map[string]bool{}, nodeBuild: map[string]string{},
+		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: map[[2]string]*changeAcc{}, start: time.Now()}
+	if err := a.readNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	a.readNodes(ctx)
+	if err := a.readPods(ctx); err != nil {
+		return nil, err
+	}
+	a.readWorkloads(ctx)
+	a.finish()
+	if a.opts.Progress != nil && time.Since(a.start) > time.Second {
+		fmt.Fprintf(a.opts.Progress, "\rread %d objects in %s\n", a.listed, time.Since(a.start).Round(time.Millisecond))
+	}
+	return &a.report, nil
+}
+
+func (a *auditor) readNamespaces(ctx context.Context) error {
+	if len(a.opts.Namespaces) > 0 {
+		for _, name := range a.opts.Namespaces {
+			var ns corev1.Namespace
+			if err := a.c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("namespace %s not found", name)
+				}
+				if apierrors.IsForbidden(err) {
+					// Its labels are unknown, but its pods may still be readable.
+					a.report.Incomplete = append(a.report.Incomplete, fmt.Sprintf("namespace %s: cannot read its labels (%s)", name, reason(err)))
+					ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+					a.labelsUnknown[name] = true
+				} else {
+					return fmt.Errorf("reading namespace %s: %w", name, err)
+				}
+			}
+			a.namespaces[name] = &ns
+		}
+		return nil
+	}
+	var list corev1.NamespaceList
+	if err := a.c.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range list.Items {
+		a.namespaces[list.Items[i].Name] = &list.Items[i]
+	}
+	return nil
+}
+
+// readNodes learns each node's Windows build; without permission, build findings are skipped.
+func (a *auditor) readNodes(ctx context.Context) {
+	err := a.paginate(ctx, "", func() client.ObjectList { return &corev1.NodeList{} }, nil, func(l client.ObjectList) {
+		for _, n := range l.(*corev1.NodeList).Items {
+			if b := n.Labels[corev1.LabelWindowsBuild]; b != "" && n.Labels[corev1.LabelOSStable] == string(corev1.Windows) {
+				a.nodeBuild[n.Name] = b
+				if nodeReady(&n) {
+					a.readyBuild[b] = true
+				}
+			}
+		}
+	})
+	if err != nil {
+		a.report.Incomplete = append(a.report.Incomplete, "nodes: "+reason(err)+"; build findings skipped")
+		return
+	}
+	a.nodesKnown = true
+}
+
+// readPods lists pods cluster-wide when it may, else namespace by namespace, keeping what it can read.
+func (a *auditor) readPods(ctx context.Context) error {
+	newList := func() client.ObjectList { return &corev1.PodList{} }
+	visit := func(l client.ObjectList) {
+		for i := range l.(*corev1.PodList).Items {
+			a.pod(&l.(*corev1.PodList).Items[i])
+		}
+	}
+	if len(a.opts.Namespaces) == 0 {
+		err := a.paginate(ctx, "", newList, a.opts.Selector, visit)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsForbidden(err) {
+			return fmt.Errorf("listing pods: %w", err)
+		}
+		a.report.Incomplete = append(a.report.Incomplete, "pods in all namespaces: "+reason(err)+"; reading namespace by namespace")
+	}
+	for _, ns := range sortedKeys(a.namespaces) {
+		if err := a.paginate(ctx, ns, newList, a.opts.Selector, visit); err != nil {
+			if apierrors.IsForbidden(err) {
+				a.report.Incomplete = append(a.report.Incomplete, fmt.Sprintf("pods in %s: %s", ns, reason(err)))
+				continue
+			}
+			return fmt.Errorf("listing pods in %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+func (a *auditor) readWorkloads(ctx context.Context) {
+	scopes := []string{""}
+	if len(a.opts.Namespaces) > 0 {
+		scopes = sortedKeys(a.namespaces)
+	}
+	for _, w := range workloadLists {
+		for _, ns := range scopes {
+			err := a.paginate(ctx, ns, w.list, a.opts.Selector, func(l client.ObjectList) {
+				for _, t := range w.tpl(l) {
+					a.template(w.kind, t)
+				}
+			})
+			if err != nil {
+				where := "all namespaces"
+				if ns != "" {
+					where = ns
+				}
+				a.report.Incomplete = append(a.report.Incomplete, fmt.Sprintf("%s in %s: %s", w.kind, where, reason(err)))
+			}
+		}
+	}
+}
+
+// paginate lists page by page (limit and continue), so memory holds one page at a time.
+func (a *auditor) paginate(ctx context.Context, ns string, newList func() client.ObjectList, sel labels.Selector, visit func(client.ObjectList)) error {
+	cont := ""
+	for {
+		l := newList()
+		opts := []client.ListOption{client.Limit(a.opts.PageSize), client.Continue(cont)}
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if sel != nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+		}
+		if err := a.c.List(ctx, l, opts...); err != nil {
+			return err
+		}
+		visit(l)
+		a.progress(l)
+		cont = l.(metav1.ListInterface).GetContinue()
+		if cont == "" {
+			return nil
+		}
+	}
+}
+
+func (a *auditor) progress(l client.ObjectList) {
+	if items, err := metaItems(l); err == nil {
+		a.listed += items
+	}
+	if a.opts.Progress == nil || time.Since(a.start) < time.Second || time.Since(a.lastProg) < 200*time.Millisecond {
+		return
+	}
+	a.lastProg = time.Now()
+	fmt.Fprintf(a.opts.Progress, "\rread %d objects...", a.listed)
+}
+
+func metaItems(l client.ObjectList) (int, error) {
+	items, err := apimeta.ExtractList(l)
+	return len(items), err
+}
+
+func (a *auditor) row(ns string) *NamespaceRow {
+	r, ok := a.rows[ns]
+	if !ok {
+		r = &NamespaceRow{Namespace: ns}
+		if n := a.namespaces[ns]; n != nil {
+			r.OptedIn = n.Labels[policy.LabelEnabled] == "true"
+		}
+		a.rows[ns] = r
+	}
+	return r
+}
+
+func isWindows(spec *corev1.PodSpec) bool {
+	if spec.OS != nil {
+		return spec.OS.Name == corev1.Windows
+	}
+	return spec.NodeSelector[corev1.LabelOSStable] == string(corev1.Windows)
+}
+
+func (a *auditor) pod(p *corev1.Pod) {
+	_, recorded := p.Annotations[policy.AnnotationVersion]
+	if !isWindows(&p.Spec) && !recorded {
+		return
+	}
+	r := a.row(p.Namespace)
+	r.WindowsPods++
+	obj := "Pod/" + p.Name
+	row := ObjectRow{Namespace: p.Namespace, Kind: "Pod", Name: p.Name, Covered: recorded,
+		Build: p.Annotations[policy.AnnotationBuild], BuildSource: p.Annotations[policy.AnnotationBuildSource], Node: p.Spec.NodeName}
+	if recorded {
+		r.Covered++
+	} else {
+		a.finding(NotCovered, p.Namespace, obj, a.whyNotCovered(p))
+	}
+	if s, ok := p.Annotations[policy.AnnotationChanges]; ok {
+		changes, err := policy.DecodeChanges(s)
+		if err != nil {
+			a.finding(BadAnnotation, p.Namespace, obj, policy.AnnotationChanges+": "+err.Error())
+		} else {
+			r.Changed++
+			row.Changes = len(changes)
+			a.count(changes, p.Namespace, true)
+		}
+	}
+	if a.nodesKnown && row.Build != "" {
+		if p.Spec.NodeName != "" {
+			row.NodeBuild = a.nodeBuild[p.Spec.NodeName]
+			if row.NodeBuild != "" && row.NodeBuild != row.Build {
+				a.finding(BuildMismatch, p.Namespace, obj, fmt.Sprintf("chosen build %s, but node %s runs %s", row.Build, p.Spec.NodeName, row.NodeBuild))
+			}
+		} else if !a.readyBuild[row.Build] {
+			a.finding(PendingNoBuild, p.Namespace, obj, fmt.Sprintf("no ready node runs build %s", row.Build))
+		}
+	}
+	if a.opts.Objects {
+		a.report.Objects = append(a.report.Objects, row)
+	}
+}
+
+// whyNotCovered explains a Windows pod without wincompat's marks.
+func (a *auditor) whyNotCovered(p *corev1.Pod) string {
+	ns := a.namespaces[p.Namespace]
+	switch {
+	case p.Labels[policy.LabelSkip] == "true":
+		return "the pod is labelled " + policy.LabelSkip + "=true"
+	case ns != nil && ns.Labels[policy.LabelEnabled] != "true":
+		return "its namespace is not labelled " + policy.LabelEnabled + "=true"
+	case p.Namespace == "kube-system":
+		return "kube-system is never mutated"
+	default:
+		return "created while wincompat was not running, or before the namespace was labelled"
+	}
+}
+
+func (a *auditor) template(kind string, t templateOf) {
+	windows := isWindows(&t.tpl.Spec)
+	s, recorded := t.tpl.Annotations[policy.AnnotationTemplateChanges]
+	if !windows && !recorded {
+		return
+	}
+	r := a.row(t.meta.Namespace)
+	r.Workloads++
+	obj := kind + "/" + t.meta.Name
+	row := ObjectRow{Namespace: t.meta.Namespace, Kind: kind, Name: t.meta.Name, Covered: recorded}
+	if recorded {
+		changes, err := policy.DecodeChanges(s)
+		if err != nil {
+			a.finding(BadAnnotation, t.meta.Namespace, obj, policy.AnnotationTemplateChanges+": "+err.Error())
+		} else {
+			r.Templates++
+			row.Changes = len(changes)
+			a.count(changes, t.meta.Namespace, false)
+		}
+	}
+	if a.opts.Objects {
+		a.report.Objects = append(a.report.Objects, row)
+	}
+}
+
+func (a *auditor) count(changes []policy.Change, ns string, pod bool) {
+	seen := map[[2]string]bool{}
+	for _, c := range changes {
+		k := [2]string{string(c.Action), c.Field()}
+		if seen[k] {
+			continue // several containers of one object count once
+		}
+		seen[k] = true
+		acc, ok := a.changes[k]
+		if !ok {
+			acc = &changeAcc{namespaces: map[string]bool{}}
+			a.changes[k] = acc
+		}
+		if pod {
+			acc.pods++
+		} else {
+			acc.templates++
+		}
+		acc.namespaces[ns] = true
+	}
+}
+
+func (a *auditor) finding(kind, ns, obj, detail string) {
+	a.report.Findings = append(a.report.Findings, Finding{Kind: kind, Namespace: ns, Object: obj, Detail: detail})
+}
+
+// finish turns the accumulators into sorted rows and adds the namespace findings.
+func (a *auditor) finish() {
+	for _, ns := range sortedKeys(a.rows) {
+		r := a.rows[ns]
+		a.report.Namespaces = append(a.report.Namespaces, *r)
+		if r.WindowsPods > 0 && !r.OptedIn && ns != "kube-system" && !a.labelsUnknown[ns] {
+			a.finding(NamespaceUnlabeled, ns, "", fmt.Sprintf("%d Windows pods, but the namespace is not labelled %s=true", r.WindowsPods, policy.LabelEnabled))
+		}
+	}
+	for k, acc := range a.changes {
+		a.report.Changes = append(a.report.Changes, ChangeRow{Action: k[0], Field: k[1], Pods: acc.pods, Templates: acc.templates, Namespaces: len(acc.namespaces)})
+	}
+	sort.Slice(a.report.Changes, func(i, j int) bool {
+		ci, cj := a.report.Changes[i], a.report.Changes[j]
+		if ci.Pods+ci.Templates != cj.Pods+cj.Templates {
+			return ci.Pods+ci.Templates > cj.Pods+cj.Templates
+		}
+		return ci.Action+ci.Field < cj.Action+cj.Field
+	})
+	slices.SortStableFunc(a.report.Findings, func(x, y Finding) int {
+		return strings.Compare(x.Kind+"\x00"+x.Namespace+"\x00"+x.Object, y.Kind+"\x00"+y.Namespace+"\x00"+y.Object)
+	})
+	slices.SortStableFunc(a.report.Objects, func(x, y ObjectRow) int {
+		return strings.Compare(x.Namespace+"\x00"+x.Kind+"\x00"+x.Name, y.Namespace+"\x00"+y.Kind+"\x00"+y.Name)
+	})
+	if a.report.Findings == nil {
+		a.report.Findings = []Finding{}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// reason is a short, one-line account of an API error.
+func reason(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return strings.ToLower(string(status.Status().Reason)) + ": " + status.Status().Message
+	}
+	return err.Error()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

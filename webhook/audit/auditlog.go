@@ -1,0 +1,223 @@
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// LogReport summarises wincompat's auditAnnotations in an API server audit log. The API server stores
+// them under the webhook's name: pods.wincompat.io/changes, workloads.wincompat.io/build, ...
+type LogReport struct {
+	// Requests is the number of audited requests wincompat answered with annotations.
+	Requests   int         `json:"requests"`
+	ByResource []CountRow  `json:"byResource"`
+	Namespaces []CountRow  `json:"namespaces"`
+	Changes    []ChangeRow `json:"changes"`
+	Builds     []CountRow  `json:"builds"`
+	// SkippedLines are lines that are not audit events (reported, not fatal).
+	SkippedLines int `json:"skippedLines"`
+	// BadAnnotations are changes annotations that do not parse.
+	BadAnnotations int `json:"badAnnotations"`
+}
+
+// CountRow is a key and how often it occurred.
+type CountRow struct {
+	Key   string `json:"key"`
+	Count int    `json:"count"`
+}
+
+type auditEvent struct {
+	AuditID   string `json:"auditID"`
+	Stage     string `json:"stage"`
+	Verb      string `json:"verb"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// wincompatKey returns the key wincompat gave an audit annotation ("changes") when the API server's
+// prefixed key is one of wincompat's webhooks.
+func wincompatKey(k string) (string, bool) {
+	prefix, key, ok := strings.Cut(k, "/")
+	return key, ok && strings.HasSuffix(prefix, "wincompat.io")
+}
+
+// SummariseLog reads an audit log (JSON lines, as --audit-log-path writes) and summarises wincompat's
+// annotations. A request audited at several stages counts once.
+func SummariseLog(r io.Reader) (*LogReport, error) {
+	rep := &LogReport{}
+	seen := map[string]bool{}
+	byResource, byNamespace, builds := map[string]int{}, map[string]int{}, map[string]int{}
+	changes := map[[2]string]*changeAcc{}
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var ev auditEvent
+			if jerr := json.Unmarshal(line, &ev); jerr != nil || ev.AuditID == "" {
+				rep.SkippedLines++
+			} else if !seen[ev.AuditID] {
+				if counted := summariseEvent(&ev, rep, byResource, byNamespace, builds, changes); counted {
+					seen[ev.AuditID] = true
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+	}
+	rep.ByResource, rep.Namespaces, rep.Builds = counts(byResource), counts(byNamespace), counts(builds)
+	for k, acc := range changes {
+		rep.Changes = append(rep.Changes, ChangeRow{Action: k[0], Field: k[1], Pods: acc.pods, Templates: acc.templates, Namespaces: len(acc.namespaces)})
+	}
+	sort.Slice(rep.Changes, func(i, j int) bool {
+		ci, cj := rep.Changes[i], rep.Changes[j]
+		if ci.Pods+ci.Templates != cj.Pods+cj.Templates {
+			return ci.Pods+ci.Templates > cj.Pods+cj.Templates
+		}
+		return ci.Action+ci.Field < cj.Action+cj.Field
+	})
+	return rep, nil
+}
+
+func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, builds map[string]int, changes map[[2]string]*changeAcc) bool {
+	var changesJSON, build, source string
+	found := false
+	for k, v := range ev.Annotations {
+		key, ok := wincompatKey(k)
+		if !ok {
+			continue
+		}
+		found = true
+		switch key {
+		case "changes":
+			changesJSON = v
+		case "build":
+			build = v
+		case "build-source":
+			source = v
+		}
+	}
+	if !found {
+		return false
+	}
+	rep.Requests++
+	resource, ns := "unknown", ""
+	if ev.ObjectRef != nil {
+		resource, ns = ev.ObjectRef.Resource, ev.ObjectRef.Namespace
+		if ev.ObjectRef.Subresource != "" {
+			resource += "/" + ev.ObjectRef.Subresource
+		}
+	}
+	byResource[ev.Verb+" "+resource]++
+	byNamespace[ns]++
+	if build != "" {
+		builds[build+" ("+source+")"]++
+	}
+	if changesJSON != "" {
+		list, err := policy.DecodeChanges(changesJSON)
+		if err != nil {
+			rep.BadAnnotations++
+			return true
+		}
+		pod := strings.HasPrefix(resource, "pods")
+		seenKind := map[[2]string]bool{}
+		for _, c := range list {
+			k := [2]string{string(c.Action), c.Field()}
+			if seenKind[k] {
+				continue
+			}
+			seenKind[k] = true
+			acc, ok := changes[k]
+			if !ok {
+				acc = &changeAcc{namespaces: map[string]bool{}}
+				changes[k] = acc
+			}
+			if pod {
+				acc.pods++
+			} else {
+				acc.templates++
+			}
+			acc.namespaces[ns] = true
+		}
+	}
+	return true
+}
+
+func counts(m map[string]int) []CountRow {
+	out := make([]CountRow, 0, len(m))
+	for k, v := range m {
+		out = append(out, CountRow{Key: k, Count: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// WriteTable prints the log summary for people.
+func (l *LogReport) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "REQUESTS wincompat annotated: %d\n", l.Requests)
+	section := func(title string, rows []CountRow) {
+		fmt.Fprintln(w, "\n"+title)
+		if len(rows) == 0 {
+			fmt.Fprintln(w, "  (none)")
+			return
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, r := range rows {
+			key := r.Key
+			if key == "" {
+				key = "(cluster-scoped)"
+			}
+			fmt.Fprintf(tw, "  %s\t%d\n", key, r.Count)
+		}
+		_ = tw.Flush()
+	}
+	section("BY REQUEST", l.ByResource)
+	section("BY NAMESPACE", l.Namespaces)
+	section("BUILDS CHOSEN", l.Builds)
+	fmt.Fprintln(w, "\nCHANGES")
+	if len(l.Changes) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, c := range l.Changes {
+		fmt.Fprintf(w, "  %s\n", c.Sentence())
+	}
+	if l.SkippedLines > 0 || l.BadAnnotations > 0 {
+		fmt.Fprintf(w, "\nSKIPPED: %d lines that are not audit events, %d changes annotations that do not parse\n", l.SkippedLines, l.BadAnnotations)
+	}
+	return nil
+}
+
+// WriteJSON prints the log summary for tools.
+func (l *LogReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(l)
+}
+
+// WriteCSV prints the change summary of the log.
+func (l *LogReport) WriteCSV(w io.Writer) error {
+	rep := Report{Changes: l.Changes}
+	return rep.WriteCSV(w, ViewChanges)
+}
+

@@ -1,0 +1,156 @@
+package audit
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Views of a report.
+const (
+	ViewSummary    = "summary" // namespaces, changes and findings
+	ViewNamespaces = "namespaces"
+	ViewChanges    = "changes"
+	ViewObjects    = "objects"
+	ViewFindings   = "findings"
+)
+
+// Views lists the views, for flag help and validation.
+var Views = []string{ViewSummary, ViewNamespaces, ViewChanges, ViewObjects, ViewFindings}
+
+// table is one view as rows of cells.
+type table struct {
+	title  string
+	header []string
+	rows   [][]string
+}
+
+func (r *Report) tables(view string) []table {
+	var out []table
+	if view == ViewSummary || view == ViewNamespaces {
+		t := table{title: "NAMESPACES", header: []string{"namespace", "opted-in", "windows-pods", "covered", "changed", "workloads", "templates-changed"}}
+		for _, n := range r.Namespaces {
+			t.rows = append(t.rows, []string{n.Namespace, strconv.FormatBool(n.OptedIn), itoa(n.WindowsPods), itoa(n.Covered), itoa(n.Changed), itoa(n.Workloads), itoa(n.Templates)})
+		}
+		out = append(out, t)
+	}
+	if view == ViewSummary || view == ViewChanges {
+		t := table{title: "CHANGES", header: []string{"action", "field", "pods", "templates", "namespaces"}}
+		for _, c := range r.Changes {
+			t.rows = append(t.rows, []string{c.Action, c.Field, itoa(c.Pods), itoa(c.Templates), itoa(c.Namespaces)})
+		}
+		out = append(out, t)
+	}
+	if view == ViewObjects {
+		t := table{title: "OBJECTS", header: []string{"namespace", "kind", "name", "covered", "changes", "build", "build-source", "node", "node-build"}}
+		for _, o := range r.Objects {
+			t.rows = append(t.rows, []string{o.Namespace, o.Kind, o.Name, strconv.FormatBool(o.Covered), itoa(o.Changes), o.Build, o.BuildSource, o.Node, o.NodeBuild})
+		}
+		out = append(out, t)
+	}
+	if view == ViewSummary || view == ViewFindings {
+		t := table{title: "FINDINGS", header: []string{"kind", "namespace", "object", "detail"}}
+		for _, f := range r.Findings {
+			t.rows = append(t.rows, []string{f.Kind, f.Namespace, f.Object, f.Detail})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// WriteTable prints the view for people: one aligned table per section, and the changes as sentences.
+func (r *Report) WriteTable(w io.Writer, view string) error {
+	for i, t := range r.tables(view) {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, t.title)
+		if len(t.rows) == 0 {
+			fmt.Fprintln(w, "  (none)")
+			continue
+		}
+		if t.title == "CHANGES" {
+			for _, c := range r.Changes {
+				fmt.Fprintf(w, "  %s\n", c.Sentence())
+			}
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  "+strings.ToUpper(strings.Join(t.header, "\t")))
+		for _, row := range t.rows {
+			fmt.Fprintln(tw, "  "+strings.Join(dashes(row), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Incomplete) > 0 {
+		fmt.Fprintln(w, "\nINCOMPLETE (the report covers the rest)")
+		for _, s := range r.Incomplete {
+			fmt.Fprintln(w, "  "+s)
+		}
+	}
+	return nil
+}
+
+// Sentence is the change as a line: "strip spec.securityContext.runAsUser: 412 pods in 9 namespaces".
+func (c ChangeRow) Sentence() string {
+	var what []string
+	if c.Pods > 0 {
+		what = append(what, plural(c.Pods, "pod"))
+	}
+	if c.Templates > 0 {
+		what = append(what, plural(c.Templates, "template"))
+	}
+	return fmt.Sprintf("%s %s: %s in %s", c.Action, c.Field, strings.Join(what, " and "), plural(c.Namespaces, "namespace"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func dashes(row []string) []string {
+	out := make([]string, len(row))
+	for i, c := range row {
+		if c == "" {
+			c = "-"
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// WriteJSON prints the whole report (every view) for tools.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteCSV prints one view as CSV with a header row; the summary view is not one table, so CSV needs
+// namespaces, changes, objects or findings.
+func (r *Report) WriteCSV(w io.Writer, view string) error {
+	if view == ViewSummary {
+		return fmt.Errorf("CSV holds one table: choose --view %s, %s, %s or %s", ViewNamespaces, ViewChanges, ViewObjects, ViewFindings)
+	}
+	cw := csv.NewWriter(w)
+	for _, t := range r.tables(view) {
+		if err := cw.Write(t.header); err != nil {
+			return err
+		}
+		if err := cw.WriteAll(t.rows); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
