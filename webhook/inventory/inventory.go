@@ -23,18 +23,20 @@ type Inventory struct {
 
 // Cluster returns the Windows builds of ready nodes and the RuntimeClasses that exist.
 func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
+	// Read-only, on the admission path: skip the cache's deep copies, and copy only Windows nodes.
 	var nodes corev1.NodeList
-	if err := i.Reader.List(ctx, &nodes); err != nil {
+	if err := i.Reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	var classes nodev1.RuntimeClassList
-	if err := i.Reader.List(ctx, &classes); err != nil {
+	if err := i.Reader.List(ctx, &classes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
 	c := &policy.Cluster{RuntimeClasses: make(map[string]policy.RuntimeClass, len(classes.Items))}
 	for _, n := range nodes.Items {
 		build := n.Labels[corev1.LabelWindowsBuild]
-		if n.Labels[corev1.LabelOSStable] != string(corev1.Windows) || build == "" || !ready(&n) {
+		if build == "" || !ready(&n) {
 			continue
 		}
 		if !slices.Contains(c.Builds, build) {
