@@ -15,7 +15,7 @@ HELM     := bin/helm
 
 FUZZTIME ?= 10m
 
-.PHONY: help build test unit e2e lint golden fuzz bench k8s clean demo
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit k8s clean demo
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10m)
 
 bench: ## benchmarks of decide + diff against the decode/encode floor
 	$(GO) test ./webhook -run '^$$' -bench . -benchmem
+
+bench-audit: $(K8S_BINS) ## wincompat audit over 100,000 pods in a real API server: time, peak RSS, pages
+	cd test && $(GO) test -run '^$$' -bench BenchmarkAudit100kPods -benchtime 1x -timeout 60m ./e2e/
 
 demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat

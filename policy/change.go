@@ -33,22 +33,28 @@ type Change struct {
 }
 
 // Field is Path with every bracketed name replaced by "*": a bounded key for metrics and summaries.
+// nodeSelector keys are kept: wincompat only ever sets the OS, arch and build labels, and which one
+// changed is the point.
 func (c Change) Field() string {
 	var b strings.Builder
-	depth := 0
-	for _, r := range c.Path {
+	depth, keep := 0, false
+	for i, r := range c.Path {
 		switch {
-		case r == '[':
-			if depth == 0 {
-				b.WriteString("[*")
+		case r == '[' && depth == 0:
+			keep = strings.HasSuffix(c.Path[:i], "nodeSelector")
+			b.WriteByte('[')
+			if !keep {
+				b.WriteByte('*')
 			}
+			depth++
+		case r == '[':
 			depth++
 		case r == ']' && depth > 0:
 			depth--
 			if depth == 0 {
 				b.WriteByte(']')
 			}
-		case depth == 0:
+		case depth == 0 || keep && depth == 1:
 			b.WriteRune(r)
 		}
 	}

@@ -110,6 +110,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 		return 1
 	}
+	for _, s := range rep.Notes {
+		fmt.Fprintf(stderr, "wincompat audit: note: %s\n", s)
+	}
 	if len(rep.Incomplete) > 0 {
 		for _, s := range rep.Incomplete {
 			fmt.Fprintf(stderr, "wincompat audit: incomplete: %s\n", s)

@@ -91,8 +91,15 @@ func runServe(args []string, stderr io.Writer) int {
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// As ctrl.GetConfig does: no client-side rate limit (client-go's default is 5/s), the API server's
+	// priority and fairness protects it.
+	cfg.QPS = -1
+	return cfg, nil
 }

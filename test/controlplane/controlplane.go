@@ -107,6 +107,17 @@ type Options struct {
 	// WorkDir holds the scheduler's kubeconfig, serving certificate and log (kube-scheduler.log). When
 	// empty, Launch makes a temporary directory and Stop removes it.
 	WorkDir string
+	// APIServerFlags and EtcdFlags are extra command-line flags for kube-apiserver and etcd, applied in
+	// order after envtest's defaults: each replaces any value envtest gives the same flag (such as
+	// --audit-policy-file and --audit-log-path for an audit log, or --max-requests-inflight).
+	APIServerFlags []Flag
+	EtcdFlags      []Flag
+}
+
+// Flag is one command-line flag of a control-plane process: --Name=Values[0] --Name=Values[1] ...
+type Flag struct {
+	Name   string
+	Values []string
 }
 
 // ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler when asked for.
@@ -162,6 +173,12 @@ func Launch(o Options) (*ControlPlane, error) {
 	// envtest passes --disable-admission-plugins=ServiceAccount by default; dropping the flag restores
 	// the API server's own default plugin set.
 	api.Configure().Disable("disable-admission-plugins")
+	for _, f := range o.APIServerFlags {
+		api.Configure().Set(f.Name, f.Values...)
+	}
+	for _, f := range o.EtcdFlags {
+		cp.env.ControlPlane.Etcd.Configure().Set(f.Name, f.Values...)
+	}
 
 	if cp.Config, err = cp.env.Start(); err != nil {
 		// Start may have launched etcd before the API server failed.

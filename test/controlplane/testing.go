@@ -31,10 +31,28 @@ func WithScheduler() Option {
 	return func(o *Options) { o.Scheduler = true }
 }
 
+// WithAPIServerFlag adds a kube-apiserver flag, replacing envtest's value for it (Options.APIServerFlags).
+func WithAPIServerFlag(name string, values ...string) Option {
+	return func(o *Options) { o.APIServerFlags = append(o.APIServerFlags, Flag{Name: name, Values: values}) }
+}
+
+// WithEtcdFlag adds an etcd flag, replacing envtest's value for it (Options.EtcdFlags).
+func WithEtcdFlag(name string, values ...string) Option {
+	return func(o *Options) { o.EtcdFlags = append(o.EtcdFlags, Flag{Name: name, Values: values}) }
+}
+
 // StartWithWebhooks is Start with wincompat's real MutatingWebhookConfiguration from deploy/webhook
 // installed, its clientConfig pointed at a local port with a fresh serving certificate (envtest's
 // WebhookInstallOptions). The caller serves the webhook there.
 func StartWithWebhooks(t testing.TB, opts ...Option) (*rest.Config, client.Client, Webhook) {
+	t.Helper()
+	cp := LaunchWithWebhooks(t, opts...)
+	return cp.Config, cp.Client, cp.Webhook
+}
+
+// LaunchWithWebhooks is StartWithWebhooks returning the control plane itself, for tests that also need
+// its KubeConfig for other users.
+func LaunchWithWebhooks(t testing.TB, opts ...Option) *ControlPlane {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
@@ -44,8 +62,7 @@ func StartWithWebhooks(t testing.TB, opts ...Option) (*rest.Config, client.Clien
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cp := run(t, o)
-	return cp.Config, cp.Client, cp.Webhook
+	return run(t, o)
 }
 
 func run(t testing.TB, o Options) *ControlPlane {

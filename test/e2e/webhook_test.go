@@ -31,6 +31,7 @@ import (
 
 // cluster is a control plane with wincompat's webhook configuration installed and served.
 type cluster struct {
+	cp       *controlplane.ControlPlane // for KubeConfig of other users
 	cfg      *rest.Config
 	c        client.Client
 	warnings *fixtures.Warnings
@@ -60,7 +61,8 @@ func startClusterWith(t *testing.T, planeOpts []controlplane.Option, tweaks ...f
 // objects before wincompat starts; call serve next.
 func newCluster(t *testing.T, planeOpts ...controlplane.Option) *cluster {
 	t.Helper()
-	cfg, _, wh := controlplane.StartWithWebhooks(t, planeOpts...)
+	cp := controlplane.LaunchWithWebhooks(t, planeOpts...)
+	cfg, wh := cp.Config, cp.Webhook
 	w := &fixtures.Warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w
@@ -68,7 +70,7 @@ func newCluster(t *testing.T, planeOpts ...controlplane.Option) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{cfg: cfg, c: c, warnings: w, webhook: wh}
+	return &cluster{cp: cp, cfg: cfg, c: c, warnings: w, webhook: wh}
 }
 
 // serve runs wincompat serve in-process against the control plane, until stopServing or the test ends.

@@ -49,7 +49,16 @@ type Report struct {
 	// Incomplete lists what could not be read (a namespace without list permission); the rest of the
 	// report stands.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Notes say how the report was read when that differs from the plain way (namespace by namespace
+	// because a cluster-wide list was refused, say); they do not make it incomplete.
+	Notes []string `json:"notes,omitempty"`
+	// Truncated counts findings left out beyond the first maxFindingsPerKind of each kind.
+	Truncated map[string]int `json:"truncated,omitempty"`
 }
+
+// maxFindingsPerKind bounds memory on a cluster where thousands of pods share one problem; the count of
+// the rest is kept.
+const maxFindingsPerKind = 1000
 
 // NamespaceRow counts one namespace's Windows pods and workloads.
 type NamespaceRow struct {
@@ -165,6 +174,7 @@ type auditor struct {
 	nodesKnown    bool
 	rows          map[string]*NamespaceRow
 	changes       map[[2]string]*changeAcc
+	perKind       map[string]int // findings kept per kind
 	report        Report
 	listed        int
 	start         time.Time
@@ -186,7 +196,7 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		opts.Selector = labels.Everything()
 	}
 	a := &auditor{opts: opts, c: c, namespaces: map[string]*corev1.Namespace{}, labelsUnknown: map[string]bool{}, nodeBuild: map[string]string{},
-		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: map[[2]string]*changeAcc{}, start: time.Now()}
+		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: map[[2]string]*changeAcc{}, perKind: map[string]int{}, start: time.Now()}
 	if err := a.readNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -268,7 +278,7 @@ func (a *auditor) readPods(ctx context.Context) error {
 		if !apierrors.IsForbidden(err) {
 			return fmt.Errorf("listing pods: %w", err)
 		}
-		a.report.Incomplete = append(a.report.Incomplete, "pods in all namespaces: "+reason(err)+"; reading namespace by namespace")
+		a.report.Notes = append(a.report.Notes, "pods in all namespaces: "+reason(err)+"; read namespace by namespace instead")
 	}
 	for _, ns := range sortedKeys(a.namespaces) {
 		if err := a.paginate(ctx, ns, newList, a.opts.Selector, visit); err != nil {
@@ -372,8 +382,12 @@ func (a *auditor) pod(p *corev1.Pod) {
 	r := a.row(p.Namespace)
 	r.WindowsPods++
 	obj := "Pod/" + p.Name
-	row := ObjectRow{Namespace: p.Namespace, Kind: "Pod", Name: p.Name, Covered: recorded,
-		Build: p.Annotations[policy.AnnotationBuild], BuildSource: p.Annotations[policy.AnnotationBuildSource], Node: p.Spec.NodeName}
+	row := ObjectRow{Namespace: p.Namespace, Kind: "Pod", Name: p.Name, Covered: recorded, Node: p.Spec.NodeName}
+	if source := p.Annotations[policy.AnnotationBuildSource]; recorded && source != "" {
+		// Only wincompat's own decision: a user's wincompat.io/build on a pod wincompat never saw is a
+		// request ("ltsc2022"), not a build number.
+		row.Build, row.BuildSource = p.Annotations[policy.AnnotationBuild], source
+	}
 	if recorded {
 		r.Covered++
 	} else {
@@ -467,6 +481,14 @@ func (a *auditor) count(changes []policy.Change, ns string, pod bool) {
 }
 
 func (a *auditor) finding(kind, ns, obj, detail string) {
+	if a.perKind[kind] >= maxFindingsPerKind {
+		if a.report.Truncated == nil {
+			a.report.Truncated = map[string]int{}
+		}
+		a.report.Truncated[kind]++
+		return
+	}
+	a.perKind[kind]++
 	a.report.Findings = append(a.report.Findings, Finding{Kind: kind, Namespace: ns, Object: obj, Detail: detail})
 }
 

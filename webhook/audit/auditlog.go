@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,8 +17,11 @@ import (
 // LogReport summarises wincompat's auditAnnotations in an API server audit log. The API server stores
 // them under the webhook's name: pods.wincompat.io/changes, workloads.wincompat.io/build, ...
 type LogReport struct {
-	// Requests is the number of audited requests wincompat answered with annotations.
+	// Requests is the number of audited requests wincompat annotated that took effect; dry runs and
+	// requests the API server rejected after admission changed nothing and are only counted.
 	Requests   int         `json:"requests"`
+	DryRuns    int         `json:"dryRuns"`
+	Rejected   int         `json:"rejected"`
 	ByResource []CountRow  `json:"byResource"`
 	Namespaces []CountRow  `json:"namespaces"`
 	Changes    []ChangeRow `json:"changes"`
@@ -35,9 +39,13 @@ type CountRow struct {
 }
 
 type auditEvent struct {
-	AuditID   string `json:"auditID"`
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
+	AuditID        string `json:"auditID"`
+	Stage          string `json:"stage"`
+	Verb           string `json:"verb"`
+	RequestURI     string `json:"requestURI"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
@@ -116,6 +124,14 @@ func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, bui
 	if !found {
 		return false
 	}
+	if u, err := url.Parse(ev.RequestURI); err == nil && u.Query().Has("dryRun") {
+		rep.DryRuns++
+		return true
+	}
+	if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
+		rep.Rejected++
+		return true
+	}
 	rep.Requests++
 	resource, ns := "unknown", ""
 	if ev.ObjectRef != nil {
@@ -175,7 +191,7 @@ func counts(m map[string]int) []CountRow {
 
 // WriteTable prints the log summary for people.
 func (l *LogReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "REQUESTS wincompat annotated: %d\n", l.Requests)
+	fmt.Fprintf(w, "REQUESTS wincompat annotated: %d (not counted: %d dry runs, %d rejected after admission)\n", l.Requests, l.DryRuns, l.Rejected)
 	section := func(title string, rows []CountRow) {
 		fmt.Fprintln(w, "\n"+title)
 		if len(rows) == 0 {
@@ -220,4 +236,3 @@ func (l *LogReport) WriteCSV(w io.Writer) error {
 	rep := Report{Changes: l.Changes}
 	return rep.WriteCSV(w, ViewChanges)
 }
-

@@ -90,6 +90,9 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 			return err
 		}
 	}
+	for _, kind := range sortedKeys(r.Truncated) {
+		fmt.Fprintf(w, "  ... and %d more %s findings\n", r.Truncated[kind], kind)
+	}
 	if len(r.Incomplete) > 0 {
 		fmt.Fprintln(w, "\nINCOMPLETE (the report covers the rest)")
 		for _, s := range r.Incomplete {
