@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/webhook/audit"
 )
@@ -75,17 +72,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat audit: -l %q: %v\n", *selector, err)
 		return 2
 	}
-	cfg, err := restConfig(*kubeconfig)
+	c, err := newClient(*kubeconfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "wincompat audit: kubeconfig: %v\n", err)
-		return 1
-	}
-	cfg.Timeout = 30 * time.Second
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintf(stderr, "wincompat audit: %v (is the cluster reachable?)\n", err)
+		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)

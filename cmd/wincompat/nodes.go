@@ -8,10 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/wincompat/wincompat/webhook/inventory"
 )
 
@@ -37,14 +33,7 @@ func runNodes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
 		return 1
 	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		fmt.Fprintf(stderr, "wincompat nodes: kubeconfig: %v\n", err)
-		return 1
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := newClient(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
 		return 1

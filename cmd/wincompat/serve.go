@@ -9,9 +9,12 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/wincompat/wincompat/webhook/certs"
@@ -102,4 +105,23 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	// priority and fairness protects it.
 	cfg.QPS = -1
 	return cfg, nil
+}
+
+// newClient is the client of the commands that read the cluster (nodes, audit): the kubeconfig's user,
+// no client-side rate limit, and a per-request timeout so an unreachable cluster fails quickly.
+func newClient(kubeconfig string) (client.Client, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.Timeout = 30 * time.Second
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the cluster reachable?)", err)
+	}
+	return c, nil
 }
