@@ -1,9 +1,17 @@
 package webhook
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +92,83 @@ func BenchmarkFloor(b *testing.B) {
 				if _, err := json.Marshal(&pod); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecide is the policy alone, on an already decoded pod.
+func BenchmarkDecide(b *testing.B) {
+	pol := policy.Default()
+	for _, n := range []int{2, 20, 100} {
+		raw := benchPod(n)
+		var pod corev1.Pod
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p := pod.DeepCopy()
+				if d, _ := pol.Decide(p, benchFacts); !d.Windows {
+					b.Fatal("not decided")
+				}
+			}
+		})
+	}
+}
+
+// reviewBody wraps a pod in an AdmissionReview as the API server sends it.
+func reviewBody(b *testing.B, pod []byte) []byte {
+	b.Helper()
+	review := map[string]any{
+		"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+		"request": map[string]any{
+			"uid": "705ab4f5-6393-11e8-b7cc-42010a800002", "kind": map[string]string{"version": "v1", "kind": "Pod"},
+			"resource": map[string]string{"version": "v1", "resource": "pods"}, "namespace": "demo", "operation": "CREATE",
+			"userInfo": map[string]any{"username": "system:serviceaccount:kube-system:replicaset-controller"},
+			"object":   json.RawMessage(pod),
+		},
+	}
+	out, err := json.Marshal(review)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func serveReview(b *testing.B, h http.Handler, body []byte) {
+	req := httptest.NewRequest(http.MethodPost, PodPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+	}
+}
+
+// BenchmarkHandler is the whole review: request bytes in, response bytes out, through controller-runtime's
+// webhook plumbing and wincompat's handler. BenchmarkHandlerFloor is the same plumbing answering
+// "allowed" without looking at the object: decoding the review and encoding a response with no patch.
+func BenchmarkHandler(b *testing.B) {
+	current := &atomic.Pointer[policy.Policy]{}
+	current.Store(policy.Default())
+	h := &admission.Webhook{Handler: NewPodHandler(Config{Policy: current, Namespaces: namespaces{"demo": {policy.LabelEnabled: "true"}}, Log: logr.Discard(), Version: "bench"})}
+	floor := &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })}
+	for _, n := range []int{2, 20, 100} {
+		body := reviewBody(b, benchPod(n))
+		b.Run(fmt.Sprintf("wincompat/containers=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				serveReview(b, h, body)
+			}
+		})
+		b.Run(fmt.Sprintf("floor/containers=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				serveReview(b, floor, body)
 			}
 		})
 	}
