@@ -18,7 +18,7 @@ FUZZTIME ?= 10m
 .PHONY: help build test unit e2e lint golden fuzz bench bench-audit k8s clean demo
 
 help: ## list targets
-	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a kubectl plugin)
 	$(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
@@ -43,7 +43,7 @@ golden: ## regenerate golden files (review the diff before committing)
 fuzz: ## run each fuzz target for FUZZTIME (default 10m)
 	$(GO) test ./webhook -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 
-bench: ## benchmarks of decide + diff against the decode/encode floor
+bench: ## Go benchmarks: decide, decide + diff, the whole review, each against its decode/encode floor
 	$(GO) test ./webhook -run '^$$' -bench . -benchmem
 
 bench-audit: $(K8S_BINS) ## wincompat audit over 100,000 pods in a real API server: time, peak RSS, pages
