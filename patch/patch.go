@@ -72,19 +72,16 @@ func sortOps(ops Patch, before []byte) error {
 	if len(ops) < 2 {
 		return nil
 	}
-	var doc any
-	decoded := false
+	doc := newRawDoc(before)
 	keys := make(map[int][]string, len(ops))
 	for i, op := range ops {
 		segs := SplitPointer(op.Path)
 		if (op.Op == "add" || op.Op == "remove") && len(segs) > 0 && isIndex(segs[len(segs)-1]) {
-			if !decoded {
-				if err := json.Unmarshal(before, &doc); err != nil {
-					return fmt.Errorf("diff: %w", err)
-				}
-				decoded = true
+			parent, found, err := doc.at(segs[:len(segs)-1])
+			if err != nil {
+				return fmt.Errorf("diff: %w", err)
 			}
-			if _, isArray := lookup(doc, segs[:len(segs)-1]).([]any); isArray {
+			if found && firstByte(parent) == '[' {
 				segs = segs[:len(segs)-1]
 			}
 		}
@@ -138,31 +135,12 @@ func SplitPointer(p string) []string {
 	return segs
 }
 
-func lookup(doc any, segs []string) any {
-	for _, s := range segs {
-		switch v := doc.(type) {
-		case map[string]any:
-			doc = v[s]
-		case []any:
-			i, err := strconv.Atoi(s)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil
-			}
-			doc = v[i]
-		default:
-			return nil
-		}
-	}
-	return doc
-}
-
 // Rebase makes a patch computed between two typed renderings apply to the raw target document. Typed
 // rendering writes empty parents the raw document may not have (a pod template's metadata, say), and
 // RFC 6902 cannot add under a missing parent, so such an add becomes an add of the first missing
 // ancestor holding just the new value. Adds under the same missing ancestor are merged into one.
 func Rebase(p Patch, target []byte) (Patch, error) {
-	var doc any
-	decoded := false
+	doc := newRawDoc(target)
 	out := make(Patch, 0, len(p))
 	created := map[string]map[string]any{} // missing ancestor pointer -> the object added there
 	for _, op := range p {
@@ -171,13 +149,10 @@ func Rebase(p Patch, target []byte) (Patch, error) {
 			out = append(out, op)
 			continue
 		}
-		if !decoded {
-			if err := json.Unmarshal(target, &doc); err != nil {
-				return nil, fmt.Errorf("rebase: %w", err)
-			}
-			decoded = true
+		missing, err := doc.firstMissing(segs[:len(segs)-1])
+		if err != nil {
+			return nil, fmt.Errorf("rebase: %w", err)
 		}
-		missing := firstMissing(doc, segs[:len(segs)-1])
 		if missing < 0 {
 			out = append(out, op)
 			continue
@@ -203,28 +178,91 @@ func Rebase(p Patch, target []byte) (Patch, error) {
 	return out, nil
 }
 
-// firstMissing returns the index of the first segment of segs absent from doc, or -1. Only object
-// members can be missing: the diff never adds under an array element that does not exist.
-func firstMissing(doc any, segs []string) int {
+// rawDoc walks a JSON document one level at a time, decoding only the members on the paths asked
+// about: checking a few parents costs a fraction of decoding the whole document.
+type rawDoc struct {
+	root    json.RawMessage
+	objects map[string]map[string]json.RawMessage // pointer of an object -> its members
+	arrays  map[string][]json.RawMessage          // pointer of an array -> its elements
+}
+
+func newRawDoc(doc []byte) *rawDoc {
+	return &rawDoc{root: doc, objects: map[string]map[string]json.RawMessage{}, arrays: map[string][]json.RawMessage{}}
+}
+
+// step returns the member or element s of the value cur at pointer prefix.
+func (d *rawDoc) step(prefix string, cur json.RawMessage, s string) (json.RawMessage, bool, error) {
+	switch firstByte(cur) {
+	case '{':
+		members, ok := d.objects[prefix]
+		if !ok {
+			if err := json.Unmarshal(cur, &members); err != nil {
+				return nil, false, err
+			}
+			d.objects[prefix] = members
+		}
+		child, found := members[s]
+		return child, found, nil
+	case '[':
+		elems, ok := d.arrays[prefix]
+		if !ok {
+			if err := json.Unmarshal(cur, &elems); err != nil {
+				return nil, false, err
+			}
+			d.arrays[prefix] = elems
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n >= len(elems) {
+			return nil, false, nil
+		}
+		return elems[n], true, nil
+	default:
+		return nil, false, nil
+	}
+}
+
+// at returns the value at segs.
+func (d *rawDoc) at(segs []string) (json.RawMessage, bool, error) {
+	cur, prefix := d.root, ""
+	for _, s := range segs {
+		next, found, err := d.step(prefix, cur, s)
+		if err != nil || !found {
+			return nil, false, err
+		}
+		cur, prefix = next, prefix+"/"+pointerEscaper.Replace(s)
+	}
+	return cur, true, nil
+}
+
+// firstMissing returns the index of the first segment of segs absent (or null) in the document, or -1.
+// Only object members can be missing: the diff never adds under an array element that does not exist.
+func (d *rawDoc) firstMissing(segs []string) (int, error) {
+	cur, prefix := d.root, ""
 	for i, s := range segs {
-		switch v := doc.(type) {
-		case map[string]any:
-			child, ok := v[s]
-			if !ok || child == nil {
-				return i
+		isObject := firstByte(cur) == '{'
+		next, found, err := d.step(prefix, cur, s)
+		if err != nil {
+			return 0, err
+		}
+		if !found || string(bytes.TrimSpace(next)) == "null" {
+			if isObject {
+				return i, nil
 			}
-			doc = child
-		case []any:
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 || n >= len(v) {
-				return -1
-			}
-			doc = v[n]
-		default:
-			return -1
+			return -1, nil
+		}
+		cur, prefix = next, prefix+"/"+pointerEscaper.Replace(s)
+	}
+	return -1, nil
+}
+
+// firstByte is the first non-space byte of a JSON value (0 for none).
+func firstByte(v json.RawMessage) byte {
+	for _, c := range v {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
 		}
 	}
-	return -1
+	return 0
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

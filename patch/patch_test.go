@@ -149,3 +149,26 @@ func TestSplitPointer(t *testing.T) {
 		t.Errorf("SplitPointer = %q", got)
 	}
 }
+
+func TestRawDocLooksUpOnlyWhatItNeeds(t *testing.T) {
+	d := newRawDoc([]byte(`{"spec":{"template":{"spec":{"tolerations":[{"k":1}]}}},"metadata":null,"n":5}`))
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/spec/template/metadata", 2}, {"/metadata/annotations", 0}, {"/spec/template/spec/tolerations", -1},
+		{"/spec/template/spec/tolerations/3", -1}, {"/n/x", -1}, {"/absent/deeper", 0},
+	} {
+		got, err := d.firstMissing(SplitPointer(tc.path))
+		if err != nil || got != tc.want {
+			t.Errorf("firstMissing(%s) = %d, %v; want %d", tc.path, got, err, tc.want)
+		}
+	}
+	v, found, err := d.at(SplitPointer("/spec/template/spec/tolerations"))
+	if err != nil || !found || firstByte(v) != '[' {
+		t.Errorf("at(tolerations) = %s, %v, %v", v, found, err)
+	}
+	if _, _, err := newRawDoc([]byte(`{"a":{`)).at([]string{"a", "b"}); err == nil {
+		t.Error("a truncated document must be an error")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -180,5 +181,14 @@ func TestHandlerReadsANamespaceTheCacheHasNotSeen(t *testing.T) {
 	resp := h.Handle(context.Background(), podRequest("fresh", windowsPodJSON))
 	if !resp.Allowed || len(resp.Patch) == 0 {
 		t.Errorf("a pod in a namespace only the API server knows yet was not mutated: %+v", resp.AdmissionResponse)
+	}
+}
+
+func TestMutateRefusesDuplicateKeys(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","spec":{"os":{"name":"windows"},"containers":[{"name":"a","securityContext":{"runAsUser":1},"securityContext":{}}]}}`)
+	_, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, raw, policy.Facts{Operation: policy.Create})
+	var de *DecodeError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "duplicate") {
+		t.Errorf("a duplicated key must be a decode error, got %v", err)
 	}
 }

@@ -65,8 +65,15 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 	}
 	obj := k.newObject()
 	// Case-sensitive, like the API server: a miscased key is an unknown field to it, and must be to us.
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+	// A duplicated key is refused: the typed object would merge both values while a JSON patch applies
+	// to the last one, so the patch could name fields the raw object does not have. The API server never
+	// sends one (it re-encodes what it decoded); only hand-written input can.
+	strict, err := sigsjson.UnmarshalStrict(raw, obj, sigsjson.DisallowDuplicateFields)
+	if err != nil {
 		return Result{}, &DecodeError{Kind: gvk.Kind, Err: err}
+	}
+	if len(strict) > 0 {
+		return Result{}, &DecodeError{Kind: gvk.Kind, Err: strict[0]}
 	}
 	before, err := json.Marshal(obj)
 	if err != nil {
