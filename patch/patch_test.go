@@ -172,3 +172,21 @@ func TestRawDocLooksUpOnlyWhatItNeeds(t *testing.T) {
 		t.Error("a truncated document must be an error")
 	}
 }
+
+func TestDiffKindChangesBelowTheRoot(t *testing.T) {
+	for _, tc := range []struct{ before, after string }{
+		{`{"a":{"b":1}}`, `{"a":null}`},
+		{`{"a":null}`, `{"a":{"b":1}}`},
+		{`{"a":[1,2]}`, `{"a":"x"}`},
+		{`{"a":{"b":[1]}}`, `{"a":{"b":{"c":1}}}`},
+		{`{"a":true}`, `{"a":1}`},
+	} {
+		p, err := Diff([]byte(tc.before), []byte(tc.after))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := apply(t, tc.before, p); !sameJSON(t, got, tc.after) {
+			t.Errorf("%s -> %s: got %s", tc.before, tc.after, got)
+		}
+	}
+}
