@@ -194,31 +194,31 @@ func newRawDoc(doc []byte) *rawDoc {
 func (d *rawDoc) step(prefix string, cur json.RawMessage, s string) (json.RawMessage, bool, error) {
 	switch firstByte(cur) {
 	case '{':
-		members, ok := d.objects[prefix]
-		if !ok {
-			if err := json.Unmarshal(cur, &members); err != nil {
-				return nil, false, err
-			}
-			d.objects[prefix] = members
-		}
+		members, err := decodeOnce(d.objects, prefix, cur)
 		child, found := members[s]
-		return child, found, nil
+		return child, found, err
 	case '[':
-		elems, ok := d.arrays[prefix]
-		if !ok {
-			if err := json.Unmarshal(cur, &elems); err != nil {
-				return nil, false, err
-			}
-			d.arrays[prefix] = elems
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n >= len(elems) {
-			return nil, false, nil
+		elems, err := decodeOnce(d.arrays, prefix, cur)
+		n, convErr := strconv.Atoi(s)
+		if err != nil || convErr != nil || n < 0 || n >= len(elems) {
+			return nil, false, err
 		}
 		return elems[n], true, nil
 	default:
 		return nil, false, nil
 	}
+}
+
+// decodeOnce decodes raw into cache[key] the first time that key is asked for.
+func decodeOnce[T any](cache map[string]T, key string, raw json.RawMessage) (T, error) {
+	v, ok := cache[key]
+	if !ok {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return v, err
+		}
+		cache[key] = v
+	}
+	return v, nil
 }
 
 // at returns the value at segs.

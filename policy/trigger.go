@@ -97,14 +97,18 @@ func (p *Policy) setWindowsOS(spec *corev1.PodSpec, rec *recorder, reason string
 // hostProcess reports whether the pod runs Windows HostProcess containers. The API server requires all
 // containers to agree, so the pod-level value or any container's decides.
 func hostProcess(spec *corev1.PodSpec) bool {
-	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+	if sc := spec.SecurityContext; sc != nil && hostProcessSet(sc.WindowsOptions) {
 		return true
 	}
 	found := false
 	forEachContainer(spec, func(_ string, c *corev1.Container) {
-		if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+		if c.SecurityContext != nil && hostProcessSet(c.SecurityContext.WindowsOptions) {
 			found = true
 		}
 	})
 	return found
+}
+
+func hostProcessSet(wo *corev1.WindowsSecurityContextOptions) bool {
+	return wo != nil && wo.HostProcess != nil && *wo.HostProcess
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -41,18 +42,7 @@ func benchPod(n int) []byte {
 	"spec":{"os":{"name":"windows"},"serviceAccountName":"web",
 	"securityContext":{"runAsUser":1001,"fsGroup":1001,"seccompProfile":{"type":"RuntimeDefault"}},
 	"volumes":[{"name":"config","configMap":{"name":"web"}},{"name":"cache","emptyDir":{"medium":"Memory","sizeLimit":"64Mi"}}],
-	"containers":[%s]}}`, joinComma(containers))
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
+	"containers":[%s]}}`, strings.Join(containers, ","))
 }
 
 var benchFacts = policy.Facts{Operation: policy.Create, Version: "bench",

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/inventory"
 )
 
 // Options say what to read.
@@ -173,7 +174,7 @@ type auditor struct {
 	readyBuild    map[string]bool
 	nodesKnown    bool
 	rows          map[string]*NamespaceRow
-	changes       map[[2]string]*changeAcc
+	changes       changeTally
 	perKind       map[string]int // findings kept per kind
 	report        Report
 	listed        int
@@ -181,9 +182,52 @@ type auditor struct {
 	lastProg      time.Time
 }
 
+// changeTally counts changes per (action, field): in how many pods and templates, and namespaces. The
+// cluster report and the audit-log summary both build their change rows with it.
+type changeTally map[[2]string]*changeAcc
+
 type changeAcc struct {
 	pods, templates int
 	namespaces      map[string]bool
+}
+
+// add counts one object's changes; several containers of one object count once.
+func (t changeTally) add(changes []policy.Change, ns string, pod bool) {
+	seen := map[[2]string]bool{}
+	for _, c := range changes {
+		k := [2]string{string(c.Action), c.Field()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		acc, ok := t[k]
+		if !ok {
+			acc = &changeAcc{namespaces: map[string]bool{}}
+			t[k] = acc
+		}
+		if pod {
+			acc.pods++
+		} else {
+			acc.templates++
+		}
+		acc.namespaces[ns] = true
+	}
+}
+
+// rows are the tallies, most frequent first, then by action and field.
+func (t changeTally) rows() []ChangeRow {
+	out := make([]ChangeRow, 0, len(t))
+	for k, acc := range t {
+		out = append(out, ChangeRow{Action: k[0], Field: k[1], Pods: acc.pods, Templates: acc.templates, Namespaces: len(acc.namespaces)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ci, cj := out[i], out[j]
+		if ci.Pods+ci.Templates != cj.Pods+cj.Templates {
+			return ci.Pods+ci.Templates > cj.Pods+cj.Templates
+		}
+		return ci.Action+ci.Field < cj.Action+cj.Field
+	})
+	return out
 }
 
 // Run reads the cluster and builds the report. An error is returned only when nothing useful could be
@@ -196,7 +240,7 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		opts.Selector = labels.Everything()
 	}
 	a := &auditor{opts: opts, c: c, namespaces: map[string]*corev1.Namespace{}, labelsUnknown: map[string]bool{}, nodeBuild: map[string]string{},
-		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: map[[2]string]*changeAcc{}, perKind: map[string]int{}, start: time.Now()}
+		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: changeTally{}, perKind: map[string]int{}, start: time.Now()}
 	if err := a.readNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -249,7 +293,7 @@ func (a *auditor) readNodes(ctx context.Context) {
 		for _, n := range l.(*corev1.NodeList).Items {
 			if b := n.Labels[corev1.LabelWindowsBuild]; b != "" && n.Labels[corev1.LabelOSStable] == string(corev1.Windows) {
 				a.nodeBuild[n.Name] = b
-				if nodeReady(&n) {
+				if inventory.NodeReady(&n) {
 					a.readyBuild[b] = true
 				}
 			}
@@ -400,7 +444,7 @@ func (a *auditor) pod(p *corev1.Pod) {
 		} else {
 			r.Changed++
 			row.Changes = len(changes)
-			a.count(changes, p.Namespace, true)
+			a.changes.add(changes, p.Namespace, true)
 		}
 	}
 	if a.nodesKnown && row.Build != "" {
@@ -450,33 +494,11 @@ func (a *auditor) template(kind string, t templateOf) {
 		} else {
 			r.Templates++
 			row.Changes = len(changes)
-			a.count(changes, t.meta.Namespace, false)
+			a.changes.add(changes, t.meta.Namespace, false)
 		}
 	}
 	if a.opts.Objects {
 		a.report.Objects = append(a.report.Objects, row)
-	}
-}
-
-func (a *auditor) count(changes []policy.Change, ns string, pod bool) {
-	seen := map[[2]string]bool{}
-	for _, c := range changes {
-		k := [2]string{string(c.Action), c.Field()}
-		if seen[k] {
-			continue // several containers of one object count once
-		}
-		seen[k] = true
-		acc, ok := a.changes[k]
-		if !ok {
-			acc = &changeAcc{namespaces: map[string]bool{}}
-			a.changes[k] = acc
-		}
-		if pod {
-			acc.pods++
-		} else {
-			acc.templates++
-		}
-		acc.namespaces[ns] = true
 	}
 }
 
@@ -501,16 +523,7 @@ func (a *auditor) finish() {
 			a.finding(NamespaceUnlabeled, ns, "", fmt.Sprintf("%d Windows pods, but the namespace is not labelled %s=true", r.WindowsPods, policy.LabelEnabled))
 		}
 	}
-	for k, acc := range a.changes {
-		a.report.Changes = append(a.report.Changes, ChangeRow{Action: k[0], Field: k[1], Pods: acc.pods, Templates: acc.templates, Namespaces: len(acc.namespaces)})
-	}
-	sort.Slice(a.report.Changes, func(i, j int) bool {
-		ci, cj := a.report.Changes[i], a.report.Changes[j]
-		if ci.Pods+ci.Templates != cj.Pods+cj.Templates {
-			return ci.Pods+ci.Templates > cj.Pods+cj.Templates
-		}
-		return ci.Action+ci.Field < cj.Action+cj.Field
-	})
+	a.report.Changes = a.changes.rows()
 	slices.SortStableFunc(a.report.Findings, func(x, y Finding) int {
 		return strings.Compare(x.Kind+"\x00"+x.Namespace+"\x00"+x.Object, y.Kind+"\x00"+y.Namespace+"\x00"+y.Object)
 	})
@@ -520,15 +533,6 @@ func (a *auditor) finish() {
 	if a.report.Findings == nil {
 		a.report.Findings = []Finding{}
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // reason is a short, one-line account of an API error.

@@ -68,7 +68,7 @@ func SummariseLog(r io.Reader) (*LogReport, error) {
 	rep := &LogReport{}
 	seen := map[string]bool{}
 	byResource, byNamespace, builds := map[string]int{}, map[string]int{}, map[string]int{}
-	changes := map[[2]string]*changeAcc{}
+	changes := changeTally{}
 	br := bufio.NewReaderSize(r, 1<<20)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -90,20 +90,11 @@ func SummariseLog(r io.Reader) (*LogReport, error) {
 		}
 	}
 	rep.ByResource, rep.Namespaces, rep.Builds = counts(byResource), counts(byNamespace), counts(builds)
-	for k, acc := range changes {
-		rep.Changes = append(rep.Changes, ChangeRow{Action: k[0], Field: k[1], Pods: acc.pods, Templates: acc.templates, Namespaces: len(acc.namespaces)})
-	}
-	sort.Slice(rep.Changes, func(i, j int) bool {
-		ci, cj := rep.Changes[i], rep.Changes[j]
-		if ci.Pods+ci.Templates != cj.Pods+cj.Templates {
-			return ci.Pods+ci.Templates > cj.Pods+cj.Templates
-		}
-		return ci.Action+ci.Field < cj.Action+cj.Field
-	})
+	rep.Changes = changes.rows()
 	return rep, nil
 }
 
-func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, builds map[string]int, changes map[[2]string]*changeAcc) bool {
+func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, builds map[string]int, changes changeTally) bool {
 	var changesJSON, build, source string
 	found := false
 	for k, v := range ev.Annotations {
@@ -151,26 +142,7 @@ func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, bui
 			rep.BadAnnotations++
 			return true
 		}
-		pod := strings.HasPrefix(resource, "pods")
-		seenKind := map[[2]string]bool{}
-		for _, c := range list {
-			k := [2]string{string(c.Action), c.Field()}
-			if seenKind[k] {
-				continue
-			}
-			seenKind[k] = true
-			acc, ok := changes[k]
-			if !ok {
-				acc = &changeAcc{namespaces: map[string]bool{}}
-				changes[k] = acc
-			}
-			if pod {
-				acc.pods++
-			} else {
-				acc.templates++
-			}
-			acc.namespaces[ns] = true
-		}
+		changes.add(list, ns, strings.HasPrefix(resource, "pods"))
 	}
 	return true
 }

@@ -117,7 +117,6 @@ type Issuer struct {
 	Client   client.Client // reads go to the API server: the Secret is not cached
 	Log      logr.Logger
 	Interval time.Duration
-	now      func() time.Time
 }
 
 // NeedLeaderElection makes the Issuer a leader-only runnable.
@@ -143,9 +142,6 @@ func (i *Issuer) Start(ctx context.Context) error {
 // server before a certificate that needs it is served.
 func (i *Issuer) Reconcile(ctx context.Context) error {
 	now := time.Now
-	if i.now != nil {
-		now = i.now
-	}
 	var s corev1.Secret
 	err := i.Client.Get(ctx, client.ObjectKey{Namespace: i.Namespace, Name: i.SecretName}, &s)
 	switch {

@@ -36,7 +36,7 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	c := &policy.Cluster{RuntimeClasses: make(map[string]policy.RuntimeClass, len(classes.Items))}
 	for _, n := range nodes.Items {
 		build := n.Labels[corev1.LabelWindowsBuild]
-		if build == "" || !ready(&n) {
+		if build == "" || !NodeReady(&n) {
 			continue
 		}
 		if !slices.Contains(c.Builds, build) {
@@ -54,7 +54,8 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	return c, nil
 }
 
-func ready(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

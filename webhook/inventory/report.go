@@ -64,7 +64,7 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		}
 		r := row(build)
 		r.Nodes++
-		if ready(&n) {
+		if NodeReady(&n) {
 			r.Ready++
 		}
 		if arch := n.Labels[corev1.LabelArchStable]; arch != "" && !slices.Contains(r.Archs, arch) {
