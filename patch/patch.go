@@ -72,14 +72,29 @@ func sortOps(ops Patch, before []byte) error {
 	if len(ops) < 2 {
 		return nil
 	}
+	keys, err := sortKeys(ops, before)
+	if err != nil {
+		return err
+	}
+	sorted := make(Patch, len(ops))
+	for i, j := range sortedOrder(keys) {
+		sorted[i] = ops[j]
+	}
+	copy(ops, sorted)
+	return nil
+}
+
+// sortKeys gives each operation the path it sorts under: its own, or its array's for an add or remove
+// of an element.
+func sortKeys(ops Patch, before []byte) ([][]string, error) {
 	doc := newRawDoc(before)
-	keys := make(map[int][]string, len(ops))
+	keys := make([][]string, len(ops))
 	for i, op := range ops {
 		segs := SplitPointer(op.Path)
 		if (op.Op == "add" || op.Op == "remove") && len(segs) > 0 && isIndex(segs[len(segs)-1]) {
 			parent, found, err := doc.at(segs[:len(segs)-1])
 			if err != nil {
-				return fmt.Errorf("diff: %w", err)
+				return nil, fmt.Errorf("diff: %w", err)
 			}
 			if found && firstByte(parent) == '[' {
 				segs = segs[:len(segs)-1]
@@ -87,17 +102,17 @@ func sortOps(ops Patch, before []byte) error {
 		}
 		keys[i] = segs
 	}
-	idx := make([]int, len(ops))
+	return keys, nil
+}
+
+// sortedOrder is the stable order of the keys.
+func sortedOrder(keys [][]string) []int {
+	idx := make([]int, len(keys))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return compareSegments(keys[a], keys[b]) })
-	sorted := make(Patch, len(ops))
-	for i, j := range idx {
-		sorted[i] = ops[j]
-	}
-	copy(ops, sorted)
-	return nil
+	return idx
 }
 
 // compareSegments orders pointers segment by segment, numbers numerically (containers/2 before /10).
@@ -139,17 +154,25 @@ func SplitPointer(p string) []string {
 // rendering writes empty parents the raw document may not have (a pod template's metadata, say), and
 // RFC 6902 cannot add under a missing parent, so such an add becomes an add of the first missing
 // ancestor holding just the new value. Adds under the same missing ancestor are merged into one.
-func Rebase(p Patch, target []byte) (Patch, error) {
+func Rebase(p Patch, target []byte) (Patch, error) { return rebase(p, target, nil) }
+
+// rebase is Rebase where checks[i], when given, is how many leading segments of operation i's path may
+// be absent from target; the rest are known to be there, and looking them up would cost decoding them.
+func rebase(p Patch, target []byte, checks []int) (Patch, error) {
 	doc := newRawDoc(target)
 	out := make(Patch, 0, len(p))
 	created := map[string]map[string]any{} // missing ancestor pointer -> the object added there
-	for _, op := range p {
+	for i, op := range p {
 		segs := SplitPointer(op.Path)
 		if op.Op != "add" || len(segs) < 2 {
 			out = append(out, op)
 			continue
 		}
-		missing, err := doc.firstMissing(segs[:len(segs)-1])
+		parent := segs[:len(segs)-1]
+		if checks != nil {
+			parent = parent[:min(checks[i], len(parent))]
+		}
+		missing, err := doc.firstMissing(parent)
 		if err != nil {
 			return nil, fmt.Errorf("rebase: %w", err)
 		}

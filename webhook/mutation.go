@@ -3,13 +3,12 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
@@ -57,7 +56,8 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Mutate applies the policy to one raw JSON object of kind gvk and returns the JSON patch to apply to
 // raw. raw itself is never re-encoded: the patch is the difference between the typed object before and
-// after the decision, so fields our types do not know are never mentioned and survive.
+// after the decision, so fields our types do not know are never mentioned and survive. A decision that
+// changes nothing costs no diff at all.
 func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts) (Result, error) {
 	k, ok := kinds[gvk]
 	if !ok {
@@ -75,27 +75,15 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 	if len(strict) > 0 {
 		return Result{}, &DecodeError{Kind: gvk.Kind, Err: strict[0]}
 	}
-	before, err := json.Marshal(obj)
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding %s: %w", gvk.Kind, err)
-	}
+	before := obj.(runtime.Object).DeepCopyObject()
 	emptyGroups := hasEmptySupplementalGroups(obj)
 	decision, err := pol.Decide(obj, facts)
 	if err != nil || !decision.Windows {
 		return Result{Decision: decision}, err
 	}
-	after, err := json.Marshal(obj)
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding mutated %s: %w", gvk.Kind, err)
-	}
 	res := Result{Decision: decision}
-	if !bytes.Equal(before, after) {
-		if res.Patch, err = patch.Diff(before, after); err != nil {
-			return Result{}, err
-		}
-		if res.Patch, err = patch.Rebase(res.Patch, raw); err != nil {
-			return Result{}, err
-		}
+	if res.Patch, err = patch.Objects(before, obj, raw); err != nil {
+		return Result{}, err
 	}
 	if emptyGroups && !hasEmptySupplementalGroups(obj) {
 		// "supplementalGroups: []" is rejected on Windows like any other value, but the typed object

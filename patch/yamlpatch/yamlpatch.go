@@ -3,6 +3,7 @@
 package yamlpatch
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,8 +40,7 @@ func apply(root *yaml.Node, op patch.Operation) error {
 	last := segs[len(segs)-1]
 	var value *yaml.Node
 	if op.Op != "remove" {
-		value = &yaml.Node{}
-		if err := value.Encode(op.Value); err != nil {
+		if value, err = valueNode(op.Value); err != nil {
 			return fmt.Errorf("encoding value: %w", err)
 		}
 	}
@@ -110,6 +110,33 @@ func walk(node *yaml.Node, segs []string) (*yaml.Node, error) {
 		return nil, fmt.Errorf("path ends in a YAML anchor or alias")
 	}
 	return node, nil
+}
+
+// valueNode renders an operation's value through its JSON encoding, the one the patch means: typed values
+// then keep their JSON names and field order. JSON is YAML, so the encoding parses as a node tree; its
+// flow style and quotes are dropped so the value reads like the block YAML around it.
+func valueNode(v any) (*yaml.Node, error) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(enc, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, fmt.Errorf("value %s is not one YAML node", enc)
+	}
+	plainStyle(doc.Content[0])
+	return doc.Content[0], nil
+}
+
+// plainStyle resets the presentation style of a tree; the encoder quotes strings that need it.
+func plainStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
 }
 
 // keyIndex returns the index in Content of the key node named key, or -1.
