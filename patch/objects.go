@@ -70,12 +70,20 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 	var leaves []field
 	for _, f := range fields {
 		bf, af := b.FieldByIndex(f.index), a.FieldByIndex(f.index)
-		child := append(segs[:len(segs):len(segs)], f.name)
+		if f.descend == descendSlice && bf.Len() == af.Len() {
+			// Elements are compared one by one below; comparing the whole slice first would walk the
+			// equal part of the first changed element twice.
+			if err := w.elements(f, bf, af, append(segs[:len(segs):len(segs)], f.name)); err != nil {
+				return err
+			}
+			continue
+		}
 		// Comparing a whole member first is cheaper than walking it: most members are equal, and a
 		// comparison stops at the first difference.
 		if reflect.DeepEqual(bf.Addr().Interface(), af.Addr().Interface()) {
 			continue
 		}
+		child := append(segs[:len(segs):len(segs)], f.name)
 		var err error
 		switch {
 		case f.descend == descendStruct:
@@ -86,8 +94,6 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 			err = w.object(f.fields, bf, af, child, childUncertain)
 		case f.descend == descendPointer && !bf.IsNil() && !af.IsNil():
 			err = w.object(f.fields, bf.Elem(), af.Elem(), child, 0)
-		case f.descend == descendSlice && bf.Len() == af.Len():
-			err = w.elements(f, bf, af, child)
 		default:
 			leaves = append(leaves, f)
 		}
@@ -115,9 +121,6 @@ func (w *walker) elements(f field, b, a reflect.Value, segs []string) error {
 				continue
 			}
 			be, ae = be.Elem(), ae.Elem()
-		}
-		if reflect.DeepEqual(be.Addr().Interface(), ae.Addr().Interface()) {
-			continue
 		}
 		if err := w.object(f.fields, be, ae, append(segs[:len(segs):len(segs)], strconv.Itoa(i)), 0); err != nil {
 			return err

@@ -24,28 +24,37 @@ type Operation struct {
 }
 
 // MarshalJSON writes "value" for every operation except remove, including a null value.
-func (o Operation) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"op":`)
-	op, _ := json.Marshal(o.Op)
-	b.Write(op)
-	b.WriteString(`,"path":`)
-	path, _ := json.Marshal(o.Path)
-	b.Write(path)
-	if o.Op != "remove" {
-		v, err := json.Marshal(o.Value)
-		if err != nil {
-			return nil, fmt.Errorf("patch value at %s: %w", o.Path, err)
-		}
-		b.WriteString(`,"value":`)
-		b.Write(v)
+func (o Operation) MarshalJSON() ([]byte, error) { return json.Marshal(o.wire()) }
+
+// wire is the operation as encoding/json should write it.
+func (o Operation) wire() any {
+	if o.Op == "remove" {
+		return struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}{o.Op, o.Path}
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}{o.Op, o.Path, o.Value}
 }
 
 // Patch is a list of operations in application order.
 type Patch []Operation
+
+// MarshalJSON encodes the whole patch in one pass rather than one buffer per operation.
+func (p Patch) MarshalJSON() ([]byte, error) {
+	if p == nil {
+		return []byte("null"), nil
+	}
+	ops := make([]any, len(p))
+	for i, op := range p {
+		ops[i] = op.wire()
+	}
+	return json.Marshal(ops)
+}
 
 // Diff returns the operations that turn before into after, sorted by path so that the same change
 // always gives the same bytes. Operations that add or remove whole array elements keep the order the

@@ -75,15 +75,44 @@ func jsonValue(v any) json.RawMessage {
 	return b
 }
 
-// EncodeChanges renders the compact JSON stored in the changes annotations.
+// EncodeChanges renders the compact JSON stored in the changes annotations: what encoding/json writes
+// for []Change, written directly because every pass renders it twice (annotation and audit log) and the
+// library re-validates each raw From and To value.
 func EncodeChanges(changes []Change) string {
-	b, err := json.Marshal(changes)
-	if err != nil {
-		// Change holds only strings and already-valid JSON, so this cannot happen; keep the annotation
-		// parseable rather than panic.
-		return "[]"
+	b := make([]byte, 0, 160*len(changes)+2)
+	b = append(b, '[')
+	for i, c := range changes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"action":`...)
+		b = appendJSONString(b, string(c.Action))
+		b = append(b, `,"path":`...)
+		b = appendJSONString(b, c.Path)
+		// From and To are valid JSON: rendered by jsonValue, or parsed from an annotation.
+		if len(c.From) > 0 {
+			b = append(append(b, `,"from":`...), c.From...)
+		}
+		if len(c.To) > 0 {
+			b = append(append(b, `,"to":`...), c.To...)
+		}
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, c.Reason)
+		b = append(b, '}')
 	}
-	return string(b)
+	return string(append(b, ']'))
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it; strings that need escaping are rare
+// and left to the library.
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // DecodeChanges parses a changes annotation written by any wincompat version.

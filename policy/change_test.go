@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestChangeField(t *testing.T) {
 	for path, want := range map[string]string{
@@ -12,6 +15,29 @@ func TestChangeField(t *testing.T) {
 	} {
 		if got := (Change{Path: path}).Field(); got != want {
 			t.Errorf("Field(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// EncodeChanges writes the JSON itself; it must be byte for byte what encoding/json writes, escapes
+// included, or annotations written by earlier versions would stop comparing equal.
+func TestEncodeChangesMatchesEncodingJSON(t *testing.T) {
+	changes := []Change{
+		{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: jsonValue(int64(1001)), Reason: "not supported on Windows"},
+		{Action: Rewrite, Path: `spec.volumes[a"b\c].emptyDir.medium`, From: jsonValue("Memory"), To: jsonValue(""), Reason: "<disk> & more\n"},
+		{Action: Inject, Path: "spec.tolerations", To: jsonValue(map[string]any{"key": "os", "n": 1}), Reason: "ünïcode \u2028 \x01"},
+		{Action: Warn, Path: "spec.containers[x].volumeDevices", Reason: ""},
+	}
+	for _, tc := range [][]Change{nil, {}, changes} {
+		want, err := json.Marshal(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc == nil {
+			want = []byte("[]") // an empty annotation is a list, never null
+		}
+		if got := EncodeChanges(tc); got != string(want) {
+			t.Errorf("EncodeChanges:\n got %s\nwant %s", got, want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/wincompat/wincompat/internal/grantstest"
 	"github.com/wincompat/wincompat/policy"
 )
 
@@ -78,77 +79,24 @@ func FuzzMutate(f *testing.F) {
 	})
 }
 
-// assertNotWidened checks that nothing the output grants was not already granted by the input.
+// assertNotWidened fails when the patched object grants more than the input did.
 func assertNotWidened(t *testing.T, gvk schema.GroupVersionKind, before, after []byte) {
 	t.Helper()
-	in, out := grantsOf(t, gvk, before), grantsOf(t, gvk, after)
-	for grant := range out {
-		if !in[grant] && !strings.HasSuffix(grant, "runAsNonRoot=true") { // runAsNonRoot restricts; gaining it is fine
-			t.Fatalf("mutation widened privileges: %s", grant)
-		}
+	in, out := podSpecOfRaw(t, gvk, before), podSpecOfRaw(t, gvk, after)
+	if in == nil || out == nil {
+		return
 	}
-	for grant := range in {
-		if strings.HasSuffix(grant, "runAsNonRoot=true") && !out[grant] {
-			t.Fatalf("mutation weakened %s", grant)
-		}
+	if widened := grantstest.Widened(in, out); len(widened) > 0 {
+		t.Fatalf("mutation widened privileges: %s", strings.Join(widened, "; "))
 	}
 }
 
-// grantsOf lists the privilege-relevant settings of an object's pod spec: what it grants, and
-// runAsNonRoot=true, which it must not lose.
-func grantsOf(t *testing.T, gvk schema.GroupVersionKind, raw []byte) map[string]bool {
+// podSpecOfRaw decodes raw as its kind and returns its pod spec (nil for a workload without a template).
+func podSpecOfRaw(t *testing.T, gvk schema.GroupVersionKind, raw []byte) *corev1.PodSpec {
 	t.Helper()
 	obj := kinds[gvk].newObject()
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
 		t.Fatal(err)
 	}
-	spec := podSpecOf(obj)
-	grants := map[string]bool{}
-	if spec == nil {
-		return grants
-	}
-	if spec.HostNetwork {
-		grants["hostNetwork"] = true
-	}
-	if sc := spec.SecurityContext; sc != nil {
-		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
-			grants["pod hostProcess"] = true
-		}
-		if sc.RunAsNonRoot != nil && *sc.RunAsNonRoot {
-			grants["pod runAsNonRoot=true"] = true
-		}
-	}
-	visit := func(kind string, i int, sc *corev1.SecurityContext) {
-		if sc == nil {
-			return
-		}
-		id := kind + "[" + string(rune('0'+i%10)) + "] "
-		if sc.Privileged != nil && *sc.Privileged {
-			grants[id+"privileged"] = true
-		}
-		if sc.AllowPrivilegeEscalation != nil && *sc.AllowPrivilegeEscalation {
-			grants[id+"allowPrivilegeEscalation"] = true
-		}
-		if sc.Capabilities != nil {
-			for _, c := range sc.Capabilities.Add {
-				grants[id+"add "+string(c)] = true
-			}
-		}
-		if sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
-			grants[id+"hostProcess"] = true
-		}
-		if sc.RunAsNonRoot != nil && *sc.RunAsNonRoot {
-			grants[id+"runAsNonRoot=true"] = true
-		}
-	}
-	for i, c := range spec.InitContainers {
-		visit("initContainers", i, c.SecurityContext)
-	}
-	for i, c := range spec.Containers {
-		visit("containers", i, c.SecurityContext)
-	}
-	for i, c := range spec.EphemeralContainers {
-		visit("ephemeralContainers", i, c.SecurityContext)
-	}
-	return grants
+	return podSpecOf(obj)
 }

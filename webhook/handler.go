@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -138,11 +137,11 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 		resp.Warnings = warnings
 		return "unchanged", resp, res.Decision
 	}
-	patch, err := json.Marshal(res.Patch)
+	patch, err := res.Patch.MarshalJSON()
 	if err != nil {
 		return "error", admission.Errored(http.StatusInternalServerError, err), res.Decision
 	}
-	h.log.Info("mutated", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", objectName(req),
+	h.log.Info("mutated", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name,
 		"changes", len(res.Decision.Changes), "build", res.Decision.Build, "dryRun", req.DryRun != nil && *req.DryRun)
 	return "mutated", admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed:          true,
@@ -186,23 +185,6 @@ func allowedWithWarning(w string) admission.Response {
 	resp := admission.Allowed("")
 	resp.Warnings = []string{w}
 	return resp
-}
-
-// objectName is the name of the object, or its generateName prefix (pods of a ReplicaSet have no name
-// at admission), read from the raw object without decoding it again.
-func objectName(req admission.Request) string {
-	if req.Name != "" {
-		return req.Name
-	}
-	var meta struct {
-		Metadata struct {
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(req.Object.Raw, &meta); err == nil && meta.Metadata.GenerateName != "" {
-		return meta.Metadata.GenerateName + "*"
-	}
-	return ""
 }
 
 // boundedResource keeps the metric label bounded when a misconfiguration sends unexpected resources.

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
@@ -43,6 +44,9 @@ type Result struct {
 	Decision policy.Decision
 	// Patch is empty when nothing changed.
 	Patch patch.Patch
+	// Name is the object's name, or its generateName followed by "*" (a ReplicaSet's pods have no name
+	// at admission), for logs.
+	Name string
 }
 
 // DecodeError says the raw object does not fit its kind's schema (a string where a number belongs, say).
@@ -81,7 +85,7 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 	if err != nil || !decision.Windows {
 		return Result{Decision: decision}, err
 	}
-	res := Result{Decision: decision}
+	res := Result{Decision: decision, Name: nameOf(obj)}
 	if res.Patch, err = patch.Objects(before, obj, raw); err != nil {
 		return Result{}, err
 	}
@@ -107,4 +111,15 @@ func hasEmptySupplementalGroups(obj any) bool {
 	spec := podSpecOf(obj)
 	return spec != nil && spec.SecurityContext != nil && spec.SecurityContext.SupplementalGroups != nil &&
 		len(spec.SecurityContext.SupplementalGroups) == 0
+}
+
+func nameOf(obj any) string {
+	meta, ok := obj.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	if meta.GetName() == "" && meta.GetGenerateName() != "" {
+		return meta.GetGenerateName() + "*"
+	}
+	return meta.GetName()
 }
