@@ -58,6 +58,7 @@ func diffRenderings(before, after any, raw []byte) (Patch, error) {
 // walker collects operations with the sort key and the raw-document check each one needs.
 type walker struct {
 	ops   Patch
+	paths [][]string // each operation's path, split
 	keys  [][]string
 	check []int // leading path segments whose presence in raw is not implied by the typed value
 }
@@ -193,6 +194,7 @@ func sortedMapKeys(m reflect.Value) []reflect.Value {
 // elements, the only ones that sort under their parent.
 func (w *walker) add(op Operation, path []string, check int) {
 	w.ops = append(w.ops, op)
+	w.paths = append(w.paths, path)
 	w.keys = append(w.keys, path)
 	w.check = append(w.check, check)
 }
@@ -231,6 +233,7 @@ func (w *walker) library(segs []string, fields []field, b, a reflect.Value) erro
 			check = 0
 		}
 		w.ops = append(w.ops, op)
+		w.paths = append(w.paths, abs)
 		w.keys = append(w.keys, append(segs[:len(segs):len(segs)], keys[i]...))
 		w.check = append(w.check, check)
 	}
@@ -279,11 +282,11 @@ func memberNamed(fields []field, name string) *field {
 // finish sorts the operations like Diff and anchors adds under parents raw lacks, like Rebase.
 func (w *walker) finish(raw []byte) (Patch, error) {
 	order := sortedOrder(w.keys)
-	ops, checks := make(Patch, len(order)), make([]int, len(order))
+	ops, paths, checks := make(Patch, len(order)), make([][]string, len(order)), make([]int, len(order))
 	for i, j := range order {
-		ops[i], checks[i] = w.ops[j], w.check[j]
+		ops[i], paths[i], checks[i] = w.ops[j], w.paths[j], w.check[j]
 	}
-	return rebase(ops, raw, checks)
+	return rebase(ops, raw, paths, checks)
 }
 
 // renderMembers writes {"name":value,...} for the members that encoding/json would write.

@@ -130,9 +130,9 @@ func compareSegments(a, b []string) int {
 		if a[i] == b[i] {
 			continue
 		}
-		na, errA := strconv.Atoi(a[i])
-		nb, errB := strconv.Atoi(b[i])
-		if errA == nil && errB == nil {
+		na, okA := index(a[i])
+		nb, okB := index(b[i])
+		if okA && okB {
 			return cmp.Compare(na, nb)
 		}
 		return strings.Compare(a[i], b[i])
@@ -141,8 +141,25 @@ func compareSegments(a, b []string) int {
 }
 
 func isIndex(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil && !strings.HasPrefix(s, "+")
+	_, ok := index(s)
+	return ok
+}
+
+// index parses an array index segment: digits only, as RFC 6901 writes them. It does not allocate on
+// failure, unlike strconv, and most segments are names.
+func index(s string) (int, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	n := 0
+	for i := range len(s) {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 var pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
@@ -154,7 +171,9 @@ func SplitPointer(p string) []string {
 	}
 	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, s := range segs {
-		segs[i] = pointerUnescaper.Replace(s)
+		if strings.IndexByte(s, '~') >= 0 {
+			segs[i] = pointerUnescaper.Replace(s)
+		}
 	}
 	return segs
 }
@@ -163,17 +182,27 @@ func SplitPointer(p string) []string {
 // rendering writes empty parents the raw document may not have (a pod template's metadata, say), and
 // RFC 6902 cannot add under a missing parent, so such an add becomes an add of the first missing
 // ancestor holding just the new value. Adds under the same missing ancestor are merged into one.
-func Rebase(p Patch, target []byte) (Patch, error) { return rebase(p, target, nil) }
+func Rebase(p Patch, target []byte) (Patch, error) { return rebase(p, target, nil, nil) }
 
-// rebase is Rebase where checks[i], when given, is how many leading segments of operation i's path may
-// be absent from target; the rest are known to be there, and looking them up would cost decoding them.
-func rebase(p Patch, target []byte, checks []int) (Patch, error) {
+// rebase is Rebase with, when given, each operation's path already split, and checks[i]: how many
+// leading segments of operation i's path may be absent from target; the rest are known to be there,
+// and looking them up would cost decoding them.
+func rebase(p Patch, target []byte, paths [][]string, checks []int) (Patch, error) {
 	doc := newRawDoc(target)
 	out := make(Patch, 0, len(p))
 	created := map[string]map[string]any{} // missing ancestor pointer -> the object added there
 	for i, op := range p {
-		segs := SplitPointer(op.Path)
-		if op.Op != "add" || len(segs) < 2 {
+		if op.Op != "add" {
+			out = append(out, op)
+			continue
+		}
+		var segs []string
+		if paths != nil {
+			segs = paths[i]
+		} else {
+			segs = SplitPointer(op.Path)
+		}
+		if len(segs) < 2 {
 			out = append(out, op)
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +16,12 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/wincompat/wincompat/policy"
@@ -48,17 +54,63 @@ func benchPod(n int) []byte {
 var benchFacts = policy.Facts{Operation: policy.Create, Version: "bench",
 	Namespace: policy.Namespace{Name: "demo", Labels: map[string]string{policy.LabelEnabled: "true"}}}
 
+// benchCase is one pod the benchmarks run on.
+type benchCase struct {
+	name string
+	pod  []byte
+}
+
+// benchCases are the synthetic pods of 2, 20 and 100 containers and a real one: the ingress-nginx
+// controller from the shared corpus of rendered Helm charts, declared Windows.
+func benchCases(b *testing.B) []benchCase {
+	return []benchCase{
+		{"containers=2", benchPod(2)},
+		{"containers=20", benchPod(20)},
+		{"containers=100", benchPod(100)},
+		{"corpus=ingress-nginx", corpusPod(b, "ingress-nginx.yaml", "Deployment", "ingress-nginx-controller")},
+	}
+}
+
+// corpusPod turns the pod template of one workload in ../shared/corpus into the Pod its controller
+// would create, with spec.os.name=windows as a user deploying the chart to Windows would set it.
+func corpusPod(b *testing.B, file, kind, name string) []byte {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "corpus", "charts", file))
+	if err != nil {
+		b.Fatalf("the shared corpus sits beside the repository: %v", err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict([]byte(doc), &d); err != nil || d.Kind != kind || d.Name != name {
+			continue
+		}
+		pod := corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: d.Spec.Template.ObjectMeta,
+			Spec:       d.Spec.Template.Spec,
+		}
+		pod.GenerateName, pod.Namespace = name+"-7d9f8b6c5d-", "demo"
+		pod.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+		out, err := json.Marshal(&pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	b.Fatalf("%s has no %s %s", file, kind, name)
+	return nil
+}
+
 // BenchmarkMutate is decide + diff: raw object in, JSON patch out.
 func BenchmarkMutate(b *testing.B) {
 	pol := policy.Default()
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	for _, n := range []int{2, 20} {
-		raw := benchPod(n)
-		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(raw)))
+			b.SetBytes(int64(len(c.pod)))
 			for b.Loop() {
-				res, err := Mutate(pol, gvk, raw, benchFacts)
+				res, err := Mutate(pol, gvk, c.pod, benchFacts)
 				if err != nil || len(res.Patch) == 0 {
 					b.Fatal(err)
 				}
@@ -67,16 +119,16 @@ func BenchmarkMutate(b *testing.B) {
 	}
 }
 
-// BenchmarkFloor is the unavoidable part: decoding the same pod into its type and encoding it once.
+// BenchmarkFloor is the unavoidable part of Mutate: decoding the same pod into its type and encoding it
+// once.
 func BenchmarkFloor(b *testing.B) {
-	for _, n := range []int{2, 20} {
-		raw := benchPod(n)
-		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(raw)))
+			b.SetBytes(int64(len(c.pod)))
 			for b.Loop() {
 				var pod corev1.Pod
-				if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
+				if err := sigsjson.UnmarshalCaseSensitivePreserveInts(c.pod, &pod); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := json.Marshal(&pod); err != nil {
@@ -87,16 +139,15 @@ func BenchmarkFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkDecide is the policy alone, on an already decoded pod.
+// BenchmarkDecide is the policy alone, on an already decoded pod (the copy it works on included).
 func BenchmarkDecide(b *testing.B) {
 	pol := policy.Default()
-	for _, n := range []int{2, 20, 100} {
-		raw := benchPod(n)
+	for _, c := range benchCases(b) {
 		var pod corev1.Pod
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(c.pod, &pod); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				p := pod.DeepCopy()
@@ -138,28 +189,69 @@ func serveReview(b *testing.B, h http.Handler, body []byte) {
 }
 
 // BenchmarkHandler is the whole review: request bytes in, response bytes out, through controller-runtime's
-// webhook plumbing and wincompat's handler. BenchmarkHandlerFloor is the same plumbing answering
-// "allowed" without looking at the object: decoding the review and encoding a response with no patch.
+// webhook plumbing and wincompat's handler, for each pod and for the same pod once mutated (a pod that
+// needs no change: a reinvocation, or a chart already written for Windows).
+//
+// Two floors, on the same plumbing: "floor" answers "allowed" without looking at the object, which is
+// decoding the review and encoding a response with no patch; "floor-typed" also decodes the object into
+// its Go type as wincompat does, the least any webhook that reads the pod through Kubernetes types does.
 func BenchmarkHandler(b *testing.B) {
 	current := &atomic.Pointer[policy.Policy]{}
 	current.Store(policy.Default())
 	h := &admission.Webhook{Handler: NewPodHandler(Config{Policy: current, Namespaces: namespaces{"demo": {policy.LabelEnabled: "true"}}, Log: logr.Discard(), Version: "bench"})}
 	floor := &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })}
-	for _, n := range []int{2, 20, 100} {
-		body := reviewBody(b, benchPod(n))
-		b.Run(fmt.Sprintf("wincompat/containers=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				serveReview(b, h, body)
-			}
-		})
-		b.Run(fmt.Sprintf("floor/containers=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				serveReview(b, floor, body)
-			}
-		})
+	typedFloor := &admission.Webhook{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		var pod corev1.Pod
+		if _, err := sigsjson.UnmarshalStrict(req.Object.Raw, &pod, sigsjson.DisallowDuplicateFields); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		return admission.Allowed("")
+	})}
+	for _, c := range benchCases(b) {
+		body := reviewBody(b, c.pod)
+		mutated := reviewBody(b, mutatedPod(b, c.pod))
+		for _, run := range []struct {
+			name string
+			h    http.Handler
+			body []byte
+		}{
+			{"wincompat", h, body},
+			{"wincompat-unchanged", h, mutated},
+			{"floor", floor, body},
+			{"floor-typed", typedFloor, body},
+		} {
+			b.Run(run.name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(run.body)))
+				for b.Loop() {
+					serveReview(b, run.h, run.body)
+				}
+			})
+		}
 	}
+}
+
+// mutatedPod is pod with wincompat's patch applied.
+func mutatedPod(b *testing.B, pod []byte) []byte {
+	b.Helper()
+	res, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, pod, benchFacts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pj, err := json.Marshal(res.Patch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(pj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := p.Apply(pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if again, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, out, benchFacts); err != nil || len(again.Patch) > 0 {
+		b.Fatalf("a mutated pod still gets a patch: %v %v", again.Patch, err)
+	}
+	return out
 }
