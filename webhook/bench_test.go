@@ -21,8 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 )
