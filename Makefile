@@ -15,7 +15,7 @@ HELM     := bin/helm
 
 FUZZTIME ?= 10m
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit k8s clean demo
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf k8s clean demo
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,12 @@ bench: ## Go benchmarks: decide, decide + diff, the whole review, each against i
 
 bench-audit: $(K8S_BINS) ## wincompat audit over 100,000 pods in a real API server: time, peak RSS, pages
 	cd test && $(GO) test -run '^$$' -bench BenchmarkAudit100kPods -benchtime 1x -timeout 60m ./e2e/
+
+# Flags for test/cmd/perf, e.g. PERF_FLAGS="-duration 30s -api-duration 10s -api-rounds 3".
+PERF_FLAGS ?=
+
+perf: build $(K8S_BINS) ## load runs: wincompat serve on one core, pod creation through kube-apiserver with/without it (test/perf/README.md)
+	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat $(PERF_FLAGS)
 
 demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat

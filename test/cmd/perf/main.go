@@ -1,0 +1,279 @@
+// Command perf measures wincompat as it runs and writes test/perf/results.json and test/perf/latency.png
+// (see test/perf/README.md):
+//
+//   - reviews: `wincompat serve` (bin/wincompat, GOMAXPROCS=1) answering AdmissionReviews over HTTPS
+//     keep-alive on 127.0.0.1, first as fast as it can (closed loop), then at a fixed fraction of that
+//     maximum (open loop, latency from the scheduled send time);
+//   - apiserver: pods created through a real kube-apiserver with wincompat's MutatingWebhookConfiguration
+//     installed and with no webhook at all, in alternating phases of the same run.
+//
+// Usage (from test/, after `make build k8s`; `make perf` does all of it):
+//
+//	go run ./cmd/perf [-duration 10s] [-api-duration 5s] [-api-rounds 3] [-out DIR]
+package main
+
+import (
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/perf"
+	"github.com/wincompat/wincompat/test/perf/load"
+)
+
+// namespace holds every pod of the run; it is opted in, as the namespaces wincompat serves are.
+const namespace = "perf"
+
+type config struct {
+	root, wincompat, out, workDir string
+	duration, warmup              time.Duration
+	connections                   int
+	loadFraction                  float64
+	apiDuration                   time.Duration
+	apiRounds, creators           int
+	reviews, apiServer            bool
+}
+
+func main() {
+	var c config
+	fl := flag.NewFlagSet("perf", flag.ExitOnError)
+	fl.StringVar(&c.root, "root", "", "the wincompat checkout (default: found from the working directory)")
+	fl.StringVar(&c.wincompat, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
+	fl.StringVar(&c.out, "out", "", "where to write results.json and latency.png (default ROOT/test/perf)")
+	fl.StringVar(&c.workDir, "work", "", "keep wincompat's log and the kubeconfig here (default: a temporary directory, removed)")
+	fl.DurationVar(&c.duration, "duration", 10*time.Second, "length of each measured review phase")
+	fl.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured load before each phase (connections, caches, the heap)")
+	fl.IntVar(&c.connections, "connections", 8, "keep-alive connections (one per worker) for the reviews")
+	fl.Float64Var(&c.loadFraction, "load", 0.7, "the fixed rate as a fraction of the measured maximum")
+	fl.DurationVar(&c.apiDuration, "api-duration", 5*time.Second, "length of each measured pod-creation phase")
+	fl.IntVar(&c.apiRounds, "api-rounds", 3, "rounds of with/without phases for each kind of pod")
+	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
+	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
+	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
+	_ = fl.Parse(os.Args[1:])
+	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.loadFraction <= 0 || c.loadFraction > 1 {
+		fl.Usage()
+		os.Exit(2)
+	}
+	// etcd and the API server run in process groups of their own, out of a Ctrl-C's reach: the run must
+	// end through its deferred stops, so a signal only cancels the context.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, c)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+// env is what both parts of the run share.
+type env struct {
+	config
+	cp      *controlplane.ControlPlane
+	cs      kubernetes.Interface
+	server  *perf.Server
+	meter   *perf.Meter
+	caPEM   []byte
+	port    int
+	results *perf.Results
+	// warnings counts the API server's warnings to cs.
+	warnings *perf.Warnings
+	// failures are checks that show a phase did not measure what it claims to.
+	failures []string
+}
+
+func run(ctx context.Context, c config) (err error) {
+	if c.root == "" {
+		if c.root, err = controlplane.RepoRoot(); err != nil {
+			return err
+		}
+	}
+	if c.wincompat == "" {
+		c.wincompat = filepath.Join(c.root, "bin", "wincompat")
+	}
+	if c.out == "" {
+		c.out = filepath.Join(c.root, "test", "perf")
+	}
+	if _, err := os.Stat(c.wincompat); err != nil {
+		return fmt.Errorf("%w (run `make build` in %s)", err, c.root)
+	}
+	if c.workDir == "" {
+		if c.workDir, err = os.MkdirTemp("", "wincompat-perf-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(c.workDir)
+	} else if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return err
+	}
+	e := &env{config: c, warnings: &perf.Warnings{}, results: &perf.Results{
+		Date: time.Now().UTC().Format(time.RFC3339), Machine: perf.ThisMachine(), Kubernetes: k8sVersion(),
+	}}
+
+	fmt.Printf("control plane: kube-apiserver and etcd from %s\n", filepath.Join(c.root, "bin", "k8s"))
+	e.cp, err = controlplane.Launch(controlplane.Options{WebhookPaths: []string{filepath.Join(c.root, "deploy", "webhook")}})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, e.cp.Stop()) }()
+	cfg := rest.CopyConfig(e.cp.Config)
+	cfg.QPS = -1 // no client-side rate limit: the creators run as fast as the API server answers
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.WarningHandler = e.warnings
+	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if err := e.setUpNamespace(ctx); err != nil {
+		return err
+	}
+	if err := e.startServer(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := e.server.Stop(10 * time.Second); stopErr != nil {
+			err = errors.Join(err, stopErr)
+		}
+	}()
+
+	prep, err := e.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	e.results.Wincompat = prep.version
+	if c.reviews {
+		if e.results.Reviews, err = e.runReviews(ctx, prep); err != nil {
+			return err
+		}
+	}
+	if c.apiServer {
+		if e.results.APIServer, err = e.runAPIServer(ctx, prep); err != nil {
+			return err
+		}
+	}
+	// An interrupted run has partial figures: keep the last complete results instead.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.results.Goals = goals(e.results)
+	if err := e.write(); err != nil {
+		return err
+	}
+	if len(e.failures) > 0 {
+		return fmt.Errorf("%d checks failed: the figures above do not measure what they claim:\n  %s", len(e.failures), joinLines(e.failures))
+	}
+	return nil
+}
+
+func (e *env) setUpNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// No controller-manager runs to create "default", and the ServiceAccount admission plugin rejects
+	// pods naming a missing account; the chart pod names "web".
+	for _, name := range []string{"default", "web"} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		if _, err := e.cs.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startServer runs `wincompat serve` where envtest pointed the webhook configuration, with the serving
+// certificate envtest made for 127.0.0.1, GOMAXPROCS=1 for per-core figures, and no RuntimeClass
+// management (nothing but admission should use the server's core).
+func (e *env) startServer(ctx context.Context) error {
+	kubeconfig, err := e.cp.KubeConfig("wincompat", "system:masters")
+	if err != nil {
+		return err
+	}
+	kubeconfigPath := filepath.Join(e.workDir, "wincompat.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	metricsPort, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	probePort, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	wh := e.cp.Webhook
+	e.port, e.caPEM = wh.Port, wh.CAData
+	args := []string{"serve",
+		"--cert-dir", wh.CertDir, "--port", strconv.Itoa(wh.Port), "--kubeconfig", kubeconfigPath,
+		"--manage-runtimeclasses=false", "--shutdown-timeout", "5s",
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
+	}
+	fmt.Printf("wincompat: GOMAXPROCS=1 %s %s\n", e.wincompat, joinWords(args))
+	if e.server, err = perf.StartServer(e.wincompat, args, []string{"GOMAXPROCS=1"}, filepath.Join(e.workDir, "wincompat.log")); err != nil {
+		return err
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := e.server.WaitReady(readyCtx, fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)); err != nil {
+		return err
+	}
+	children, err := load.Children(os.Getpid())
+	if err != nil {
+		return err
+	}
+	e.meter = &perf.Meter{
+		Pids:       map[string]int{"wincompat": e.server.Pid, "perf": os.Getpid()},
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if pid, ok := children[name]; ok {
+			e.meter.Pids[name] = pid
+		}
+	}
+	return nil
+}
+
+// write saves results.json and latency.png and prints the summary.
+func (e *env) write() error {
+	if err := os.MkdirAll(e.out, 0o755); err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(e.out, "results.json")
+	if err := writeJSON(jsonPath, e.results); err != nil {
+		return err
+	}
+	pngPath := filepath.Join(e.out, "latency.png")
+	if err := perf.WritePlot(e.results, pngPath); err != nil {
+		return err
+	}
+	printSummary(os.Stdout, e.results)
+	fmt.Printf("\nwrote %s and %s\n", jsonPath, pngPath)
+	return nil
+}
+
+// k8sVersion is the Kubernetes version bin/k8s was built from, as its build info records it.
+func k8sVersion() string {
+	dir, err := controlplane.BinDir()
+	if err != nil {
+		return "unknown"
+	}
+	bi, err := buildinfo.ReadFile(filepath.Join(dir, "kube-apiserver"))
+	if err != nil || bi.Main.Version == "" {
+		return "unknown"
+	}
+	return bi.Main.Version
+}

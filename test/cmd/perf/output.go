@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/wincompat/wincompat/test/perf"
+)
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// printPhase prints one line as a phase ends, so a long run shows progress.
+func printPhase(name string, p perf.Phase) {
+	w := p.Processes["wincompat"]
+	fmt.Printf("  %-44s %8.0f/s  p50 %6.3f  p99 %7.3f  p99.9 %7.3f ms  errors %d  wincompat %.2f cores %4.0f µs/op  RSS peak %.0f MiB  other work %.2f cores\n",
+		name, p.Throughput, p.Latency.P50, p.Latency.P99, p.Latency.P999, p.Errors+p.Missed, w.Cores, w.CPUMicrosPerOp, w.RSSPeakMiB, p.OtherCores)
+}
+
+// goals evaluates issue 7's goals on r; a goal whose figures were not measured is left out.
+func goals(r *perf.Results) []perf.Goal {
+	var out []perf.Goal
+	if r.Reviews != nil && len(r.Reviews.Scenarios) > 0 {
+		s := r.Reviews.Scenarios[0] // the chart pod
+		f := s.Fixed
+		out = append(out,
+			perf.Goal{
+				Goal:     fmt.Sprintf("one core, HTTPS keep-alive, %s: ≥5,000 reviews/s with p99 ≤2 ms at %.0f%% of the measured maximum", s.Name, 100*r.Reviews.LoadFraction),
+				Measured: fmt.Sprintf("maximum %.0f/s; at %.0f/s: p99 %.3f ms", s.Max.Throughput, f.Throughput, f.Latency.P99),
+				Met:      f.Throughput >= 5000 && f.Latency.P99 <= 2,
+			},
+			perf.Goal{
+				Goal:     fmt.Sprintf("%s: no errors", s.Name),
+				Measured: fmt.Sprintf("%d errors, %d missed at the maximum; %d errors, %d missed at the fixed rate", s.Max.Errors, s.Max.Missed, f.Errors, f.Missed),
+				Met:      s.Max.Errors+s.Max.Missed+f.Errors+f.Missed == 0,
+			})
+		peak := max(s.Max.Processes["wincompat"].RSSPeakMiB, f.Processes["wincompat"].RSSPeakMiB)
+		out = append(out, perf.Goal{
+			Goal:     fmt.Sprintf("%s: wincompat's RSS ≤64 MiB", s.Name),
+			Measured: fmt.Sprintf("peak %.1f MiB", peak),
+			Met:      peak <= 64,
+		})
+	}
+	if r.APIServer != nil {
+		for _, k := range r.APIServer.Kinds {
+			if k.Name == "windows-mutated" {
+				continue // not a goal: without wincompat the API server rejects those pods
+			}
+			out = append(out, perf.Goal{
+				Goal:     fmt.Sprintf("kube-apiserver, %s pods: with wincompat ≥95%% of the throughput without, p50 added ≤2 ms", k.Name),
+				Measured: fmt.Sprintf("%.1f%%, p50 %+.3f ms", 100*k.ThroughputRatio, k.P50AddedMs),
+				Met:      k.ThroughputRatio >= 0.95 && k.P50AddedMs <= 2,
+			})
+		}
+	}
+	return out
+}
+
+// printSummary prints the run's tables.
+func printSummary(out io.Writer, r *perf.Results) {
+	fmt.Fprintf(out, "\n%s; %d CPUs, %s; kernel %s; load average at start %s; %s; wincompat %s; Kubernetes %s\n",
+		r.Date, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Kernel, r.Machine.LoadAverage, r.Machine.Go, r.Wincompat, r.Kubernetes)
+	if rr := r.Reviews; rr != nil {
+		fmt.Fprintf(out, "\nreviews, wincompat serve GOMAXPROCS=%d, %d keep-alive connections, %gs phases; latency in ms (open loop: from the scheduled send)\n",
+			rr.GOMAXPROCS, rr.Connections, rr.PhaseSeconds)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "review\tbytes\tphase\treviews/s\tp50\tp90\tp99\tp99.9\tmax\terrors\tmissed\tconns\tCPU cores\tCPU µs/review\tRSS peak MiB\tRSS end MiB\tsend lag p99\tgenerator cores\tother cores\t")
+		for _, s := range rr.Scenarios {
+			for _, ph := range []struct {
+				name string
+				p    perf.Phase
+			}{{"max", s.Max}, {fmt.Sprintf("%.0f/s", s.Fixed.TargetRate), s.Fixed}} {
+				w, l := ph.p.Processes["wincompat"], ph.p.Latency
+				lag := "-"
+				if ph.p.SendLag != nil {
+					lag = fmt.Sprintf("%.3f", ph.p.SendLag.P99)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%.2f\t%.2f\t\n",
+					s.Name, s.BodyBytes, ph.name, ph.p.Throughput, l.P50, l.P90, l.P99, l.P999, l.Max,
+					ph.p.Errors, ph.p.Missed, ph.p.Connections, w.Cores, w.CPUMicrosPerOp, w.RSSPeakMiB, w.RSSEndMiB, lag, ph.p.Processes["perf"].Cores, ph.p.OtherCores)
+			}
+		}
+		tw.Flush()
+	}
+	if a := r.APIServer; a != nil {
+		fmt.Fprintf(out, "\npod creation through kube-apiserver, %d creators, %d rounds of %gs per side; latency in ms\n", a.Creators, a.Rounds, a.PhaseSeconds)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "pods\twebhook\tpods/s\tp50\tp90\tp99\tp99.9\terrors\twincompat calls\tapiserver CPU µs/pod\tetcd CPU µs/pod\twincompat CPU µs/pod\tother cores\t")
+		for _, k := range a.Kinds {
+			for _, side := range []struct {
+				name string
+				p    perf.Phase
+			}{{"with", k.With}, {"without", k.Without}} {
+				p, l := side.p, side.p.Latency
+				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", k.Name, side.name, p.Throughput,
+					l.P50, l.P90, l.P99, l.P999, p.Errors, p.Wincompat.Count,
+					p.Processes["kube-apiserver"].CPUMicrosPerOp, p.Processes["etcd"].CPUMicrosPerOp, p.Processes["wincompat"].CPUMicrosPerOp, p.OtherCores)
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(out, "\nwith/without\tthroughput\tp50 added\tp99 added")
+		for _, k := range a.Kinds {
+			fmt.Fprintf(out, "%-18s\t%9.1f%%\t%+8.3f ms\t%+8.3f ms\n", k.Name, 100*k.ThroughputRatio, k.P50AddedMs, k.P99AddedMs)
+		}
+	}
+	if len(r.Goals) > 0 {
+		fmt.Fprintln(out, "\ngoals (issue 7)")
+		for _, g := range r.Goals {
+			verdict := "not met"
+			if g.Met {
+				verdict = "met"
+			}
+			fmt.Fprintf(out, "  %-7s %s: %s\n", verdict, g.Goal, g.Measured)
+		}
+	}
+}
+
+func joinLines(s []string) string { return strings.Join(s, "\n  ") }
+
+func joinWords(s []string) string { return strings.Join(s, " ") }

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/perf"
+	"github.com/wincompat/wincompat/test/perf/load"
+	"github.com/wincompat/wincompat/webhook"
+)
+
+// prepared holds the pods of the run, derived from what the running wincompat answers rather than from
+// a copy of its rules.
+type prepared struct {
+	// version is what wincompat stamps on pods (wincompat.io/version).
+	version string
+	// chart is the Windows chart pod wincompat mutates; unchanged is the same pod with wincompat's own
+	// patch applied, which it must answer with no patch; linux the chart pod for Linux.
+	chart, unchanged, linux []byte
+	reviews                 []*perf.Review
+}
+
+func (e *env) prepare(ctx context.Context) (*prepared, error) {
+	p := &prepared{chart: perf.ChartPod(2, namespace, true), linux: perf.ChartPod(2, namespace, false)}
+	corpusPath := filepath.Join(e.root, "..", "shared", "corpus", "charts", "ingress-nginx.yaml")
+	corpus, err := perf.CorpusPod(corpusPath, "ingress-nginx-controller", namespace)
+	if err != nil {
+		return nil, fmt.Errorf("the corpus pod (shared/ must sit beside the checkout): %w", err)
+	}
+	client, err := perf.NewReviewClient(e.port, webhook.PodPath, e.caPEM, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+
+	chart, err := perf.NewReview("chart-pod",
+		"Windows pod with 2 containers and the Linux-only securityContext fields of real charts (webhook/bench_test.go benchPod(2)): stripped, rewritten, scheduling injected",
+		p.chart, namespace, admissionv1.Create, true, "mutated")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Answer(ctx, chart)
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Allowed || len(resp.Patch) == 0 {
+		return nil, fmt.Errorf("wincompat answered the chart pod without a patch (allowed %v): is namespace %s opted in?", resp.Allowed, namespace)
+	}
+	if p.unchanged, err = perf.ApplyPatch(p.chart, resp.Patch); err != nil {
+		return nil, fmt.Errorf("applying wincompat's patch to the chart pod: %w", err)
+	}
+	var stamped struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(p.unchanged, &stamped); err != nil {
+		return nil, err
+	}
+	p.version = stamped.Metadata.Annotations[policy.AnnotationVersion]
+
+	unchanged, err := perf.NewReview("unchanged",
+		"the chart pod as wincompat left it: a Windows pod with nothing left to change, answered with no patch",
+		p.unchanged, namespace, admissionv1.Create, false, "unchanged")
+	if err != nil {
+		return nil, err
+	}
+	ingress, err := perf.NewReview("corpus-ingress-nginx",
+		"the pod of the ingress-nginx controller Deployment from the corpus (shared/corpus/charts/ingress-nginx.yaml), declared Windows, as in the Go benchmarks",
+		corpus, namespace, admissionv1.Create, true, "mutated")
+	if err != nil {
+		return nil, err
+	}
+	floor, err := perf.NewReview("floor",
+		"the chart pod's review with operation DELETE, which wincompat allows without reading the object: TLS, HTTP/1.1 keep-alive and controller-runtime's review decoding and response encoding only",
+		p.chart, namespace, admissionv1.Delete, false, "ignored")
+	if err != nil {
+		return nil, err
+	}
+	p.reviews = []*perf.Review{chart, ingress, unchanged, floor}
+	for _, r := range p.reviews {
+		resp, err := client.Answer(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		if !resp.Allowed || (len(resp.Patch) > 0) != r.WantPatch {
+			return nil, fmt.Errorf("%s: wincompat answered allowed=%v with a %d-byte patch, want a patch: %v", r.Name, resp.Allowed, len(resp.Patch), r.WantPatch)
+		}
+	}
+	return p, nil
+}
+
+// runReviews finds each review's maximum with a closed loop on e.connections keep-alive connections,
+// then runs an open loop at e.loadFraction of that maximum.
+func (e *env) runReviews(ctx context.Context, p *prepared) (*perf.ReviewResults, error) {
+	rr := &perf.ReviewResults{GOMAXPROCS: 1, Connections: e.connections, PhaseSeconds: e.duration.Seconds(), LoadFraction: e.loadFraction}
+	// An open loop that falls behind by more than this has found the server's limit; the rest is missed.
+	grace := time.Second + e.duration/10
+	for _, r := range p.reviews {
+		client, err := perf.NewReviewClient(e.port, webhook.PodPath, e.caPEM, e.connections)
+		if err != nil {
+			return nil, err
+		}
+		op := client.Op(r)
+		s := perf.ReviewScenario{Name: r.Name, Description: r.Description, BodyBytes: r.BodyBytes()}
+
+		load.Closed(ctx, e.connections, e.warmup, op)
+		var res *load.Result
+		if s.Max, res, err = e.measureReviews(ctx, client, func() *load.Result {
+			return load.Closed(ctx, e.connections, e.duration, op)
+		}); err != nil {
+			return nil, err
+		}
+		e.checkReviews(r, "max", s.Max)
+		printPhase(r.Name+", max", s.Max)
+
+		rate := e.loadFraction * res.Throughput()
+		if rate < 1 {
+			return nil, fmt.Errorf("%s: a maximum of %.1f reviews/s leaves no rate to run at", r.Name, res.Throughput())
+		}
+		load.Open(ctx, e.connections, rate, e.warmup, grace, op)
+		if s.Fixed, _, err = e.measureReviews(ctx, client, func() *load.Result {
+			return load.Open(ctx, e.connections, rate, e.duration, grace, op)
+		}); err != nil {
+			return nil, err
+		}
+		e.checkReviews(r, "fixed", s.Fixed)
+		printPhase(fmt.Sprintf("%s, %.0f%%", r.Name, 100*e.loadFraction), s.Fixed)
+		client.Close()
+		rr.Scenarios = append(rr.Scenarios, s)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return rr, nil
+}
+
+func (e *env) measureReviews(ctx context.Context, client *perf.ReviewClient, run func() *load.Result) (perf.Phase, *load.Result, error) {
+	span, err := e.meter.Start(ctx)
+	if err != nil {
+		return perf.Phase{}, nil, err
+	}
+	dials := client.Connections()
+	res := run()
+	phase, err := span.End(ctx, res)
+	phase.Connections = client.Connections() - dials
+	return phase, res, err
+}
+
+// checkReviews compares what wincompat counted with what the generator saw: every successful review
+// answered under the expected result, and nothing else.
+func (e *env) checkReviews(r *perf.Review, phase string, p perf.Phase) {
+	counted := p.Wincompat.ByResult[r.WantResult]
+	if counted < float64(p.OK) || (p.Errors == 0 && p.Wincompat.Count != float64(p.OK)) {
+		e.failures = append(e.failures, fmt.Sprintf("%s (%s): %d reviews answered, wincompat counted %v as %q and %v in all (%v)",
+			r.Name, phase, p.OK, counted, r.WantResult, p.Wincompat.Count, p.Wincompat.ByResult))
+	}
+}

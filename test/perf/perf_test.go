@@ -1,0 +1,106 @@
+package perf
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/perf/load"
+)
+
+func TestChartPod(t *testing.T) {
+	for _, windows := range []bool{true, false} {
+		pod, err := TypedPod(ChartPod(2, "ns", windows))
+		if err != nil {
+			t.Fatalf("windows %v: %v", windows, err)
+		}
+		if len(pod.Spec.Containers) != 2 || pod.Namespace != "ns" {
+			t.Errorf("windows %v: %d containers in namespace %q", windows, len(pod.Spec.Containers), pod.Namespace)
+		}
+		if declared := pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows; declared != windows {
+			t.Errorf("windows %v: spec.os %v", windows, pod.Spec.OS)
+		}
+	}
+}
+
+func TestCorpusPod(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := CorpusPod(filepath.Join(root, "..", "shared", "corpus", "charts", "ingress-nginx.yaml"), "ingress-nginx-controller", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := TypedPod(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.OS == nil || pod.Spec.OS.Name != corev1.Windows || len(pod.Spec.Containers) == 0 || pod.Namespace != "ns" {
+		t.Errorf("pod %s/%s: os %v, %d containers", pod.Namespace, pod.Name, pod.Spec.OS, len(pod.Spec.Containers))
+	}
+}
+
+func TestNewReview(t *testing.T) {
+	pod := ChartPod(2, "ns", true)
+	r, err := NewReview("chart", "", pod, "ns", admissionv1.Create, true, "mutated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]bool{}
+	for _, body := range r.bodies {
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &review); err != nil {
+			t.Fatal(err)
+		}
+		req := review.Request
+		if req == nil || req.Operation != admissionv1.Create || req.Namespace != "ns" || req.Resource.Resource != "pods" || req.Kind.Kind != "Pod" {
+			t.Fatalf("request %+v", req)
+		}
+		var got, want any
+		_ = json.Unmarshal(req.Object.Raw, &got)
+		_ = json.Unmarshal(pod, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("the review carries another object:\n%s", req.Object.Raw)
+		}
+		uids[string(req.UID)] = true
+	}
+	if len(uids) != bodiesPerReview {
+		t.Errorf("%d distinct uids in %d bodies", len(uids), bodiesPerReview)
+	}
+}
+
+func TestWritePlot(t *testing.T) {
+	res := &load.Result{Latency: load.NewHistogram(), SendLag: load.NewHistogram(), OK: 1000}
+	for i := int64(1); i <= 1000; i++ {
+		_ = res.Latency.RecordValue(100 + i)
+	}
+	phase := Phase{Summary: res.Summarize()}
+	r := &Results{
+		Reviews:   &ReviewResults{GOMAXPROCS: 1, LoadFraction: 0.7, Scenarios: []ReviewScenario{{Name: "a", Fixed: phase}}},
+		APIServer: &APIResults{Creators: 8, Kinds: []APIKind{{Name: "b", With: phase, Without: phase}}},
+	}
+	path := filepath.Join(t.TempDir(), "latency.png")
+	if err := WritePlot(r, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() <= b.Dy() {
+		t.Errorf("two panels side by side in %v", b)
+	}
+}

@@ -1,0 +1,202 @@
+// Package perf measures wincompat as it runs: `wincompat serve` answering AdmissionReviews over HTTPS
+// (review.go, driven by package load), and pod creation through a real kube-apiserver with and without
+// wincompat's webhook (pods.go). cmd/perf runs both and writes the results and the plot (plot.go).
+package perf
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/wincompat/wincompat/test/perf/load"
+)
+
+// Review is one kind of AdmissionReview for the load: the same request under several uids, prepared
+// once so that the generator spends nothing on encoding.
+type Review struct {
+	Name        string
+	Description string
+	// WantPatch is whether wincompat must answer with a patch; an answer that differs is an error.
+	WantPatch bool
+	// WantResult is the result label wincompat must count the review under in wincompat_admission_total.
+	WantResult string
+	bodies     [][]byte
+	uids       [][]byte // `"uid":"…"` as it appears in the response
+}
+
+// bodiesPerReview is how many uids each review rotates through: enough that an answer meant for
+// another request would show, few enough to stay in cache.
+const bodiesPerReview = 16
+
+// NewReview wraps pod (JSON) in AdmissionReviews for namespace ns as the API server sends them for a
+// Pod CREATE by the ReplicaSet controller, or with operation op.
+func NewReview(name, description string, pod []byte, ns string, op admissionv1.Operation, wantPatch bool, wantResult string) (*Review, error) {
+	var meta struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(pod, &meta); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	r := &Review{Name: name, Description: description, WantPatch: wantPatch, WantResult: wantResult}
+	for i := range bodiesPerReview {
+		uid := types.UID(fmt.Sprintf("0b6c1f0e-6b5a-4f5e-9d3c-%012d", i))
+		review := admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{
+				UID: uid, Kind: podGVK, Resource: podGVR, RequestKind: &podGVK, RequestResource: &podGVR,
+				Name: meta.Metadata.Name, Namespace: ns, Operation: op,
+				UserInfo: authenticationv1.UserInfo{
+					Username: "system:serviceaccount:kube-system:replicaset-controller",
+					UID:      "9d3b5f0c-1f2e-4c1a-8b7e-3a6f1c2d4e5f",
+					Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+				},
+				Object:  runtime.RawExtension{Raw: pod},
+				DryRun:  ptr.To(false),
+				Options: runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1"}`)},
+			},
+		}
+		body, err := json.Marshal(&review)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		r.bodies = append(r.bodies, body)
+		r.uids = append(r.uids, []byte(`"uid":`+strconv.Quote(string(uid))))
+	}
+	return r, nil
+}
+
+// BodyBytes is the size of one request body.
+func (r *Review) BodyBytes() int { return len(r.bodies[0]) }
+
+// ReviewClient posts reviews to wincompat over HTTPS, each worker on a keep-alive connection of its
+// own, as the API server does with its pool of connections to a webhook.
+type ReviewClient struct {
+	url     string
+	clients []*http.Client
+	bufs    []*bytes.Buffer
+	next    []int
+	dials   atomic.Int64
+}
+
+// NewReviewClient returns a client for workers workers that posts to https://127.0.0.1:port<path> and
+// trusts only caPEM.
+func NewReviewClient(port int, path string, caPEM []byte, workers int) (*ReviewClient, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate in the PEM data")
+	}
+	c := &ReviewClient{url: fmt.Sprintf("https://127.0.0.1:%d%s", port, path), next: make([]int, workers)}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	for range workers {
+		tr := &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c.dials.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+			// The API server speaks HTTP/1.1 to webhooks unless they offer HTTP/2, which wincompat
+			// does not by default.
+			TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
+			MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true,
+		}
+		c.clients = append(c.clients, &http.Client{Transport: tr, Timeout: 10 * time.Second})
+		c.bufs = append(c.bufs, &bytes.Buffer{})
+	}
+	return c, nil
+}
+
+// Connections is how many connections the client has opened: one per worker when keep-alive works.
+func (c *ReviewClient) Connections() int64 { return c.dials.Load() }
+
+// Close closes the idle connections.
+func (c *ReviewClient) Close() {
+	for _, hc := range c.clients {
+		hc.CloseIdleConnections()
+	}
+}
+
+var allowed = []byte(`"allowed":true`)
+var patch = []byte(`"patch":`)
+
+// Op posts r and checks the answer: HTTP 200, the request's uid, allowed, and a patch exactly when r
+// wants one. The check looks for those members in the bytes instead of decoding the answer, so that
+// the generator's cost stays small next to the server's.
+func (c *ReviewClient) Op(r *Review) load.Op {
+	return func(ctx context.Context, worker int) error {
+		i := c.next[worker]
+		c.next[worker] = (i + 1) % len(r.bodies)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(r.bodies[i]))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		resp, err := c.clients[worker].Do(req)
+		if err != nil {
+			return fmt.Errorf("transport: %w", err)
+		}
+		buf := c.bufs[worker]
+		buf.Reset()
+		_, err = buf.ReadFrom(resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return fmt.Errorf("transport: reading the answer: %w", err)
+		case resp.StatusCode != http.StatusOK:
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		case !bytes.Contains(buf.Bytes(), r.uids[i]):
+			return errors.New("answer without the request's uid")
+		case !bytes.Contains(buf.Bytes(), allowed):
+			return errors.New("not allowed")
+		case bytes.Contains(buf.Bytes(), patch) != r.WantPatch:
+			if r.WantPatch {
+				return errors.New("allowed without the expected patch")
+			}
+			return errors.New("allowed with an unexpected patch")
+		}
+		return nil
+	}
+}
+
+// Answer posts one review of r and returns wincompat's response, decoded: for preparing pods from what
+// wincompat actually does.
+func (c *ReviewClient) Answer(ctx context.Context, r *Review) (*admissionv1.AdmissionResponse, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(r.bodies[0]))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.clients[0].Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: HTTP %d", http.MethodPost, c.url, resp.StatusCode)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&review); err != nil {
+		return nil, err
+	}
+	if review.Response == nil {
+		return nil, fmt.Errorf("%s %s: a review without a response", http.MethodPost, c.url)
+	}
+	return review.Response, nil
+}

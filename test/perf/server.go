@@ -1,0 +1,98 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Server is `wincompat serve` running as a child process, as it runs in a cluster: its own address
+// space, garbage collector and scheduler, so that its CPU time and memory can be read from /proc.
+type Server struct {
+	Pid     int
+	LogPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error
+}
+
+// StartServer runs bin with args and the extra environment env (such as GOMAXPROCS=1), its output in
+// logPath.
+func StartServer(bin string, args, env []string, logPath string) (*Server, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close() // the child has its own descriptor
+	s := &Server{LogPath: logPath, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	// A process group of its own: a Ctrl-C reaches only this program, which stops the server before
+	// the API server it talks to. Should this program die without stopping it, the kernel stops it.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	s.Pid = s.cmd.Process.Pid
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// WaitReady polls url (its /readyz) until it answers 200, the server exits or ctx ends.
+func (s *Server) WaitReady(ctx context.Context, url string) error {
+	hc := &http.Client{Timeout: time.Second}
+	for {
+		if resp, err := hc.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("wincompat serve exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, tail(s.LogPath, 20))
+		case <-ctx.Done():
+			return fmt.Errorf("wincompat serve not ready at %s: %w; the end of its log (%s):\n%s", url, ctx.Err(), s.LogPath, tail(s.LogPath, 20))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM, which lets the server finish what is in flight, and SIGKILL after grace.
+func (s *Server) Stop(grace time.Duration) error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("wincompat serve had exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, tail(s.LogPath, 20))
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(grace):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("wincompat serve did not stop within %s of SIGTERM; killed", grace)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
