@@ -85,7 +85,7 @@ func TestWritePlot(t *testing.T) {
 	phase := Phase{Summary: res.Summarize()}
 	r := &Results{
 		Reviews:   &ReviewResults{GOMAXPROCS: 1, LoadFraction: 0.7, Scenarios: []ReviewScenario{{Name: "a", Fixed: phase}}},
-		APIServer: &APIResults{Creators: 8, Kinds: []APIKind{{Name: "b", With: phase, Without: phase}}},
+		APIServer: &APIResults{Creators: 8, Kinds: []APIKind{{Name: "b", Max: Comparison{With: phase, Without: phase}}}},
 	}
 	path := filepath.Join(t.TempDir(), "latency.png")
 	if err := WritePlot(r, path); err != nil {

@@ -102,12 +102,15 @@ type Phase struct {
 }
 
 func (p *Phase) setOtherCores() {
-	p.OtherCores = p.Processes[machine].Cores
+	others := p.Processes[machine].Cores
 	for name, u := range p.Processes {
 		if name != machine {
-			p.OtherCores -= u.Cores
+			others -= u.Cores
 		}
 	}
+	// The readings are whole clock ticks taken one after the other, so an idle machine can come out a
+	// hundredth of a core below nothing.
+	p.OtherCores = max(others, 0)
 }
 
 // Usage is what one process spent during a phase.
@@ -124,19 +127,30 @@ type Usage struct {
 // APIResults compare pod creation through kube-apiserver with wincompat's webhook installed and with no
 // webhook at all.
 type APIResults struct {
-	Creators     int       `json:"creators"`
-	PhaseSeconds float64   `json:"phaseSeconds"`
-	Rounds       int       `json:"rounds"`
-	Kinds        []APIKind `json:"kinds"`
+	Creators     int     `json:"creators"`
+	PhaseSeconds float64 `json:"phaseSeconds"`
+	Rounds       int     `json:"rounds"`
+	// Rate is the fixed rate of the open-loop phases in pods per second; 0 when there were none.
+	Rate  float64   `json:"rate,omitempty"`
+	Kinds []APIKind `json:"kinds"`
 }
 
-// APIKind is one kind of pod, created with and without the webhook in alternating phases; With and
-// Without merge the rounds.
+// APIKind is one kind of pod, created with and without the webhook in alternating phases.
 type APIKind struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	With        Phase  `json:"with"`
-	Without     Phase  `json:"without"`
+	// Max is as fast as the creators can (closed loop): the throughput, and latencies that are mostly
+	// queueing, since with a fixed number of creators latency is that number over the throughput.
+	Max Comparison `json:"max"`
+	// Fixed is at APIResults.Rate (open loop), where neither side queues much: the latency one
+	// creation sees.
+	Fixed *Comparison `json:"fixed,omitempty"`
+}
+
+// Comparison is one measurement with and without the webhook, each merging the rounds.
+type Comparison struct {
+	With    Phase `json:"with"`
+	Without Phase `json:"without"`
 	// ThroughputRatio is creations per second with the webhook over those without.
 	ThroughputRatio float64 `json:"throughputRatio"`
 	P50AddedMs      float64 `json:"p50AddedMs"`
@@ -144,12 +158,12 @@ type APIKind struct {
 }
 
 // Compare fills the ratios from With and Without.
-func (k *APIKind) Compare() {
-	if k.Without.Throughput > 0 {
-		k.ThroughputRatio = k.With.Throughput / k.Without.Throughput
+func (c *Comparison) Compare() {
+	if c.Without.Throughput > 0 {
+		c.ThroughputRatio = c.With.Throughput / c.Without.Throughput
 	}
-	k.P50AddedMs = k.With.Latency.P50 - k.Without.Latency.P50
-	k.P99AddedMs = k.With.Latency.P99 - k.Without.Latency.P99
+	c.P50AddedMs = c.With.Latency.P50 - c.Without.Latency.P50
+	c.P99AddedMs = c.With.Latency.P99 - c.Without.Latency.P99
 }
 
 // Usage returns what a process spent between two readings, over ops successful operations.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -46,11 +47,29 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 	if err != nil {
 		return nil, err
 	}
+	// The rounds of each measurement: of kind, at the maximum or the fixed rate, with the webhook or not.
+	type key struct {
+		kind      int
+		fixed, on bool
+	}
 	type rounds struct {
 		results []*load.Result
 		phases  []perf.Phase
 	}
-	with, without := make([]rounds, len(kinds)), make([]rounds, len(kinds))
+	acc := map[key]rounds{}
+	type measurement struct {
+		name  string
+		fixed bool
+		run   func(load.Op) *load.Result
+	}
+	measurements := []measurement{{"max", false, func(op load.Op) *load.Result {
+		return load.Closed(ctx, e.creators, e.apiDuration, op)
+	}}}
+	if e.apiRate > 0 {
+		measurements = append(measurements, measurement{fmt.Sprintf("%.0f/s", e.apiRate), true, func(op load.Op) *load.Result {
+			return load.Open(ctx, e.creators, e.apiRate, e.apiDuration, time.Second+e.apiDuration/10, op)
+		}})
+	}
 	for round := range e.apiRounds {
 		// Alternate which comes first, so that drift over the run (etcd's growing history, the API
 		// server's caches) weighs on both sides alike.
@@ -63,43 +82,66 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 				return nil, err
 			}
 			for i, k := range kinds {
-				pod, side, acc := k.without, "without", &without[i]
+				pod, side := k.without, "without"
 				if on {
-					pod, side, acc = k.with, "with", &with[i]
+					pod, side = k.with, "with"
 				}
 				op := perf.CreatePods(e.cs, pod, e.creators, fmt.Sprintf("%s-%d-%s", k.name, round, side))
 				load.Closed(ctx, e.creators, e.warmup, op)
-				e.warnings.Take()
-				span, err := e.meter.Start(ctx)
-				if err != nil {
-					return nil, err
+				for _, m := range measurements {
+					e.warnings.Take()
+					span, err := e.meter.Start(ctx)
+					if err != nil {
+						return nil, err
+					}
+					res := m.run(op)
+					phase, err := span.End(ctx, res)
+					if err != nil {
+						return nil, err
+					}
+					phase.Warnings = e.warnings.Take()
+					e.checkCreations(k, on, round, phase)
+					printPhase(fmt.Sprintf("%s, %s webhook, %s, round %d", k.name, side, m.name, round+1), phase)
+					r := acc[key{i, m.fixed, on}]
+					r.results, r.phases = append(r.results, res), append(r.phases, phase)
+					acc[key{i, m.fixed, on}] = r
+					// Every phase starts from the same number of pods.
+					if err := perf.DeletePods(ctx, e.cs, namespace); err != nil {
+						return nil, fmt.Errorf("deleting the pods of %s: %w", k.name, err)
+					}
 				}
-				res := load.Closed(ctx, e.creators, e.apiDuration, op)
-				phase, err := span.End(ctx, res)
-				if err != nil {
+				if err := ctx.Err(); err != nil {
 					return nil, err
-				}
-				phase.Warnings = e.warnings.Take()
-				e.checkCreations(k, on, round, phase)
-				printPhase(fmt.Sprintf("%s, %s webhook, round %d", k.name, side, round+1), phase)
-				acc.results, acc.phases = append(acc.results, res), append(acc.phases, phase)
-				// Every phase starts from the same number of pods.
-				if err := perf.DeletePods(ctx, e.cs, namespace); err != nil {
-					return nil, fmt.Errorf("deleting the pods of %s: %w", k.name, err)
 				}
 			}
 		}
 	}
-	out := &perf.APIResults{Creators: e.creators, PhaseSeconds: e.apiDuration.Seconds(), Rounds: e.apiRounds}
+	out := &perf.APIResults{Creators: e.creators, PhaseSeconds: e.apiDuration.Seconds(), Rounds: e.apiRounds, Rate: e.apiRate}
+	compare := func(kind int, fixed bool) (perf.Comparison, error) {
+		var c perf.Comparison
+		with, without := acc[key{kind, fixed, true}], acc[key{kind, fixed, false}]
+		var err error
+		if c.With, err = perf.MergePhases(with.results, with.phases); err != nil {
+			return c, err
+		}
+		if c.Without, err = perf.MergePhases(without.results, without.phases); err != nil {
+			return c, err
+		}
+		c.Compare()
+		return c, nil
+	}
 	for i, k := range kinds {
 		ak := perf.APIKind{Name: k.name, Description: k.description}
-		if ak.With, err = perf.MergePhases(with[i].results, with[i].phases); err != nil {
+		if ak.Max, err = compare(i, false); err != nil {
 			return nil, err
 		}
-		if ak.Without, err = perf.MergePhases(without[i].results, without[i].phases); err != nil {
-			return nil, err
+		if e.apiRate > 0 {
+			fixed, err := compare(i, true)
+			if err != nil {
+				return nil, err
+			}
+			ak.Fixed = &fixed
 		}
-		ak.Compare()
 		out.Kinds = append(out.Kinds, ak)
 	}
 	return out, nil

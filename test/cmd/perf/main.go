@@ -9,7 +9,7 @@
 //
 // Usage (from test/, after `make build k8s`; `make perf` does all of it):
 //
-//	go run ./cmd/perf [-duration 10s] [-api-duration 5s] [-api-rounds 3] [-out DIR]
+//	go run ./cmd/perf [-duration 10s] [-api-duration 5s] [-api-rounds 2] [-out DIR]
 package main
 
 import (
@@ -45,6 +45,7 @@ type config struct {
 	connections                   int
 	loadFraction                  float64
 	apiDuration                   time.Duration
+	apiRate                       float64
 	apiRounds, creators           int
 	reviews, apiServer            bool
 }
@@ -61,12 +62,13 @@ func main() {
 	fl.IntVar(&c.connections, "connections", 8, "keep-alive connections (one per worker) for the reviews")
 	fl.Float64Var(&c.loadFraction, "load", 0.7, "the fixed rate as a fraction of the measured maximum")
 	fl.DurationVar(&c.apiDuration, "api-duration", 5*time.Second, "length of each measured pod-creation phase")
-	fl.IntVar(&c.apiRounds, "api-rounds", 3, "rounds of with/without phases for each kind of pod")
+	fl.Float64Var(&c.apiRate, "api-rate", 100, "pods per second of the fixed-rate creation phases (0: none), well below the maximum so that latencies are not queueing")
+	fl.IntVar(&c.apiRounds, "api-rounds", 2, "rounds of with/without phases for each kind of pod; an even number balances the order (with first, then without first)")
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
 	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
 	_ = fl.Parse(os.Args[1:])
-	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.loadFraction <= 0 || c.loadFraction > 1 {
+	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.loadFraction <= 0 || c.loadFraction > 1 {
 		fl.Usage()
 		os.Exit(2)
 	}

@@ -55,10 +55,14 @@ func goals(r *perf.Results) []perf.Goal {
 			if k.Name == "windows-mutated" {
 				continue // not a goal: without wincompat the API server rejects those pods
 			}
+			measured := fmt.Sprintf("%d creators at full speed: %.1f%% of the throughput, p50 %+.3f ms", r.APIServer.Creators, 100*k.Max.ThroughputRatio, k.Max.P50AddedMs)
+			if k.Fixed != nil {
+				measured += fmt.Sprintf("; at %.0f pods/s: p50 %+.3f ms", r.APIServer.Rate, k.Fixed.P50AddedMs)
+			}
 			out = append(out, perf.Goal{
 				Goal:     fmt.Sprintf("kube-apiserver, %s pods: with wincompat ≥95%% of the throughput without, p50 added ≤2 ms", k.Name),
-				Measured: fmt.Sprintf("%.1f%%, p50 %+.3f ms", 100*k.ThroughputRatio, k.P50AddedMs),
-				Met:      k.ThroughputRatio >= 0.95 && k.P50AddedMs <= 2,
+				Measured: measured,
+				Met:      k.Max.ThroughputRatio >= 0.95 && k.Max.P50AddedMs <= 2 && (k.Fixed == nil || k.Fixed.P50AddedMs <= 2),
 			})
 		}
 	}
@@ -92,25 +96,32 @@ func printSummary(out io.Writer, r *perf.Results) {
 		tw.Flush()
 	}
 	if a := r.APIServer; a != nil {
-		fmt.Fprintf(out, "\npod creation through kube-apiserver, %d creators, %d rounds of %gs per side; latency in ms\n", a.Creators, a.Rounds, a.PhaseSeconds)
+		fmt.Fprintf(out, "\npod creation through kube-apiserver, %d creators, %d rounds of %gs per side and load; latency in ms\n", a.Creators, a.Rounds, a.PhaseSeconds)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "pods\twebhook\tpods/s\tp50\tp90\tp99\tp99.9\terrors\twincompat calls\tapiserver CPU µs/pod\tetcd CPU µs/pod\twincompat CPU µs/pod\tother cores\t")
+		fmt.Fprintln(tw, "pods\tload\twebhook\tpods/s\tp50\tp90\tp99\tp99.9\terrors\tmissed\twincompat calls\tapiserver CPU µs/pod\tetcd CPU µs/pod\twincompat CPU µs/pod\tother cores\t")
 		for _, k := range a.Kinds {
-			for _, side := range []struct {
-				name string
-				p    perf.Phase
-			}{{"with", k.With}, {"without", k.Without}} {
-				p, l := side.p, side.p.Latency
-				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", k.Name, side.name, p.Throughput,
-					l.P50, l.P90, l.P99, l.P999, p.Errors, p.Wincompat.Count,
-					p.Processes["kube-apiserver"].CPUMicrosPerOp, p.Processes["etcd"].CPUMicrosPerOp, p.Processes["wincompat"].CPUMicrosPerOp, p.OtherCores)
+			for _, m := range comparisons(a, k) {
+				for _, side := range []struct {
+					name string
+					p    perf.Phase
+				}{{"with", m.c.With}, {"without", m.c.Without}} {
+					p, l := side.p, side.p.Latency
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", k.Name, m.load, side.name, p.Throughput,
+						l.P50, l.P90, l.P99, l.P999, p.Errors, p.Missed, p.Wincompat.Count,
+						p.Processes["kube-apiserver"].CPUMicrosPerOp, p.Processes["etcd"].CPUMicrosPerOp, p.Processes["wincompat"].CPUMicrosPerOp, p.OtherCores)
+				}
 			}
 		}
 		tw.Flush()
-		fmt.Fprintln(out, "\nwith/without\tthroughput\tp50 added\tp99 added")
+		fmt.Fprintln(out, "\nwith/without")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "pods\tload\tthroughput\tp50 added\tp99 added\t")
 		for _, k := range a.Kinds {
-			fmt.Fprintf(out, "%-18s\t%9.1f%%\t%+8.3f ms\t%+8.3f ms\n", k.Name, 100*k.ThroughputRatio, k.P50AddedMs, k.P99AddedMs)
+			for _, m := range comparisons(a, k) {
+				fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%+.3f ms\t%+.3f ms\t\n", k.Name, m.load, 100*m.c.ThroughputRatio, m.c.P50AddedMs, m.c.P99AddedMs)
+			}
 		}
+		tw.Flush()
 	}
 	if len(r.Goals) > 0 {
 		fmt.Fprintln(out, "\ngoals (issue 7)")
@@ -122,6 +133,20 @@ func printSummary(out io.Writer, r *perf.Results) {
 			fmt.Fprintf(out, "  %-7s %s: %s\n", verdict, g.Goal, g.Measured)
 		}
 	}
+}
+
+type comparison struct {
+	load string
+	c    *perf.Comparison
+}
+
+// comparisons are k's measurements: at the maximum, then at the fixed rate if there was one.
+func comparisons(a *perf.APIResults, k perf.APIKind) []comparison {
+	out := []comparison{{"max", &k.Max}}
+	if k.Fixed != nil {
+		out = append(out, comparison{fmt.Sprintf("%.0f/s", a.Rate), k.Fixed})
+	}
+	return out
 }
 
 func joinLines(s []string) string { return strings.Join(s, "\n  ") }
