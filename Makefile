@@ -14,6 +14,12 @@ K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd
 HELM     := bin/helm
 
 FUZZTIME ?= 10m
+# Every fuzz target as package:Target. `make fuzz` runs them one after the other, FUZZTIME each, and
+# fails at the end if any failed (its input is then in the package's testdata/fuzz). FUZZFLAGS passes
+# more, e.g. FUZZFLAGS="-parallel 1 -fuzzminimizetime 10s": with one worker, every new input is otherwise
+# minimized for up to a minute, during which nothing else runs.
+FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler
+FUZZFLAGS ?=
 
 .PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf k8s clean demo
 
@@ -40,8 +46,13 @@ lint: ## go vet and gofmt on both modules
 golden: ## regenerate golden files (review the diff before committing)
 	UPDATE_GOLDEN=1 $(GO) test ./...
 
-fuzz: ## run each fuzz target for FUZZTIME (default 10m)
-	$(GO) test ./webhook -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
+fuzz: ## run every fuzz target in turn for FUZZTIME each (default 10m)
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 bench: ## Go benchmarks: decide, decide + diff, the whole review, each against its decode/encode floor
 	$(GO) test ./webhook -run '^$$' -bench . -benchmem

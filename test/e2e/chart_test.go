@@ -13,7 +13,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -159,7 +158,7 @@ func installCRDs(ctx context.Context, t *testing.T, c client.Client, files []str
 // rendered object created in the real API server (server-side apply, with cert-manager's and the
 // Prometheus operator's CRDs installed from their Go modules). The API server compiles the webhooks' CEL
 // and validates every field; the chart's webhooks must equal deploy/webhook's, and its RBAC stays within
-// the verbs wincompat needs.
+// allowedRBAC (security_test.go).
 func TestHelmChart(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(nonDefaultValues), 0o644); err != nil {
@@ -247,38 +246,5 @@ func compareWithDeployWebhooks(t *testing.T, objs []*unstructured.Unstructured) 
 		w, _ := json.MarshalIndent(want.Webhooks, "", " ")
 		g, _ := json.MarshalIndent(got.Webhooks, "", " ")
 		t.Errorf("the chart's webhooks differ from deploy/webhook/mutatingwebhookconfiguration.yaml\nchart:\n%s\ndeploy:\n%s", g, w)
-	}
-}
-
-// allowedVerbs are the only verbs wincompat's RBAC may grant; anything broader (*, escalate, bind,
-// impersonate, deletecollection) fails the test.
-var allowedVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-
-func checkRBAC(t *testing.T, obj *unstructured.Unstructured) {
-	t.Helper()
-	js, _ := obj.MarshalJSON()
-	var role struct {
-		Rules []rbacv1.PolicyRule `json:"rules"`
-	}
-	if err := json.Unmarshal(js, &role); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range role.Rules {
-		for _, v := range r.Verbs {
-			if !slices.Contains(allowedVerbs, v) {
-				t.Errorf("%s %s grants verb %q on %v", obj.GetKind(), obj.GetName(), v, r.Resources)
-			}
-		}
-		for _, res := range r.Resources {
-			if res == "*" || slices.Contains(r.APIGroups, "*") {
-				t.Errorf("%s %s grants a wildcard: %+v", obj.GetKind(), obj.GetName(), r)
-			}
-			if res == "secrets" && (obj.GetKind() == "ClusterRole" || slices.Contains(r.Verbs, "list") || slices.Contains(r.Verbs, "watch")) {
-				t.Errorf("%s %s may read secrets beyond its own: %+v", obj.GetKind(), obj.GetName(), r)
-			}
-			if (slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "delete")) && len(r.ResourceNames) == 0 {
-				t.Errorf("%s %s may update or delete any %s: restrict it by resourceNames", obj.GetKind(), obj.GetName(), res)
-			}
-		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wincompat/wincompat/webhook"
+	"github.com/wincompat/wincompat/webhook/server"
 )
 
 // reviewRequest is the request part of an AdmissionReview, in JSON, so that tests can send what the
@@ -123,6 +124,11 @@ func TestWebhookServerHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	huge.Annotations["padding"] = strings.Repeat("x", 7<<20-64<<10)
+	largeObj, err := json.Marshal(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
 	service, err := json.Marshal(&corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: ns},
@@ -184,6 +190,13 @@ func TestWebhookServerHTTPS(t *testing.T) {
 				// Either an HTTP 413 or a review answer with code 413.
 				name: "body over 7 MiB", body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "huge", Kind: podKind, Resource: podResource, Namespace: ns, Object: hugeObj}),
 				wantHTTP: []int{http.StatusOK, http.StatusRequestEntityTooLarge}, wantCode: http.StatusRequestEntityTooLarge, wantMessage: "too large",
+			},
+			{
+				// Just under the limit the same review is served: the refusal above is the limit, not
+				// the size of the pod.
+				name: "body just under 7 MiB", body: reviewBody(t, "admission.k8s.io/v1", reviewRequest{UID: "large", Kind: podKind, Resource: podResource, Namespace: ns, Object: largeObj}),
+				wantHTTP: []int{http.StatusOK}, wantAPIVersion: "admission.k8s.io/v1", wantUID: "large", wantAllowed: true, wantCode: http.StatusOK,
+				wantPatch: true, wantWarning: "runAsUser",
 			},
 			{
 				name: "unknown resource",
@@ -265,43 +278,33 @@ func TestWebhookServerHTTPS(t *testing.T) {
 	})
 
 	t.Run("TLS", func(t *testing.T) {
-		dial := func(mutate func(*tls.Config)) (*tls.Conn, error) {
-			cfg := cl.webhookTLS(t)
-			mutate(cfg)
-			d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
-			conn, err := d.Dial("tcp", cl.webhookAddr())
-			if err != nil {
-				return nil, err
-			}
-			return conn.(*tls.Conn), nil
+		// The default minimum is TLS 1.3 and HTTP/2 is off (`wincompat serve`'s flag defaults).
+		for _, f := range tlsFindings(t, cl.webhookAddr(), cl.webhookTLS(t)) {
+			t.Error(f)
 		}
-
-		// The default minimum is TLS 1.3: a client that stops at 1.2 is refused.
-		if conn, err := dial(func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }); err == nil {
-			conn.Close()
-			t.Errorf("a TLS 1.2-max client completed the handshake (negotiated %s)", tls.VersionName(conn.ConnectionState().Version))
-		} else {
-			t.Logf("TLS 1.2-max client refused: %v", err)
-		}
-
-		// HTTP/2 is off by default. A client offering only h2 is refused by ALPN or gets something else.
-		if conn, err := dial(func(c *tls.Config) { c.NextProtos = []string{"h2"} }); err == nil {
-			if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
-				t.Errorf("HTTP/2 negotiated although --enable-http2 defaults to false")
-			}
-			conn.Close()
-		} else {
-			t.Logf("h2-only client refused: %v", err)
-		}
-
 		// A normal client gets TLS 1.3 and HTTP/1.1: the refusals above are not a broken server.
-		conn, err := dial(func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} })
+		conn, err := tls.Dial("tcp", cl.webhookAddr(), func() *tls.Config {
+			c := cl.webhookTLS(t)
+			c.NextProtos = []string{"h2", "http/1.1"}
+			return c
+		}())
 		if err != nil {
 			t.Fatalf("a TLS 1.3 client offering h2 and http/1.1 was refused: %v", err)
 		}
 		defer conn.Close()
 		if s := conn.ConnectionState(); s.Version != tls.VersionTLS13 || s.NegotiatedProtocol != "http/1.1" {
 			t.Errorf("negotiated %s and %q, want TLS 1.3 and http/1.1", tls.VersionName(s.Version), s.NegotiatedProtocol)
+		}
+	})
+
+	// The same checks against a server told to accept TLS 1.2 and HTTP/2 must object, or they prove
+	// nothing. This restarts the server, so it comes last.
+	t.Run("TLS checks catch a weakened server", func(t *testing.T) {
+		cl.stopServing()
+		cl.serve(t, func(o *server.Options) { o.TLSMinVersion, o.EnableHTTP2 = "1.2", true })
+		findings := tlsFindings(t, cl.webhookAddr(), cl.webhookTLS(t))
+		if len(findings) != 2 {
+			t.Errorf("findings against a TLS 1.2, HTTP/2 server: %q, want both", findings)
 		}
 	})
 }

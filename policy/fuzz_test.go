@@ -1,0 +1,342 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/internal/grantstest"
+)
+
+// fuzzKinds are the objects Decide accepts, and one it must refuse. The fuzzer picks one by index.
+var fuzzKinds = []struct {
+	kind      string
+	newObject func() runtime.Object
+}{
+	{"Pod", func() runtime.Object { return &corev1.Pod{} }},
+	{"Deployment", func() runtime.Object { return &appsv1.Deployment{} }},
+	{"ReplicaSet", func() runtime.Object { return &appsv1.ReplicaSet{} }},
+	{"StatefulSet", func() runtime.Object { return &appsv1.StatefulSet{} }},
+	{"DaemonSet", func() runtime.Object { return &appsv1.DaemonSet{} }},
+	{"Job", func() runtime.Object { return &batchv1.Job{} }},
+	{"CronJob", func() runtime.Object { return &batchv1.CronJob{} }},
+	{"ReplicationController", func() runtime.Object { return &corev1.ReplicationController{} }},
+	{"PodTemplate", func() runtime.Object { return &corev1.PodTemplate{} }},
+	{"Service", func() runtime.Object { return &corev1.Service{} }},
+}
+
+func fuzzKindIndex(kind string) uint8 {
+	for i, k := range fuzzKinds {
+		if k.kind == kind {
+			return uint8(i)
+		}
+	}
+	panic("no fuzz kind " + kind)
+}
+
+// Bits of the namespace and cluster knob.
+const (
+	nsEnabled = 1 << iota
+	nsDefaultOS
+	nsRestricted
+	nsUpdate
+	nsExcluded
+	nsClusterOneBuild
+	nsClusterTwoBuilds
+	nsClusterEditedClass
+)
+
+// policyVariants are the policy's knobs turned every way the fuzzer's byte says: each bit flips one
+// setting away from the default.
+func policyVariants(t testing.TB) []*Policy {
+	settings := []string{
+		"nonRootUserName: \"\"",
+		"podSecurityRestricted: false",
+		"inferOSFromNodeSelector: false",
+		"defaultBuild: ltsc2022",
+		"arch: amd64",
+		"setRuntimeClassName: false",
+		"windowsNodeTaints: [{key: os, value: Windows, effect: NoSchedule}, {key: sku, value: win, effect: NoExecute}]",
+	}
+	variants := make([]*Policy, 1<<len(settings))
+	for bits := range variants {
+		doc := "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"
+		for i, s := range settings {
+			if bits&(1<<i) != 0 {
+				doc += s + "\n"
+			}
+		}
+		p, err := Load([]byte(doc))
+		if err != nil {
+			t.Fatalf("policy variant %d: %v\n%s", bits, err, doc)
+		}
+		variants[bits] = p
+	}
+	return variants
+}
+
+func fuzzFacts(knobs uint8, nsBuild string) Facts {
+	f := Facts{Operation: Create, Version: "fuzz", Namespace: Namespace{Name: "demo", Labels: map[string]string{}}}
+	if knobs&nsEnabled != 0 {
+		f.Namespace.Labels[LabelEnabled] = "true"
+	}
+	if knobs&nsDefaultOS != 0 {
+		f.Namespace.Labels[LabelDefaultOS] = "windows"
+	}
+	if knobs&nsRestricted != 0 {
+		f.Namespace.Labels[labelPodSecurityEnforce] = "restricted"
+	}
+	if knobs&nsUpdate != 0 {
+		f.Operation = Update
+	}
+	if knobs&nsExcluded != 0 {
+		f.Namespace.Name = "kube-system"
+	}
+	if nsBuild != "" {
+		f.Namespace.Annotations = map[string]string{AnnotationBuild: nsBuild}
+	}
+	if knobs&(nsClusterOneBuild|nsClusterTwoBuilds|nsClusterEditedClass) != 0 {
+		f.Cluster = &Cluster{RuntimeClasses: map[string]RuntimeClass{
+			"windows-2022": {NodeSelector: map[string]string{corev1.LabelOSStable: "windows", labelWindowsBuild: "10.0.20348"}},
+		}}
+		if knobs&nsClusterOneBuild != 0 {
+			f.Cluster.Builds = append(f.Cluster.Builds, "10.0.20348")
+		}
+		if knobs&nsClusterTwoBuilds != 0 {
+			f.Cluster.Builds = append(f.Cluster.Builds, "10.0.17763", "10.0.26100")
+		}
+		if knobs&nsClusterEditedClass != 0 {
+			f.Cluster.RuntimeClasses["windows-2019"] = RuntimeClass{NodeSelector: map[string]string{corev1.LabelOSStable: "linux"}}
+		}
+	}
+	return f
+}
+
+// everyLinuxOnlyFieldPod sets every row of the strip table in every kind of container, plus the fields
+// that tempt a rewrite into widening: hostProcess on one container, runAsNonRoot false, added
+// capabilities.
+const everyLinuxOnlyFieldPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"all","annotations":{"seccomp.security.alpha.kubernetes.io/pod":"runtime/default"}},
+"spec":{"os":{"name":"windows"},"hostPID":true,"hostIPC":true,"shareProcessNamespace":false,"hostUsers":true,
+"resources":{"limits":{"cpu":"1"}},
+"securityContext":{"seLinuxOptions":{"level":"s0"},"seccompProfile":{"type":"RuntimeDefault"},"appArmorProfile":{"type":"RuntimeDefault"},
+"fsGroup":1,"fsGroupChangePolicy":"Always","runAsUser":1000,"runAsGroup":1,"supplementalGroups":[1],"supplementalGroupsPolicy":"Merge",
+"seLinuxChangePolicy":"Recursive","sysctls":[{"name":"a","value":"1"}],"runAsNonRoot":false},
+"initContainers":[{"name":"i","image":"mcr.microsoft.com/windows/nanoserver:ltsc2019","securityContext":{"seLinuxOptions":{},"seccompProfile":{"type":"Unconfined"},"appArmorProfile":{"type":"Unconfined"},
+"capabilities":{"add":["NET_ADMIN"],"drop":["ALL"]},"readOnlyRootFilesystem":true,"privileged":true,"allowPrivilegeEscalation":true,"procMount":"Unmasked","runAsUser":0,"runAsGroup":0}}],
+"containers":[{"name":"c","image":"mcr.microsoft.com/windows/servercore:ltsc2022","resources":{"limits":{"hugepages-2Mi":"1Gi"}},
+"volumeMounts":[{"name":"m","mountPath":"C:\\m","mountPropagation":"Bidirectional"}],"volumeDevices":[{"name":"d","devicePath":"/dev/x"}],
+"securityContext":{"runAsUser":5,"runAsNonRoot":true,"windowsOptions":{"gmsaCredentialSpecName":"gmsa"},"privileged":false,"capabilities":{"drop":["ALL"]}}},
+{"name":"h","image":"x","securityContext":{"windowsOptions":{"hostProcess":false,"runAsUserName":"ContainerAdministrator"}}}],
+"ephemeralContainers":[{"name":"e","image":"x","securityContext":{"privileged":true,"runAsUser":7,"capabilities":{"add":["SYS_ADMIN"]},"runAsNonRoot":true}}],
+"volumes":[{"name":"m","emptyDir":{"medium":"Memory"}}],"dnsPolicy":"ClusterFirstWithHostNet","hostNetwork":true}}`
+
+// FuzzDecide runs the policy on objects of every kind it handles, in namespaces and clusters of every
+// shape the knobs give, under every policy variant, and checks what must hold whatever the input:
+// Decide never panics and refuses only kinds it does not handle; an object left alone is untouched; a
+// decided one keeps no field the API server rejects on Windows, grants nothing its input did not (the
+// invariant of DESIGN §4), records every change it made, and deciding it again changes nothing.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled), "", uint8(0))
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsRestricted|nsClusterTwoBuilds), "ltsc2019", uint8(0x7f))
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsUpdate), "", uint8(0))
+	f.Add([]byte(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/os":"windows"},"containers":[{"name":"a","securityContext":{"runAsUser":1}}]}}}}`),
+		fuzzKindIndex("Deployment"), uint8(nsEnabled), "", uint8(0))
+	f.Add([]byte(`{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"a"}]}}}}}}`), fuzzKindIndex("CronJob"), uint8(nsEnabled|nsDefaultOS), "2022", uint8(0))
+	f.Add([]byte(`{"spec":{}}`), fuzzKindIndex("ReplicationController"), uint8(nsEnabled|nsDefaultOS), "", uint8(0))
+	f.Add([]byte(`{"spec":{"ports":[{"port":80}]}}`), fuzzKindIndex("Service"), uint8(nsEnabled), "", uint8(0))
+	// The webhook's golden inputs are the widest set of real shapes; they live with the webhook.
+	goldens, _ := filepath.Glob(filepath.Join("..", "webhook", "testdata", "golden", "*.yaml"))
+	for _, path := range goldens {
+		if strings.HasSuffix(path, ".out.yaml") {
+			continue
+		}
+		var c struct {
+			Namespace struct {
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"namespace"`
+			Operation string          `json:"operation"`
+			Object    json.RawMessage `json:"object"`
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || yaml.Unmarshal(data, &c) != nil {
+			f.Fatalf("golden %s: %v", path, err)
+		}
+		var tm struct{ Kind string }
+		_ = json.Unmarshal(c.Object, &tm)
+		knobs := uint8(0)
+		if c.Namespace.Labels[LabelEnabled] == "true" {
+			knobs |= nsEnabled
+		}
+		if c.Namespace.Labels[LabelDefaultOS] == "windows" {
+			knobs |= nsDefaultOS
+		}
+		if c.Namespace.Labels[labelPodSecurityEnforce] == "restricted" {
+			knobs |= nsRestricted
+		}
+		if c.Operation == "UPDATE" {
+			knobs |= nsUpdate
+		}
+		f.Add([]byte(c.Object), fuzzKindIndex(tm.Kind), knobs, c.Namespace.Annotations[AnnotationBuild], uint8(0))
+	}
+
+	variants := policyVariants(f)
+	f.Fuzz(func(t *testing.T, raw []byte, kind, knobs uint8, nsBuild string, policyBits uint8) {
+		obj := fuzzKinds[int(kind)%len(fuzzKinds)].newObject()
+		if sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj) != nil {
+			return
+		}
+		pol := variants[int(policyBits)%len(variants)]
+		facts := fuzzFacts(knobs, nsBuild)
+		before := obj.DeepCopyObject()
+		beforeJSON := mustJSON(t, before)
+
+		d, err := pol.Decide(obj, facts)
+		var unsupported *UnsupportedKindError
+		if _, isService := obj.(*corev1.Service); isService {
+			if !errors.As(err, &unsupported) || d.Windows {
+				t.Fatalf("a Service was not refused: %v %+v", err, d)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decide refused a %T: %v", obj, err)
+		}
+		after := mustJSON(t, obj)
+		if !d.Windows {
+			if after != beforeJSON || len(d.Changes) != 0 || d.Skipped == "" {
+				t.Fatalf("an object left alone (%q) was changed (%d changes)\nbefore: %s\nafter:  %s", d.Skipped, len(d.Changes), beforeJSON, after)
+			}
+			return
+		}
+
+		spec, inSpec := podSpecIn(t, obj), podSpecIn(t, before)
+		if spec.OS == nil || spec.OS.Name != corev1.Windows {
+			t.Fatalf("decided as Windows but spec.os is %+v", spec.OS)
+		}
+		onlyEphemeral := facts.Operation == Update && isPod(obj)
+		if left := linuxOnlyLeft(spec, onlyEphemeral); len(left) > 0 {
+			t.Fatalf("fields the API server rejects on Windows survived: %s", strings.Join(left, ", "))
+		}
+		if widened := grantstest.Widened(inSpec, spec); len(widened) > 0 {
+			t.Fatalf("the decision widened privileges: %s\nbefore: %s\nafter:  %s", strings.Join(widened, "; "), beforeJSON, after)
+		}
+		checkRecorded(t, obj, d, onlyEphemeral)
+
+		again := obj.DeepCopyObject()
+		d2, err := pol.Decide(again, facts)
+		if err != nil || !d2.Windows {
+			t.Fatalf("second pass: %v %+v", err, d2)
+		}
+		if second := mustJSON(t, again); second != after {
+			t.Fatalf("a second pass changed the object\nfirst:  %s\nsecond: %s", after, second)
+		}
+		for _, c := range d2.Changes {
+			if c.Action != Warn {
+				t.Fatalf("a second pass found a change to make: %+v", c)
+			}
+		}
+	})
+}
+
+func mustJSON(t *testing.T, obj any) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func isPod(obj any) bool { _, ok := obj.(*corev1.Pod); return ok }
+
+func podSpecIn(t *testing.T, obj any) *corev1.PodSpec {
+	t.Helper()
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return &pod.Spec
+	}
+	tpl, err := PodTemplateOf(obj)
+	if err != nil || tpl == nil {
+		t.Fatalf("decided as Windows without a pod template: %v", err)
+	}
+	return &tpl.Spec
+}
+
+// linuxOnlyLeft lists the strip-table fields still set, by trying each row's take on a copy.
+func linuxOnlyLeft(spec *corev1.PodSpec, onlyEphemeral bool) []string {
+	s := spec.DeepCopy()
+	var left []string
+	if !onlyEphemeral {
+		for _, r := range podRows {
+			if _, ok := r.take(s); ok {
+				left = append(left, r.Path())
+			}
+		}
+		if s.SecurityContext != nil {
+			for _, r := range podSecurityContextRows {
+				if _, ok := r.take(s.SecurityContext); ok {
+					left = append(left, r.Path())
+				}
+			}
+		}
+	} else {
+		s = &corev1.PodSpec{EphemeralContainers: s.EphemeralContainers}
+	}
+	forEachContainer(s, func(path string, c *corev1.Container) {
+		if c.SecurityContext == nil {
+			return
+		}
+		for _, r := range containerSecurityContextRows {
+			if _, ok := r.take(c.SecurityContext); ok {
+				left = append(left, path+".securityContext."+r.Name)
+			}
+		}
+	})
+	return left
+}
+
+// checkRecorded fails unless every change of the decision is in the object's changes annotation: the
+// annotation is the audit trail, and a change missing from it is a change nobody can find later.
+// pods/ephemeralcontainers updates are the exception: the API server ignores annotations there.
+func checkRecorded(t *testing.T, obj any, d Decision, onlyEphemeral bool) {
+	t.Helper()
+	if onlyEphemeral {
+		return
+	}
+	annotations, key := map[string]string(nil), AnnotationChanges
+	if pod, ok := obj.(*corev1.Pod); ok {
+		annotations = pod.Annotations
+		if annotations[AnnotationVersion] != "fuzz" {
+			t.Fatalf("a decided pod lacks %s: %v", AnnotationVersion, annotations)
+		}
+	} else {
+		tpl, _ := PodTemplateOf(obj)
+		annotations, key = tpl.Annotations, AnnotationTemplateChanges
+	}
+	if len(d.Changes) == 0 {
+		return
+	}
+	recorded, err := DecodeChanges(annotations[key])
+	if err != nil {
+		t.Fatalf("%s does not decode: %v", key, err)
+	}
+next:
+	for _, c := range d.Changes {
+		for _, r := range recorded {
+			if r.equal(c) {
+				continue next
+			}
+		}
+		t.Fatalf("change %+v is not recorded in %s", c, key)
+	}
+}

@@ -1,0 +1,492 @@
+package e2e
+
+// Security checks of issue 8 that read what ships: the chart's RBAC and the pod it runs (from `helm
+// template`, as an installer would get them) and the Dockerfile's final stage. Each checker returns its
+// findings instead of failing, so that every test can also feed it a broken input and see it object:
+// a checker that cannot fail proves nothing. The server's TLS and body-size refusals are checked over
+// the wire in TestWebhookServerHTTPS.
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/wincompat/wincompat/test/controlplane"
+)
+
+// rbacGrant is what wincompat may do with one resource: verbs on any object, and verbs only on objects
+// named by resourceNames.
+type rbacGrant struct{ any, byName []string }
+
+// allowedRBAC is every permission wincompat needs, per role kind, API group and resource (each one is
+// explained in templates/rbac.yaml). A rule the chart renders beyond it fails TestChartSecurity: a new
+// permission must be added here, on purpose, with its reason in the template.
+var allowedRBAC = map[string]map[string]rbacGrant{
+	"ClusterRole": {
+		"/namespaces":                {any: []string{"get", "list", "watch"}},
+		"/nodes":                     {any: []string{"list", "watch"}},
+		"node.k8s.io/runtimeclasses": {any: []string{"get", "list", "watch", "create"}, byName: []string{"update", "delete"}},
+		"events.k8s.io/events":       {any: []string{"create", "patch"}},
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations": {byName: []string{"get", "update"}},
+	},
+	"Role": {
+		"coordination.k8s.io/leases": {any: []string{"create"}, byName: []string{"get", "update"}},
+		"/events":                    {any: []string{"create", "patch"}},
+		"events.k8s.io/events":       {any: []string{"create", "patch"}},
+		"/secrets":                   {any: []string{"create"}, byName: []string{"get", "update"}},
+	},
+}
+
+// roleRules reads the rules of a ClusterRole or Role.
+func roleRules(obj *unstructured.Unstructured) ([]rbacv1.PolicyRule, error) {
+	js, _ := obj.MarshalJSON()
+	var role struct {
+		Rules []rbacv1.PolicyRule `json:"rules"`
+	}
+	err := json.Unmarshal(js, &role)
+	return role.Rules, err
+}
+
+// rbacFindings lists every permission a ClusterRole or Role grants beyond allowedRBAC.
+func rbacFindings(obj *unstructured.Unstructured) []string {
+	rules, err := roleRules(obj)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	allowed := allowedRBAC[obj.GetKind()]
+	var findings []string
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			findings = append(findings, fmt.Sprintf("%s grants non-resource URLs %q", obj.GetKind(), r.NonResourceURLs))
+		}
+		for _, group := range r.APIGroups {
+			for _, resource := range r.Resources {
+				key := group + "/" + resource
+				grant, known := allowed[key]
+				for _, verb := range r.Verbs {
+					switch {
+					case !known:
+						findings = append(findings, fmt.Sprintf("%s grants %s on %s, which wincompat has no use for", obj.GetKind(), verb, key))
+					case slices.Contains(grant.any, verb):
+					case slices.Contains(grant.byName, verb) && len(r.ResourceNames) > 0:
+					case slices.Contains(grant.byName, verb):
+						findings = append(findings, fmt.Sprintf("%s grants %s on every %s; only named ones are allowed", obj.GetKind(), verb, key))
+					default:
+						findings = append(findings, fmt.Sprintf("%s grants %s on %s; allowed: %q, by name: %q", obj.GetKind(), verb, key, grant.any, grant.byName))
+					}
+				}
+			}
+		}
+	}
+	return findings
+}
+
+// checkRBAC logs every rule of a role, so that the test output is the chart's RBAC in full, and fails
+// on every finding of rbacFindings.
+func checkRBAC(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	rules, _ := roleRules(obj)
+	for _, r := range rules {
+		t.Logf("%s %s: apiGroups %q resources %q resourceNames %q verbs %q", obj.GetKind(), obj.GetName(), r.APIGroups, r.Resources, r.ResourceNames, r.Verbs)
+	}
+	for _, f := range rbacFindings(obj) {
+		t.Errorf("%s %s: %s", obj.GetKind(), obj.GetName(), f)
+	}
+}
+
+// bindingFindings checks that a binding gives the chart's own role to the chart's own ServiceAccount and
+// nothing else: a binding to cluster-admin would make the role's least privilege moot.
+func bindingFindings(obj *unstructured.Unstructured, serviceAccount, namespace string) []string {
+	js, _ := obj.MarshalJSON()
+	var b rbacv1.RoleBinding // a ClusterRoleBinding has the same roleRef and subjects
+	if err := json.Unmarshal(js, &b); err != nil {
+		return []string{err.Error()}
+	}
+	var findings []string
+	wantRef := strings.TrimSuffix(obj.GetKind(), "Binding")
+	if b.RoleRef.Kind != wantRef || b.RoleRef.Name != obj.GetName() {
+		findings = append(findings, fmt.Sprintf("%s %s binds %s %s, not the chart's own %s", obj.GetKind(), obj.GetName(), b.RoleRef.Kind, b.RoleRef.Name, wantRef))
+	}
+	for _, s := range b.Subjects {
+		if s.Kind != "ServiceAccount" || s.Name != serviceAccount || s.Namespace != namespace {
+			findings = append(findings, fmt.Sprintf("%s %s binds subject %s %s/%s", obj.GetKind(), obj.GetName(), s.Kind, s.Namespace, s.Name))
+		}
+	}
+	return findings
+}
+
+// podFindings lists what the chart's pod does beyond the restricted profile wincompat promises: every
+// container non-root, read-only root filesystem, no privilege escalation, all capabilities dropped and
+// none added, seccomp RuntimeDefault, nothing from the host; and the webhook's TLS floor and HTTP/1.1.
+func podFindings(d *appsv1.Deployment, wantMinTLS string) []string {
+	var findings []string
+	spec := d.Spec.Template.Spec
+	psc := spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		findings = append(findings, "the pod shares a host namespace")
+	}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			findings = append(findings, "volume "+v.Name+" mounts a host path")
+		}
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		sc := c.SecurityContext
+		if sc == nil {
+			sc = &corev1.SecurityContext{}
+		}
+		say := func(format string, args ...any) {
+			findings = append(findings, "container "+c.Name+": "+fmt.Sprintf(format, args...))
+		}
+		if nonRoot := cmpOr(sc.RunAsNonRoot, psc.RunAsNonRoot); nonRoot == nil || !*nonRoot {
+			say("runAsNonRoot is not true")
+		}
+		if user := cmpOr(sc.RunAsUser, psc.RunAsUser); user != nil && *user == 0 {
+			say("runs as uid 0")
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			say("the root filesystem is writable")
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			say("allowPrivilegeEscalation is not false")
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			say("privileged")
+		}
+		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			say("does not drop ALL capabilities")
+		} else if len(sc.Capabilities.Add) > 0 {
+			say("adds capabilities %q", sc.Capabilities.Add)
+		}
+		if profile := cmpOr(sc.SeccompProfile, psc.SeccompProfile); profile == nil || profile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			say("seccomp profile is not RuntimeDefault")
+		}
+		if c.Name != "wincompat" {
+			continue
+		}
+		if !slices.Contains(c.Args, "serve") {
+			say("does not run `wincompat serve`: %q", c.Args)
+		}
+		if !slices.Contains(c.Args, "--tls-min-version="+wantMinTLS) {
+			say("TLS floor is not %s: %q", wantMinTLS, c.Args)
+		}
+		for _, a := range c.Args {
+			if a == "--enable-http2" || a == "--enable-http2=true" {
+				say("turns HTTP/2 on")
+			}
+		}
+	}
+	return findings
+}
+
+func cmpOr[T any](own, pod *T) *T {
+	if own != nil {
+		return own
+	}
+	return pod
+}
+
+// dockerfileFindings lists what the Dockerfile's final stage does beyond a static binary on a
+// distroless base, run as a non-root user.
+func dockerfileFindings(dockerfile string) []string {
+	var final []string
+	cgoOff := false
+	for _, line := range strings.Split(dockerfile, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if strings.EqualFold(fields[0], "FROM") {
+			final = nil
+		}
+		if strings.EqualFold(fields[0], "RUN") && strings.Contains(line, "CGO_ENABLED=0") && strings.Contains(line, "go build") {
+			cgoOff = true
+		}
+		final = append(final, line)
+	}
+	var findings []string
+	if !cgoOff {
+		findings = append(findings, "the binary is not built with CGO_ENABLED=0, so it may not be static")
+	}
+	if len(final) == 0 {
+		return append(findings, "no FROM")
+	}
+	if base := strings.Fields(final[0]); len(base) < 2 || !strings.HasPrefix(base[1], "gcr.io/distroless/static") {
+		findings = append(findings, "the final stage is not distroless static: "+final[0])
+	}
+	user := ""
+	for _, line := range final[1:] {
+		fields := strings.Fields(line)
+		switch strings.ToUpper(fields[0]) {
+		case "USER":
+			if len(fields) > 1 {
+				user = fields[1]
+			}
+		case "RUN":
+			findings = append(findings, "the final stage runs a command, so its base has a shell: "+line)
+		}
+	}
+	name, group, _ := strings.Cut(user, ":")
+	switch {
+	case user == "":
+		findings = append(findings, "the final stage sets no USER, so it runs as the base image's user")
+	case name == "root" || name == "0" || group == "root" || group == "0":
+		findings = append(findings, "the final stage runs as "+user)
+	case strings.Trim(name, "0123456789") != "":
+		// A name is resolved inside the image; the kubelet's runAsNonRoot check needs a number.
+		findings = append(findings, "USER "+user+" is not numeric, so runAsNonRoot cannot verify it")
+	}
+	return findings
+}
+
+// chartValues are the value sets whose RBAC and pod differ: TLS mode and RuntimeClass management add
+// rules, and nonDefaultValues turns on everything the defaults leave off.
+var chartValues = []struct{ name, values, minTLS string }{
+	{"default values", "", "1.3"},
+	{"self-managed TLS", "tls: {mode: self-managed}\n", "1.3"},
+	{"RuntimeClasses unmanaged", "runtimeClasses: {manage: false}\n", "1.3"},
+	{"non-default values", nonDefaultValues, "1.2"},
+}
+
+// TestChartSecurity: issue 8. The chart's RBAC is exactly what wincompat needs (every rule listed in
+// the output), its bindings give it only to wincompat's ServiceAccount, and its pod runs restricted:
+// non-root, read-only, no privilege escalation, no capabilities, seccomp RuntimeDefault. Then each
+// checker is shown a broken input and must object.
+func TestChartSecurity(t *testing.T) {
+	for _, tc := range chartValues {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.values != "" {
+				file = filepath.Join(t.TempDir(), "values.yaml")
+				if err := os.WriteFile(file, []byte(tc.values), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := map[string]int{}
+			for _, obj := range renderChart(t, file) {
+				seen[obj.GetKind()]++
+				switch obj.GetKind() {
+				case "ClusterRole", "Role":
+					checkRBAC(t, obj)
+				case "ClusterRoleBinding", "RoleBinding":
+					for _, f := range bindingFindings(obj, "wincompat", ownNamespace) {
+						t.Error(f)
+					}
+				case "Deployment":
+					for _, f := range podFindings(deploymentOf(t, obj), tc.minTLS) {
+						t.Error(f)
+					}
+				}
+			}
+			for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "Deployment"} {
+				if seen[kind] != 1 {
+					t.Errorf("%d %s rendered, want 1: the checks above saw the wrong objects", seen[kind], kind)
+				}
+			}
+		})
+	}
+
+	objs := renderChart(t, "")
+	find := func(kind string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				return o.DeepCopy()
+			}
+		}
+		t.Fatalf("no %s rendered", kind)
+		return nil
+	}
+	t.Run("RBAC checker catches", func(t *testing.T) {
+		for _, tc := range []struct {
+			kind string
+			rule map[string]any
+		}{
+			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{"rbac.authorization.k8s.io"}, "resources": []any{"clusterroles"}, "verbs": []any{"escalate", "bind"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"update"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{"node.k8s.io"}, "resources": []any{"runtimeclasses"}, "verbs": []any{"delete"}}},
+			{"ClusterRole", map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}},
+			{"Role", map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"list"}}},
+			{"Role", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods/exec"}, "verbs": []any{"create"}}},
+			{"Role", map[string]any{"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "verbs": []any{"deletecollection"}}},
+		} {
+			role := find(tc.kind)
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			if err := unstructured.SetNestedSlice(role.Object, append(rules, tc.rule), "rules"); err != nil {
+				t.Fatal(err)
+			}
+			if len(rbacFindings(role)) == 0 {
+				t.Errorf("%s with %v passed", tc.kind, tc.rule)
+			}
+		}
+		binding := find("ClusterRoleBinding")
+		_ = unstructured.SetNestedField(binding.Object, "cluster-admin", "roleRef", "name")
+		if len(bindingFindings(binding, "wincompat", ownNamespace)) == 0 {
+			t.Error("a binding to cluster-admin passed")
+		}
+		binding = find("RoleBinding")
+		_ = unstructured.SetNestedSlice(binding.Object, []any{map[string]any{"kind": "Group", "name": "system:authenticated"}}, "subjects")
+		if len(bindingFindings(binding, "wincompat", ownNamespace)) == 0 {
+			t.Error("a binding to every authenticated user passed")
+		}
+	})
+	t.Run("pod checker catches", func(t *testing.T) {
+		for name, breakIt := range map[string]func(*appsv1.Deployment){
+			"root user":        func(d *appsv1.Deployment) { d.Spec.Template.Spec.SecurityContext.RunAsUser = new(int64(0)) },
+			"runAsNonRoot off": func(d *appsv1.Deployment) { d.Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil },
+			"writable root": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = new(false)
+			},
+			"escalation unset": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+			},
+			"privileged":        func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = new(true) },
+			"capabilities kept": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Drop = nil },
+			"capability added": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+			},
+			"seccomp unconfined": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
+			},
+			"host network":  func(d *appsv1.Deployment) { d.Spec.Template.Spec.HostNetwork = true },
+			"TLS 1.2 floor": func(d *appsv1.Deployment) { replaceArg(d, "--tls-min-version=1.3", "--tls-min-version=1.2") },
+			"HTTP/2 on": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, "--enable-http2")
+			},
+			"an unhardened sidecar": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
+			},
+			"host path": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+			},
+			"init container as root": func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", SecurityContext: &corev1.SecurityContext{RunAsUser: new(int64(0))}}}
+			},
+		} {
+			d := deploymentOf(t, find("Deployment"))
+			breakIt(d)
+			if len(podFindings(d, "1.3")) == 0 {
+				t.Errorf("%s passed", name)
+			}
+		}
+	})
+}
+
+func deploymentOf(t *testing.T, obj *unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	js, _ := obj.MarshalJSON()
+	var d appsv1.Deployment
+	if err := json.Unmarshal(js, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Spec.Template.Spec.Containers) == 0 || d.Spec.Template.Spec.Containers[0].SecurityContext == nil ||
+		d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities == nil || d.Spec.Template.Spec.SecurityContext == nil ||
+		d.Spec.Template.Spec.SecurityContext.SeccompProfile == nil {
+		t.Fatalf("the chart's Deployment lacks the security context the checks mutate: %s", js)
+	}
+	return &d
+}
+
+func replaceArg(d *appsv1.Deployment, from, to string) {
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if i := slices.Index(args, from); i >= 0 {
+		args[i] = to
+	}
+}
+
+// TestDockerfileSecurity: the image is a static binary on distroless, run as a non-root numeric user;
+// then the checker is shown broken Dockerfiles and must object.
+func TestDockerfileSecurity(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile := string(data)
+	for _, f := range dockerfileFindings(dockerfile) {
+		t.Error(f)
+	}
+	userLine := ""
+	for _, line := range strings.Split(dockerfile, "\n") {
+		if strings.HasPrefix(line, "USER ") {
+			userLine = line
+		}
+	}
+	if userLine == "" {
+		t.Fatal("no USER line to break")
+	}
+	finalFrom := ""
+	for _, line := range strings.Split(dockerfile, "\n") {
+		if strings.HasPrefix(line, "FROM ") {
+			finalFrom = line
+		}
+	}
+	for name, broken := range map[string]string{
+		"no USER":            strings.Replace(dockerfile, userLine+"\n", "", 1),
+		"USER root":          strings.Replace(dockerfile, userLine, "USER root", 1),
+		"USER 0:0":           strings.Replace(dockerfile, userLine, "USER 0:0", 1),
+		"USER by name":       strings.Replace(dockerfile, userLine, "USER nonroot", 1),
+		"a base with shell":  strings.Replace(dockerfile, finalFrom, "FROM debian:12", 1),
+		"RUN in final stage": dockerfile + "RUN chmod 777 /wincompat\n",
+		"cgo on":             strings.Replace(dockerfile, "CGO_ENABLED=0", "CGO_ENABLED=1", 1),
+		"USER in build only": strings.Replace(strings.Replace(dockerfile, userLine+"\n", "", 1), "WORKDIR /src", "WORKDIR /src\nUSER 65532", 1),
+	} {
+		if broken == dockerfile {
+			t.Fatalf("%s: the test did not change the Dockerfile", name)
+		}
+		if len(dockerfileFindings(broken)) == 0 {
+			t.Errorf("%s passed:\n%s", name, broken)
+		}
+	}
+}
+
+// tlsFindings dials wincompat's webhook port and lists what it accepts beyond `wincompat serve`'s
+// defaults: a client that stops at TLS 1.2, and HTTP/2.
+func tlsFindings(t *testing.T, addr string, base *tls.Config) []string {
+	t.Helper()
+	dial := func(mutate func(*tls.Config)) (*tls.Conn, error) {
+		cfg := base.Clone()
+		mutate(cfg)
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return conn.(*tls.Conn), nil
+	}
+	var findings []string
+	if conn, err := dial(func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }); err == nil {
+		findings = append(findings, "a TLS 1.2-max client completed the handshake, negotiating "+tls.VersionName(conn.ConnectionState().Version))
+		conn.Close()
+	} else {
+		t.Logf("TLS 1.2-max client refused: %v", err)
+	}
+	if conn, err := dial(func(c *tls.Config) { c.NextProtos = []string{"h2"} }); err == nil {
+		if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+			findings = append(findings, "HTTP/2 negotiated")
+		}
+		conn.Close()
+	} else {
+		t.Logf("h2-only client refused: %v", err)
+	}
+	return findings
+}
