@@ -155,14 +155,19 @@ func (p *Policy) chooseBuild(pod *corev1.Pod, facts Facts, rec *recorder) (Build
 		}
 	}
 	if hasPin {
-		return p.catalogEntry(pinned), SourceNodeSelector
+		b := p.catalogEntry(pinned)
+		p.overriddenRequest(pod, b, "the pod's nodeSelector pins "+labelWindowsBuild+"="+pinned, rec)
+		return b, SourceNodeSelector
 	}
 	if spec.RuntimeClassName != nil {
 		// A RuntimeClass carries its own scheduling: its build, if it selects one, is the pod's; if it
 		// selects none (or is unknown), pinning a build could contradict it.
 		if n := p.namedClassSelector(spec, facts)[labelWindowsBuild]; n != "" {
-			return p.catalogEntry(n), SourceRuntimeClass
+			b := p.catalogEntry(n)
+			p.overriddenRequest(pod, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n, rec)
+			return b, SourceRuntimeClass
 		}
+		p.overriddenRequest(pod, Build{}, "its RuntimeClass "+*spec.RuntimeClassName+" decides where it runs", rec)
 		return Build{}, ""
 	}
 	if v, set := pod.Annotations[AnnotationBuild]; set {
@@ -197,6 +202,21 @@ func (p *Policy) chooseBuild(pod *corev1.Pod, facts Facts, rec *recorder) (Build
 
 // resolveBuild is lookupBuild that also accepts a well-formed build number missing from the catalog
 // (a node of a newer build than the policy knows).
+// overriddenRequest records a warning when the user asked for a build in the pod's annotation but the
+// pod's own scheduling decides another (or, with an empty chosen, none): the annotation is then
+// rewritten to the build chosen, and that must not happen silently.
+func (p *Policy) overriddenRequest(pod *corev1.Pod, chosen Build, why string, rec *recorder) {
+	v, set := pod.Annotations[AnnotationBuild]
+	if !set || pod.Annotations[AnnotationBuildSource] != "" {
+		return // no request, or the build a previous pass recorded
+	}
+	if requested, ok := p.lookupBuild(v); ok && chosen.Number != "" && requested.Number == chosen.Number {
+		return
+	}
+	rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
+		Reason: "requested build " + jsonString(v) + " ignored: " + why})
+}
+
 func (p *Policy) resolveBuild(s string) (Build, bool) {
 	if b, ok := p.lookupBuild(s); ok {
 		return b, true

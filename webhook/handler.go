@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/wincompat/wincompat/patch"
 	"github.com/wincompat/wincompat/policy"
 )
 
@@ -135,6 +136,14 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 	if len(res.Patch) == 0 {
 		resp := admission.Allowed("")
 		resp.Warnings = warnings
+		if res.Kind != "" {
+			// The API server sends webhooks its object rendered as JSON, where an empty list is left
+			// out, but validates the object it holds, where "supplementalGroups: []" is still a
+			// Linux-only field. Only a patch makes it decode the object again from JSON, so a Windows
+			// object gets one that changes nothing: a test of its own kind.
+			resp.Patch = unchangedPatch(res.Kind)
+			resp.PatchType = new(admissionv1.PatchTypeJSONPatch)
+		}
 		return "unchanged", resp, res.Decision
 	}
 	patch, err := res.Patch.MarshalJSON()
@@ -179,6 +188,11 @@ func auditAnnotations(d policy.Decision) map[string]string {
 		a["build-source"] = d.BuildSource
 	}
 	return a
+}
+
+func unchangedPatch(kind string) []byte {
+	p, _ := patch.Patch{{Op: "test", Path: "/kind", Value: kind}}.MarshalJSON() // a string always encodes
+	return p
 }
 
 func allowedWithWarning(w string) admission.Response {

@@ -47,6 +47,8 @@ type Result struct {
 	// Name is the object's name, or its generateName followed by "*" (a ReplicaSet's pods have no name
 	// at admission), for logs.
 	Name string
+	// Kind is the kind the raw object declares, empty if it declares none.
+	Kind string
 }
 
 // DecodeError says the raw object does not fit its kind's schema (a string where a number belongs, say).
@@ -85,7 +87,7 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 	if err != nil || !decision.Windows {
 		return Result{Decision: decision}, err
 	}
-	res := Result{Decision: decision, Name: nameOf(obj)}
+	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind}
 	if res.Patch, err = patch.Objects(before, obj, raw); err != nil {
 		return Result{}, err
 	}
