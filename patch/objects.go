@@ -71,7 +71,7 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 	var leaves []field
 	for _, f := range fields {
 		bf, af := b.FieldByIndex(f.index), a.FieldByIndex(f.index)
-		if f.descend == descendSlice && bf.Len() == af.Len() {
+		if f.descend == descendSlice && bf.Len() == af.Len() && bf.IsNil() == af.IsNil() {
 			// Elements are compared one by one below; comparing the whole slice first would walk the
 			// equal part of the first changed element twice.
 			if err := w.elements(f, bf, af, append(segs[:len(segs):len(segs)], f.name)); err != nil {
@@ -153,8 +153,12 @@ func (w *walker) leaves(segs []string, uncertain int, fields []field, b, a refle
 			if !reflect.DeepEqual(bf.Interface(), af.Interface()) {
 				w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(af)}, path, 0)
 			}
-		case isStringMap(bf.Type()):
+		case isStringMap(bf.Type()) && !bf.IsNil() && !af.IsNil():
 			w.stringMap(path, bf, af)
+		case bf.Kind() == reflect.Map && (bf.IsNil() || af.IsNil()), bf.Kind() == reflect.Slice && (bf.IsNil() || af.IsNil()):
+			// Without omitempty a nil map or slice is written as null: between null and a value the
+			// change is the whole value.
+			w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(af)}, path, 0)
 		default:
 			rest = append(rest, f)
 		}
@@ -213,9 +217,9 @@ func (w *walker) library(segs []string, fields []field, b, a reflect.Value) erro
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}
-	out := make(Patch, len(ops))
-	for i, op := range ops {
-		out[i] = Operation{Op: op.Operation, Path: op.Path, Value: op.Value}
+	out, err := fromLibrary(ops, after)
+	if err != nil {
+		return err
 	}
 	keys, err := sortKeys(out, before)
 	if err != nil {

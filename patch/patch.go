@@ -64,12 +64,31 @@ func Diff(before, after []byte) (Patch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diff: %w", err)
 	}
-	out := make(Patch, len(ops))
-	for i, op := range ops {
-		out[i] = Operation{Op: op.Operation, Path: op.Path, Value: op.Value}
+	out, err := fromLibrary(ops, after)
+	if err != nil {
+		return nil, err
 	}
 	if err := sortOps(out, before); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// fromLibrary converts the library's operations. Their values are taken verbatim from after rather
+// than from the library, which decodes numbers into float64 and would round integers beyond 2^53.
+func fromLibrary(ops []jsonpatch.JsonPatchOperation, after []byte) (Patch, error) {
+	doc := newRawDoc(after)
+	out := make(Patch, len(ops))
+	for i, op := range ops {
+		out[i] = Operation{Op: op.Operation, Path: op.Path}
+		if op.Operation == "remove" {
+			continue
+		}
+		raw, found, err := doc.at(SplitPointer(op.Path))
+		if err != nil || !found {
+			return nil, fmt.Errorf("diff: %s %s: the value is not in the new document (%v)", op.Operation, op.Path, err)
+		}
+		out[i].Value = raw
 	}
 	return out, nil
 }

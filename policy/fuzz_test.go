@@ -15,7 +15,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wincompat/wincompat/internal/grantstest"
+	"github.com/wincompat/wincompat/policy/grantstest"
 )
 
 // fuzzKinds are the objects Decide accepts, and one it must refuse. The fuzzer picks one by index.

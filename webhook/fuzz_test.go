@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/wincompat/wincompat/internal/grantstest"
+	"github.com/wincompat/wincompat/policy/grantstest"
 	"github.com/wincompat/wincompat/policy"
 )
 

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/wincompat/wincompat/internal/grantstest"
+	"github.com/wincompat/wincompat/policy/grantstest"
 	"github.com/wincompat/wincompat/policy"
 )
 
