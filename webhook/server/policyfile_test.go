@@ -13,11 +13,21 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-func TestPolicyFileReloads(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"), 0o644); err != nil {
+// writeWhole replaces file's content at once, as the kubelet updates a ConfigMap volume; a plain
+// WriteFile truncates first, and a poll in between would read an empty policy.
+func writeWhole(t *testing.T, file, content string) {
+	t.Helper()
+	if err := os.WriteFile(file+".tmp", []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Rename(file+".tmp", file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPolicyFileReloads(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeWhole(t, file, "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n")
 	changed := make(chan struct{}, 10)
 	f := &policyFile{path: file, namespace: "wincompat-system", interval: 20 * time.Millisecond, log: testr.New(t),
 		onChange: func() { changed <- struct{}{} }}
@@ -29,9 +39,7 @@ func TestPolicyFileReloads(t *testing.T) {
 	current.Store(initial)
 	f.current = current
 	// Changed after the policy was loaded and before the watcher runs: still picked up.
-	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: arm64\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeWhole(t, file, "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: arm64\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = f.Start(ctx) }()
@@ -43,9 +51,7 @@ func TestPolicyFileReloads(t *testing.T) {
 	if p := current.Load(); p.Arch != "arm64" || p.ExcludedNamespaces[len(p.ExcludedNamespaces)-1] != "wincompat-system" {
 		t.Errorf("reloaded policy: %+v", p)
 	}
-	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: sparc\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeWhole(t, file, "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: sparc\n")
 	time.Sleep(200 * time.Millisecond)
 	if p := current.Load(); p.Arch != "arm64" {
 		t.Errorf("an invalid file replaced the policy: %+v", p)
