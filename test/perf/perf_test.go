@@ -50,7 +50,7 @@ func TestCorpusPod(t *testing.T) {
 
 func TestNewReview(t *testing.T) {
 	pod := ChartPod(2, "ns", true)
-	r, err := NewReview("chart", "", pod, "ns", admissionv1.Create, true, "mutated")
+	r, err := NewReview("chart", "", pod, "ns", admissionv1.Create, WithPatch, "mutated")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,24 @@ import (
 type Review struct {
 	Name        string
 	Description string
-	// WantPatch is whether wincompat must answer with a patch; an answer that differs is an error.
-	WantPatch bool
+	// Patch is what each answer must carry; an answer that differs is an error.
+	Patch PatchExpectation
 	// WantResult is the result label wincompat must count the review under in wincompat_admission_total.
 	WantResult string
 	bodies     [][]byte
 	uids       [][]byte // `"uid":"…"` as it appears in the response
 }
+
+// PatchExpectation is what an answer must carry besides "allowed".
+type PatchExpectation int
+
+const (
+	NoPatch PatchExpectation = iota
+	WithPatch
+	// AnyPatch leaves the patch unchecked in each answer: for a review wincompat answers with a patch
+	// that changes nothing, or with none, which the caller checks once by applying it.
+	AnyPatch
+)
 
 // bodiesPerReview is how many uids each review rotates through: enough that an answer meant for
 // another request would show, few enough to stay in cache.
@@ -46,7 +57,7 @@ const bodiesPerReview = 16
 
 // NewReview wraps pod (JSON) in AdmissionReviews for namespace ns as the API server sends them for a
 // Pod CREATE by the ReplicaSet controller, or with operation op.
-func NewReview(name, description string, pod []byte, ns string, op admissionv1.Operation, wantPatch bool, wantResult string) (*Review, error) {
+func NewReview(name, description string, pod []byte, ns string, op admissionv1.Operation, want PatchExpectation, wantResult string) (*Review, error) {
 	var meta struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
@@ -55,7 +66,7 @@ func NewReview(name, description string, pod []byte, ns string, op admissionv1.O
 	}
 	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	r := &Review{Name: name, Description: description, WantPatch: wantPatch, WantResult: wantResult}
+	r := &Review{Name: name, Description: description, Patch: want, WantResult: wantResult}
 	for i := range bodiesPerReview {
 		uid := types.UID(fmt.Sprintf("0b6c1f0e-6b5a-4f5e-9d3c-%012d", i))
 		review := admissionv1.AdmissionReview{
@@ -135,8 +146,7 @@ func (c *ReviewClient) Close() {
 var allowed = []byte(`"allowed":true`)
 var patch = []byte(`"patch":`)
 
-// Op posts r and checks the answer: HTTP 200, the request's uid, allowed, and a patch exactly when r
-// wants one. The check looks for those members in the bytes instead of decoding the answer, so that
+// Op posts r and checks the answer: HTTP 200, the request's uid, allowed, and a patch as r expects. The check looks for those members in the bytes instead of decoding the answer, so that
 // the generator's cost stays small next to the server's.
 func (c *ReviewClient) Op(r *Review) load.Op {
 	return func(ctx context.Context, worker int) error {
@@ -165,10 +175,9 @@ func (c *ReviewClient) Op(r *Review) load.Op {
 			return errors.New("answer without the request's uid")
 		case !bytes.Contains(buf.Bytes(), allowed):
 			return errors.New("not allowed")
-		case bytes.Contains(buf.Bytes(), patch) != r.WantPatch:
-			if r.WantPatch {
-				return errors.New("allowed without the expected patch")
-			}
+		case r.Patch == WithPatch && !bytes.Contains(buf.Bytes(), patch):
+			return errors.New("allowed without the expected patch")
+		case r.Patch == NoPatch && bytes.Contains(buf.Bytes(), patch):
 			return errors.New("allowed with an unexpected patch")
 		}
 		return nil

@@ -40,7 +40,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 	}
 	kinds := []podKind{
 		{"linux", "the chart pod for Linux in the opted-in namespace: the webhook's matchConditions keep it from wincompat", linux, linux, ""},
-		{"windows-unchanged", "the Windows chart pod as wincompat leaves it: wincompat is called and answers with no patch", unchanged, unchanged, "unchanged"},
+		{"windows-unchanged", "the Windows chart pod as wincompat leaves it: wincompat is called and changes nothing", unchanged, unchanged, "unchanged"},
 		{"windows-mutated", "the Windows chart pod with Linux-only fields: wincompat patches it; without the webhook, the pod as patched is created instead (the original would be rejected)", mutated, unchanged, "mutated"},
 	}
 	sw, err := perf.NewWebhookSwitch(ctx, e.cs, webhookConfigName, mutated)

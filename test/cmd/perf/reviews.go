@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -41,7 +42,7 @@ func (e *env) prepare(ctx context.Context) (*prepared, error) {
 
 	chart, err := perf.NewReview("chart-pod",
 		"Windows pod with 2 containers and the Linux-only securityContext fields of real charts (webhook/bench_test.go benchPod(2)): stripped, rewritten, scheduling injected",
-		p.chart, namespace, admissionv1.Create, true, "mutated")
+		p.chart, namespace, admissionv1.Create, perf.WithPatch, "mutated")
 	if err != nil {
 		return nil, err
 	}
@@ -65,21 +66,23 @@ func (e *env) prepare(ctx context.Context) (*prepared, error) {
 	}
 	p.version = stamped.Metadata.Annotations[policy.AnnotationVersion]
 
+	// wincompat may answer it with a patch that changes nothing (a test operation), so that the API
+	// server decodes the object again; that is checked once below, by applying it.
 	unchanged, err := perf.NewReview("unchanged",
-		"the chart pod as wincompat left it: a Windows pod with nothing left to change, answered with no patch",
-		p.unchanged, namespace, admissionv1.Create, false, "unchanged")
+		"the chart pod as wincompat left it: a Windows pod with nothing left to change",
+		p.unchanged, namespace, admissionv1.Create, perf.AnyPatch, "unchanged")
 	if err != nil {
 		return nil, err
 	}
 	ingress, err := perf.NewReview("corpus-ingress-nginx",
 		"the pod of the ingress-nginx controller Deployment from the corpus (shared/corpus/charts/ingress-nginx.yaml), declared Windows, as in the Go benchmarks",
-		corpus, namespace, admissionv1.Create, true, "mutated")
+		corpus, namespace, admissionv1.Create, perf.WithPatch, "mutated")
 	if err != nil {
 		return nil, err
 	}
 	floor, err := perf.NewReview("floor",
 		"the chart pod's review with operation DELETE, which wincompat allows without reading the object: TLS, HTTP/1.1 keep-alive and controller-runtime's review decoding and response encoding only",
-		p.chart, namespace, admissionv1.Delete, false, "ignored")
+		p.chart, namespace, admissionv1.Delete, perf.NoPatch, "ignored")
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +92,41 @@ func (e *env) prepare(ctx context.Context) (*prepared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Name, err)
 		}
-		if !resp.Allowed || (len(resp.Patch) > 0) != r.WantPatch {
-			return nil, fmt.Errorf("%s: wincompat answered allowed=%v with a %d-byte patch, want a patch: %v", r.Name, resp.Allowed, len(resp.Patch), r.WantPatch)
+		if !resp.Allowed || (r.Patch == perf.WithPatch && len(resp.Patch) == 0) || (r.Patch == perf.NoPatch && len(resp.Patch) > 0) {
+			return nil, fmt.Errorf("%s: wincompat answered allowed=%v with a %d-byte patch", r.Name, resp.Allowed, len(resp.Patch))
 		}
 	}
+	if err := changesNothing(ctx, client, unchanged, p.unchanged); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// changesNothing checks that wincompat's answer to r leaves pod as it is: no patch, or one that
+// applies to an equal document.
+func changesNothing(ctx context.Context, client *perf.ReviewClient, r *perf.Review, pod []byte) error {
+	resp, err := client.Answer(ctx, r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
+	}
+	if len(resp.Patch) == 0 {
+		return nil
+	}
+	patched, err := perf.ApplyPatch(pod, resp.Patch)
+	if err != nil {
+		return fmt.Errorf("%s: applying wincompat's patch %s: %w", r.Name, resp.Patch, err)
+	}
+	var before, after any
+	if err := json.Unmarshal(pod, &before); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(patched, &after); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(before, after) {
+		return fmt.Errorf("%s: wincompat's second pass changes the pod it made (patch %s): it is not a pod with nothing left to change", r.Name, resp.Patch)
+	}
+	return nil
 }
 
 // runReviews finds each review's maximum with a closed loop on e.connections keep-alive connections,
