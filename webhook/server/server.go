@@ -45,6 +45,7 @@ type Options struct {
 	Port          int
 	MetricsAddr   string // "0" disables
 	ProbeAddr     string // "0" disables
+	PprofAddr     string // net/http/pprof; empty or "0" disables
 	TLSMinVersion string // "1.2" or "1.3"
 	EnableHTTP2   bool
 	LeaderElect   bool
@@ -134,6 +135,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Logger:                  o.Log,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "wincompat.io",
 		LeaderElectionNamespace: o.Namespace,

@@ -48,6 +48,7 @@ type config struct {
 	apiRate                       float64
 	apiRounds, creators           int
 	reviews, apiServer            bool
+	serverFlags                   []string
 }
 
 func main() {
@@ -67,6 +68,10 @@ func main() {
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
 	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
+	fl.Func("server-flag", "a further flag for wincompat serve, e.g. --pprof-bind-address=127.0.0.1:6060 to profile it under load; repeatable", func(v string) error {
+		c.serverFlags = append(c.serverFlags, v)
+		return nil
+	})
 	_ = fl.Parse(os.Args[1:])
 	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.loadFraction <= 0 || c.loadFraction > 1 {
 		fl.Usage()
@@ -219,11 +224,12 @@ func (e *env) startServer(ctx context.Context) error {
 	wh := e.cp.Webhook
 	e.port, e.caPEM = wh.Port, wh.CAData
 	args := []string{"serve",
-		"--cert-dir", wh.CertDir, "--port", strconv.Itoa(wh.Port), "--kubeconfig", kubeconfigPath,
+		"--cert-dir", wh.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(wh.Port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--shutdown-timeout", "5s",
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
 	}
+	args = append(args, e.serverFlags...)
 	fmt.Printf("wincompat: GOMAXPROCS=1 %s %s\n", e.wincompat, joinWords(args))
 	if e.server, err = perf.StartServer(e.wincompat, args, []string{"GOMAXPROCS=1"}, filepath.Join(e.workDir, "wincompat.log")); err != nil {
 		return err
