@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/wincompat/wincompat/policy/grantstest"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/grantstest"
 )
 
 // FuzzMutate feeds arbitrary objects and namespace facts through the whole pipeline and checks, for every

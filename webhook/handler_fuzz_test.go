@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/wincompat/wincompat/policy/grantstest"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/grantstest"
 )
 
 // Namespaces the fuzzed reviews may name; any other is not found, "broken" cannot be read.
