@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/mattbaird/jsonpatch"
 )
 
 // Objects returns the patch that turns raw into the JSON rendering of after, where before is raw decoded
@@ -213,15 +211,7 @@ func (w *walker) library(segs []string, fields []field, b, a reflect.Value) erro
 	if err != nil {
 		return err
 	}
-	ops, err := jsonpatch.CreatePatch(before, after)
-	if err != nil {
-		return fmt.Errorf("diff: %w", err)
-	}
-	out, err := fromLibrary(ops, after)
-	if err != nil {
-		return err
-	}
-	keys, err := sortKeys(out, before)
+	out, keys, err := libraryDiff(before, after)
 	if err != nil {
 		return err
 	}

@@ -60,18 +60,33 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 // always gives the same bytes. Operations that add or remove whole array elements keep the order the
 // diff produced them in, because their indices depend on it.
 func Diff(before, after []byte) (Patch, error) {
+	ops, keys, err := libraryDiff(before, after)
+	if err != nil {
+		return nil, err
+	}
+	sorted := make(Patch, len(ops))
+	for i, j := range sortedOrder(keys) {
+		sorted[i] = ops[j]
+	}
+	return sorted, nil
+}
+
+// libraryDiff is the one call into the diff library: its operations, with their values taken from
+// after, and the key each one sorts under.
+func libraryDiff(before, after []byte) (Patch, [][]string, error) {
 	ops, err := jsonpatch.CreatePatch(before, after)
 	if err != nil {
-		return nil, fmt.Errorf("diff: %w", err)
+		return nil, nil, fmt.Errorf("diff: %w", err)
 	}
 	out, err := fromLibrary(ops, after)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := sortOps(out, before); err != nil {
-		return nil, err
+	keys, err := sortKeys(out, before)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	return out, keys, nil
 }
 
 // fromLibrary converts the library's operations. Their values are taken verbatim from after rather
@@ -93,27 +108,10 @@ func fromLibrary(ops []jsonpatch.JsonPatchOperation, after []byte) (Patch, error
 	return out, nil
 }
 
-// sortOps orders operations by path. The diff only emits index-shifting operations (add or remove of an
-// element) as one group per array whose length changed, in an order that must be kept: the group sorts
-// under its array's path, stably. All other operations touch disjoint paths and may go in any order.
-func sortOps(ops Patch, before []byte) error {
-	if len(ops) < 2 {
-		return nil
-	}
-	keys, err := sortKeys(ops, before)
-	if err != nil {
-		return err
-	}
-	sorted := make(Patch, len(ops))
-	for i, j := range sortedOrder(keys) {
-		sorted[i] = ops[j]
-	}
-	copy(ops, sorted)
-	return nil
-}
-
-// sortKeys gives each operation the path it sorts under: its own, or its array's for an add or remove
-// of an element.
+// sortKeys gives each operation the path it sorts under. The library only emits index-shifting
+// operations (add or remove of an element) as one group per array whose length changed, in an order that
+// must be kept: the group sorts under its array's path, stably. All other operations touch disjoint
+// paths, sort under their own, and may go in any order.
 func sortKeys(ops Patch, before []byte) ([][]string, error) {
 	doc := newRawDoc(before)
 	keys := make([][]string, len(ops))
