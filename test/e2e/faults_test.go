@@ -1,0 +1,1278 @@
+package e2e
+
+// Issue 8, faults under load: a steady stream of Windows pod creations through the real kube-apiserver,
+// served by two real `wincompat serve` processes behind a TCP load balancer, while the test rotates the
+// serving certificate, kills and restarts a replica (SIGTERM, then SIGKILL), changes the policy file
+// (valid, then invalid) and restarts the API server. Each phase reports what the creators saw.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/perf"
+	"github.com/wincompat/wincompat/test/perf/load"
+	"github.com/wincompat/wincompat/webhook"
+)
+
+// The stream: faultCreators creators, each creating one pod every faultInterval (60 pods/s in all), for
+// the whole test. Every phase is bounded by the events it waits for, each with a deadline.
+const (
+	faultCreators = 6
+	faultInterval = 100 * time.Millisecond
+	faultNS       = "faults"
+	// lbPoll is how often the balancer asks each replica's /readyz, as an endpoints controller learns
+	// from the kubelet's readiness probe (the chart probes every 5 s; faster here to keep the test short).
+	lbPoll = 200 * time.Millisecond
+	// leaseTolerance is the shortest API server outage a leader may not survive: controller-runtime's
+	// renew deadline (10 s) less its retry period (2 s), since the deadline counts from the start of the
+	// renewal attempt that the outage interrupts.
+	leaseTolerance = 8 * time.Second
+)
+
+// TestFaultsUnderLoad: issue 8, "faults under a steady stream of pod creations".
+func TestFaultsUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t)
+	host := cl.webhook.Host
+
+	// The serving certificate as cert-manager would keep it: our own CA (so that the test can sign a
+	// renewal with the same CA), the files in a Secret volume shared by both replicas.
+	ca, caKey, caPEM, _ := issue(t, nil, nil, host)
+	_, _, cert1, key1 := issue(t, ca, caKey, host)
+	certs := newProjectedDir(t, "certs")
+	certs.write(t, map[string][]byte{"tls.crt": cert1, "tls.key": key1})
+	var wc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wc.Webhooks {
+		wc.Webhooks[i].ClientConfig.CABundle = caPEM
+	}
+	if err := cl.c.Update(ctx, &wc); err != nil {
+		t.Fatal(err)
+	}
+	// The policy as the chart's ConfigMap volume holds it.
+	policies := newProjectedDir(t, "policy")
+	policies.write(t, map[string][]byte{"policy.yaml": []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n")})
+
+	setUpNamespace(ctx, t, cl.c, ownNamespace, nil, nil) // the leader Lease
+	setUpNamespace(ctx, t, cl.c, faultNS, map[string]string{policy.LabelEnabled: "true"}, nil)
+	// One Windows build in the cluster: the stream's pods name none in their image, so they get this
+	// one (build-source cluster) as long as wincompat's node inventory is current.
+	cl.addNode(t, testNode{"linux-0", "linux", ""})
+	cl.addNode(t, testNode{"win-a", "windows", build2019})
+
+	// Two replicas, with the chart's flags (deploy/helm/wincompat/templates/deployment.yaml), each on
+	// its own ports as two pods would have their own IPs.
+	bin := buildWincompat(t)
+	kubeconfig := writeKubeConfig(t, cl, "wincompat", "system:masters")
+	replicas := []*replica{
+		newReplica(t, 0, bin, kubeconfig, certs.dir, filepath.Join(policies.dir, "policy.yaml")),
+		newReplica(t, 1, bin, kubeconfig, certs.dir, filepath.Join(policies.dir, "policy.yaml")),
+	}
+	for _, r := range replicas {
+		r.start(t)
+	}
+	for _, r := range replicas {
+		r.waitReady(t)
+	}
+	// The balancer takes the address the API server calls (envtest pointed the webhook configuration's
+	// URL there), as a Service's cluster IP would.
+	lb := startBalancer(t, net.JoinHostPort(host, strconv.Itoa(cl.webhook.Port)), replicas)
+
+	cfg := rest.CopyConfig(cl.cfg)
+	cfg.QPS = -1 // no client-side rate limit: the stream's pace is its own
+	cfg.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &expectation{build: build2019, toleration: "windows"}
+	waitForPods(t, cs, want)
+
+	s := startStream(cs, lb, want, faultCreators, faultInterval)
+	defer s.close() // also on a fatal error, before the cleanups stop what the creators call
+	var phases []*streamPhase
+	begin := func(name string) *streamPhase {
+		p := s.begin(name)
+		phases = append(phases, p)
+		return p
+	}
+
+	steady := begin("steady")
+	time.Sleep(3 * time.Second)
+
+	// a. The serving certificate renewed in the Secret volume: same CA, new key and certificate, both
+	// files replaced at once.
+	rotation := begin("a. certificate rotation")
+	renewed, _, cert2, key2 := issue(t, ca, caKey, host)
+	served := func(r *replica) string {
+		return servedSerial(t, &cluster{webhook: controlplane.Webhook{Host: host, Port: r.port}}, caPEM)
+	}
+	certs.write(t, map[string][]byte{"tls.crt": cert2, "tls.key": key2})
+	rotatedIn := map[int]time.Duration{}
+	for _, r := range replicas {
+		rotatedIn[r.index] = waitUntil(t, 30*time.Second, fmt.Sprintf("replica %d serving the renewed certificate", r.index), func() bool {
+			return served(r) == renewed.SerialNumber.String()
+		})
+	}
+	rotation.note("the renewed certificate served by replica 0 after %s, replica 1 after %s",
+		rotatedIn[0].Round(10*time.Millisecond), rotatedIn[1].Round(10*time.Millisecond))
+	// The API server keeps its connections, made with the old certificate; a burst makes it open new
+	// ones, which see the renewed certificate.
+	time.Sleep(time.Second)
+	conns := lb.connections()
+	s.burst(3 * faultCreators)
+	if opened := sum(lb.connections()) - sum(conns); opened == 0 {
+		t.Error("the burst opened no new connection to wincompat: the renewed certificate was not used by the API server")
+	} else {
+		rotation.note("a burst of %d creations opened %d new connections, with the renewed certificate", 3*faultCreators, opened)
+	}
+	time.Sleep(2 * time.Second)
+
+	// b. A replica deleted: its endpoint leaves the Service as the kubelet sends SIGTERM (the
+	// EndpointSlice controller and the kubelet both act on the pod's deletion); it finishes the reviews
+	// in flight and exits; a new one starts and is taken in once ready.
+	// In both variants the signal comes in the middle of a burst of creations, so that reviews are in
+	// flight on the replica (and on connections to it) when it comes.
+	inBurst := func(signal func()) {
+		done := make(chan struct{})
+		go func() { s.burst(3 * faultCreators); close(done) }()
+		time.Sleep(15 * time.Millisecond) // the API server is calling the webhook
+		signal()
+		<-done
+	}
+	graceful := begin("b. replica 0 SIGTERM, restarted")
+	time.Sleep(time.Second)
+	var stopped time.Time
+	inBurst(func() {
+		lb.drain(replicas[0], true)
+		stopped = time.Now()
+		if err := replicas[0].stop(30 * time.Second); err != nil {
+			t.Errorf("replica 0 on SIGTERM: %v", err)
+		}
+		graceful.note("replica 0 exited %s after SIGTERM", time.Since(stopped).Round(10*time.Millisecond))
+	})
+	time.Sleep(time.Second) // one replica serves alone
+	replicas[0].start(t)
+	replicas[0].waitReady(t)
+	lb.drain(replicas[0], false)
+	waitUntil(t, 10*time.Second, "the balancer to take replica 0 back", func() bool { return lb.ready(replicas[0]) })
+	time.Sleep(2 * time.Second)
+
+	// b'. A replica killed (OOM killer, node failure): nothing finishes, the balancer learns from the
+	// failing readiness probe; the kubelet restarts the container.
+	killed := begin("b'. replica 1 SIGKILL, restarted")
+	time.Sleep(time.Second)
+	var killedAt time.Time
+	inBurst(func() {
+		killedAt = time.Now()
+		replicas[1].kill(t)
+	})
+	waitUntil(t, 10*time.Second, "the balancer to see replica 1 unready", func() bool { return !lb.ready(replicas[1]) })
+	removedAt := lb.removedAt(replicas[1])
+	killed.note("the balancer stopped sending to replica 1 %s after SIGKILL", removedAt.Sub(killedAt).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	replicas[1].start(t)
+	replicas[1].waitReady(t)
+	waitUntil(t, 10*time.Second, "the balancer to take replica 1 back", func() bool { return lb.ready(replicas[1]) })
+	time.Sleep(2 * time.Second)
+
+	// c. The policy ConfigMap changed: a valid change applies on both replicas without a restart; an
+	// invalid one is refused, said in the log and the metric, and the last good policy stays.
+	valid := begin("c. policy: valid change")
+	s.want.Store(&expectation{build: build2019}) // either toleration while the replicas pick it up
+	changed := time.Now()
+	policies.write(t, map[string][]byte{"policy.yaml": []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: Windows, effect: NoSchedule}\n")})
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("replica %d to apply the valid policy", r.index), func() bool {
+			return r.metric(t, "wincompat_policy_reloads_total", "result", "applied") >= 1
+		})
+	}
+	valid.note("both replicas applied it %s after the write (they poll the file every 5 s)", time.Since(changed).Round(10*time.Millisecond))
+	want = &expectation{build: build2019, toleration: "Windows"}
+	s.want.Store(want) // from now on every pod must carry the new toleration
+	time.Sleep(3 * time.Second)
+
+	invalid := begin("c'. policy: invalid change")
+	policies.write(t, map[string][]byte{"policy.yaml": []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaint:\n- {key: os, value: bogus, effect: NoSchedule}\n")})
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("replica %d to refuse the invalid policy", r.index), func() bool {
+			return r.metric(t, "wincompat_policy_valid", "", "") == 0
+		})
+		if n := r.metric(t, "wincompat_policy_reloads_total", "result", "rejected"); n != 1 {
+			t.Errorf("replica %d: wincompat_policy_reloads_total{result=\"rejected\"} = %v, want 1", r.index, n)
+		}
+		line := r.logLine(t, "policy file changed but is invalid; keeping the last good policy")
+		if line == nil {
+			t.Errorf("replica %d logged no refusal of the invalid policy; its log:\n%s", r.index, r.logTail())
+			continue
+		}
+		if msg := fmt.Sprint(line["error"]); line["level"] != "error" || !strings.Contains(msg, `line 3: unknown key "windowsNodeTaint"`) {
+			t.Errorf("replica %d: the refusal does not say what is wrong and where: %v", r.index, line)
+		}
+		invalid.note("replica %d logged: %s: %v", r.index, line["msg"], line["error"])
+	}
+	time.Sleep(3 * time.Second)
+	// The ConfigMap mended. Until then a replica that restarts cannot start: the policy file is
+	// validated at start-up, and the last good policy lived only in the process it replaces.
+	policies.write(t, map[string][]byte{"policy.yaml": []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: Windows, effect: NoSchedule}\n")})
+	for _, r := range replicas {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("replica %d to take the mended policy", r.index), func() bool {
+			return r.metric(t, "wincompat_policy_valid", "", "") == 1
+		})
+	}
+
+	// d. The API server restarted on the same etcd, port and certificates. Creations fail while it is
+	// down (the API server's failures, not wincompat's); then wincompat's node inventory must follow
+	// the cluster again without a restart: the only Windows node is replaced by one of another build.
+	restart := begin("d. API server restart")
+	s.want.Store(&expectation{toleration: "Windows"})
+	time.Sleep(time.Second)
+	// Down for a few seconds: shorter than the leader election's renew deadline (10 s), which
+	// TestLeaderSurvivesAPIServerOutage covers.
+	ar := restartAPIServer(t, cfg, time.Second, 0)
+	restart.apiDown, restart.apiUp = ar.down, ar.up
+	restart.note("kube-apiserver: SIGTERM to exit %s (SIGKILL after 1 s: %v), start to ready %s, down %s in all",
+		ar.exited.Sub(ar.down).Round(10*time.Millisecond), ar.killed, ar.up.Sub(ar.exited).Round(10*time.Millisecond), ar.up.Sub(ar.down).Round(10*time.Millisecond))
+	// A replica that exits on its own is wincompat's failure: report it, and restart it as the kubelet
+	// would, so that the phase goes on and shows the rest. One exception: a leader gives up its Lease,
+	// and with it the process, when the API server is down for longer than the leader election tolerates;
+	// that is TestLeaderSurvivesAPIServerOutage's failing case, and on a busy machine this restart can
+	// take that long. Then it is reported here, not failed twice.
+	outage := ar.up.Sub(ar.down)
+	leaderLost := false
+	survived := func() {
+		for _, r := range replicas {
+			if err := r.exited(); err != nil {
+				if outage >= leaseTolerance && strings.Contains(r.lastLogLine(), "leader election lost") {
+					leaderLost = true
+					restart.note("replica %d exited (%q) after an API server outage of %s, longer than a leader survives (TestLeaderSurvivesAPIServerOutage); restarted",
+						r.index, r.lastLogLine(), outage.Round(10*time.Millisecond))
+				} else {
+					t.Errorf("replica %d exited during the API server restart: %v; the end of its log:\n%s", r.index, err, r.logTail())
+					restart.note("replica %d exited on its own (%s); restarted", r.index, r.lastLogLine())
+				}
+				r.start(t)
+				r.waitReady(t)
+			}
+		}
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, "win-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.addNode(t, testNode{"win-b", "windows", build2022})
+	replaced := time.Now()
+	for _, r := range replicas {
+		waitUntil(t, 60*time.Second, fmt.Sprintf("replica %d to choose build %s from the cluster", r.index, build2022), func() bool {
+			survived()
+			build, source, err := r.review(caPEM)
+			return err == nil && build == build2022 && source == policy.SourceCluster
+		})
+	}
+	restart.note("both replicas chose the new node's build %s (build-source cluster) %s after it replaced win-a, without a restart",
+		build2022, time.Since(replaced).Round(10*time.Millisecond))
+	s.want.Store(&expectation{build: build2022, toleration: "Windows"})
+	// A leader that cannot renew its Lease gives up after the renew deadline (controller-runtime's
+	// default, 10 s, from the first failed renewal): judge survival once that has passed.
+	time.Sleep(max(3*time.Second, time.Until(ar.down.Add(12*time.Second))))
+	survived()
+	s.close()
+
+	t.Log("\n" + phaseTable(phases))
+	for _, p := range phases {
+		for _, n := range p.notes {
+			t.Logf("%s: %s", p.name, n)
+		}
+		for _, f := range p.failureList() {
+			t.Logf("%s: %d× %s", p.name, f.n, f.msg)
+		}
+	}
+
+	// What the design promises. With a replica left to serve, no creation fails: the certificate
+	// rotation, a graceful replica restart and policy changes are invisible to the API server. (A graceful
+	// restart under load loses the reviews the API server sends on keep-alive connections the replica
+	// closes on SIGTERM: TestGracefulShutdownAnswersKeepAliveRequests.)
+	for _, p := range []*streamPhase{steady, rotation, graceful, valid, invalid} {
+		if n := p.failed(); n > 0 {
+			t.Errorf("%s: %d creations failed; the goal is none while a replica serves", p.name, n)
+		}
+	}
+	// SIGKILL: the reviews in flight on the killed replica are lost, and the API server does not retry
+	// them: its mutating webhook dispatcher (k8s.io/apiserver v0.36.3,
+	// pkg/admission/plugin/webhook/mutating/dispatcher.go) sends the review once (r.Do), and client-go
+	// retries only GETs (rest/request.go, isErrRetryableFunc); GenericWebhook.WithExponentialBackoff is
+	// for the authentication and authorization webhooks. Nor can the balancer know before its next
+	// readiness probe, so new connections in that window are refused. wincompat promises failurePolicy
+	// Fail's side of it (no pod admitted without its changes, checked for every creation) and a
+	// recovery: no failure of a creation begun after the balancer stopped sending to the dead replica.
+	if n := killed.unexpected.Load(); n > 0 {
+		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", killed.name, n)
+	}
+	for _, f := range killed.failureStarts() {
+		if f.class != classWebhook {
+			t.Errorf("%s: a failure that is not the webhook call's: %s", killed.name, f.msg)
+		} else if f.at.After(removedAt) {
+			t.Errorf("%s: a creation begun %s after the balancer took the killed replica out failed: %s", killed.name, f.at.Sub(removedAt), f.msg)
+		}
+	}
+	// The API server restart: its own failures only, all while it was down.
+	if n := restart.unexpected.Load(); n > 0 {
+		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", restart.name, n)
+	}
+	for _, f := range restart.failureStarts() {
+		if f.class == classWebhook && leaderLost {
+			t.Logf("%s: a webhook call failed after the leader exited (TestLeaderSurvivesAPIServerOutage): %s", restart.name, f.msg)
+		} else if f.class == classWebhook {
+			t.Errorf("%s: a webhook call failed: %s", restart.name, f.msg)
+		} else if f.at.Before(ar.down) || f.at.After(ar.up) {
+			t.Errorf("%s: a creation begun outside the API server's downtime failed: %s", restart.name, f.msg)
+		}
+	}
+	for _, p := range phases {
+		if p.created.Load() < 20 {
+			t.Errorf("%s: only %d pods created; the stream did not cover the phase", p.name, p.created.Load())
+		}
+	}
+	for _, r := range replicas {
+		if err := r.exited(); err != nil {
+			t.Errorf("replica %d exited on its own: %v\n%s", r.index, err, r.logTail())
+			continue
+		}
+		// Stopped as a rollout stops them, before the API server, whose drain their watches would hold.
+		if err := r.stop(30 * time.Second); err != nil {
+			t.Errorf("replica %d on SIGTERM: %v", r.index, err)
+		}
+	}
+}
+
+// TestLeaderSurvivesAPIServerOutage: wincompat's admission does not need the API server (the caches
+// answer), so an API server that is down for longer than the leader election's renew deadline must not
+// take a replica down. Every replica runs with --leader-elect, as the chart runs them; the leader can
+// renew its Lease for at most the renew deadline (controller-runtime's default, 10 s), and then must give
+// up only what needs the lease (RuntimeClass management), not the process.
+func TestLeaderSurvivesAPIServerOutage(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t)
+	setUpNamespace(ctx, t, cl.c, ownNamespace, nil, nil)
+	setUpNamespace(ctx, t, cl.c, faultNS, map[string]string{policy.LabelEnabled: "true"}, nil)
+	cl.addNode(t, testNode{"win-a", "windows", build2019})
+	r := newReplica(t, 0, buildWincompat(t), writeKubeConfig(t, cl, "wincompat", "system:masters"), cl.webhook.CertDir, "")
+	r.start(t)
+	r.waitReady(t)
+	waitUntil(t, 30*time.Second, "the replica to hold the leader Lease", func() bool {
+		var lease coordinationv1.Lease
+		err := cl.c.Get(ctx, client.ObjectKey{Namespace: ownNamespace, Name: "wincompat.io"}, &lease)
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	})
+	if build, source, err := r.review(cl.webhook.CAData); err != nil || build != build2019 || source != policy.SourceCluster {
+		t.Fatalf("before the outage: build %q from %q, %v", build, source, err)
+	}
+
+	ar := restartAPIServer(t, cl.cfg, time.Second, 12*time.Second) // past the renew deadline and one retry period
+	t.Logf("kube-apiserver down for %s", ar.up.Sub(ar.down).Round(10*time.Millisecond))
+	if err := r.exited(); err != nil {
+		t.Fatalf("the leader exited while the API server was down: %q. Its admission did not need the API server; "+
+			"only RuntimeClass management needs the lease, and losing it should stop that alone. The end of its log:\n%s", r.lastLogLine(), r.logTail())
+	}
+	if build, source, err := r.review(cl.webhook.CAData); err != nil || build != build2019 || source != policy.SourceCluster {
+		t.Errorf("after the outage: build %q from %q, %v", build, source, err)
+	}
+	if err := r.stop(30 * time.Second); err != nil {
+		t.Errorf("on SIGTERM: %v", err)
+	}
+}
+
+// TestGracefulShutdownAnswersKeepAliveRequests pins down how TestFaultsUnderLoad's graceful replica
+// restart loses creations. The API server keeps HTTP/1.1 connections to the webhook open between reviews
+// and sends the next review on one of them at any moment. On SIGTERM wincompat (controller-runtime's
+// webhook server, http.Server.Shutdown) closes its listener and, at once, every connection that is
+// between two requests; a review the API server has just written to such a connection is never read,
+// the API server reads EOF (or a reset) and, as it does not retry a webhook call, fails the creation
+// (failurePolicy Fail). The same happens to a review sent on a connection established before the
+// endpoint left the Service. A server that finishes "the reviews in flight" must also answer what
+// arrives on its open connections for a while after SIGTERM, closing each after its answer
+// (Connection: close) so that the API server moves to the other replicas.
+func TestGracefulShutdownAnswersKeepAliveRequests(t *testing.T) {
+	cl := startCluster(t)
+	conn, err := tls.Dial("tcp", cl.webhookAddr(), cl.webhookTLS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	review := func(uid string) (*http.Response, error) {
+		body := reviewBody(t, "admission.k8s.io/v1", reviewRequest{
+			UID: uid, Kind: podKind, Resource: podResource, Namespace: readyNamespace, Object: podJSON(t, readyNamespace),
+		})
+		if _, err := fmt.Fprintf(conn, "POST /mutate-pod HTTP/1.1\r\nHost: wincompat\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+			return nil, err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, err
+	}
+	if resp, err := review("before"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a review on a fresh keep-alive connection: %v %v", resp, err)
+	}
+	// The connection is now between two requests, as the API server's pooled connections mostly are.
+	stopped := make(chan struct{})
+	go func() { cl.stopServing(); close(stopped) }() // SIGTERM
+	time.Sleep(500 * time.Millisecond)               // the endpoint is leaving the Service; the API server does not know yet
+	resp, err := review("after-sigterm")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("a review sent on an open keep-alive connection 0.5 s after SIGTERM was not answered (%v, %v): "+
+			"the API server fails that pod creation", resp, err)
+	}
+	<-stopped
+}
+
+// waitForPods waits until a dry-run pod of the stream comes back as want says: wincompat is serving
+// through the balancer and its caches know the namespace and the nodes.
+func waitForPods(t *testing.T, cs kubernetes.Interface, want *expectation) {
+	t.Helper()
+	var last string
+	waitUntil(t, 30*time.Second, "wincompat to mutate the stream's pods through the balancer", func() bool {
+		got, err := cs.CoreV1().Pods(faultNS).Create(context.Background(), faultPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = want.check(got)
+		return last == ""
+	})
+}
+
+// waitUntil polls cond every 100 ms until it holds or timeout passes (a test failure naming what), and
+// returns how long it took.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// faultPod is the stream's pod: Windows, with a Linux-only field the API server rejects unless wincompat
+// strips it (so an admitted pod proves wincompat acted), and an image whose tag names no Windows build
+// (so the build comes from the cluster's nodes).
+func faultPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: faultNS},
+		Spec: corev1.PodSpec{
+			OS:              &corev1.PodOS{Name: corev1.Windows},
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: new(int64(1000))},
+			Containers:      []corev1.Container{{Name: "app", Image: "registry.example/web:1.4.2"}},
+		},
+	}
+}
+
+// expectation is what every admitted pod of the stream must carry; an empty field accepts anything
+// (while a change is being picked up).
+type expectation struct{ build, toleration string }
+
+// check returns what is wrong with an admitted pod, or "".
+func (e *expectation) check(pod *corev1.Pod) string {
+	a := pod.Annotations
+	switch {
+	case a[policy.AnnotationVersion] == "":
+		return "admitted without wincompat's version annotation"
+	case pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsUser != nil:
+		return "admitted with runAsUser"
+	case e.build != "" && (a[policy.AnnotationBuild] != e.build || a[policy.AnnotationBuildSource] != policy.SourceCluster):
+		return fmt.Sprintf("build %q from %q, want %s from the cluster", a[policy.AnnotationBuild], a[policy.AnnotationBuildSource], e.build)
+	case e.toleration != "" && countToleration(pod, corev1.Toleration{Key: "os", Operator: corev1.TolerationOpEqual, Value: e.toleration, Effect: corev1.TaintEffectNoSchedule}) != 1:
+		return fmt.Sprintf("tolerations %v, want os=%s:NoSchedule once", pod.Spec.Tolerations, e.toleration)
+	}
+	return ""
+}
+
+// projectedDir is a directory laid out as the kubelet writes a Secret or ConfigMap volume (its
+// AtomicWriter): each file is a symlink into ..data, a symlink to a timestamped directory. An update
+// writes a new timestamped directory, points ..data_tmp at it, renames ..data_tmp over ..data and
+// removes the old directory, so a reader sees all the old files or all the new ones, never a mix.
+type projectedDir struct {
+	dir     string
+	version int
+	current string
+}
+
+func newProjectedDir(t *testing.T, name string) *projectedDir {
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &projectedDir{dir: dir}
+}
+
+func (p *projectedDir) write(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	p.version++
+	ts := fmt.Sprintf("..%s.%d", time.Now().Format("2006_01_02_15_04_05"), p.version)
+	if err := os.Mkdir(filepath.Join(p.dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(p.dir, ts, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(p.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(p.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for name := range files {
+		link := filepath.Join(p.dir, name)
+		if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if p.current != "" {
+		if err := os.RemoveAll(filepath.Join(p.dir, p.current)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.current = ts
+}
+
+// replica is one `wincompat serve` process, restarted on the same ports as a container restarted in its
+// pod keeps the pod's IP.
+type replica struct {
+	index                     int
+	bin, workDir              string
+	args                      []string
+	port, probePort, metricsP int
+	starts                    int
+	server                    *perf.Server
+}
+
+func newReplica(t *testing.T, index int, bin, kubeconfig, certDir, policyFile string) *replica {
+	r := &replica{index: index, bin: bin, workDir: t.TempDir()}
+	for _, p := range []*int{&r.port, &r.probePort, &r.metricsP} {
+		var err error
+		if *p, err = controlplane.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.args = []string{"serve",
+		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(r.port), "--cert-dir", certDir,
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(r.metricsP),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(r.probePort),
+		"--leader-elect", "--namespace", ownNamespace, "--kubeconfig", kubeconfig,
+	}
+	if policyFile != "" {
+		r.args = append(r.args, "--policy", policyFile)
+	}
+	t.Cleanup(func() {
+		if r.server != nil && r.exited() == nil {
+			if err := r.server.Stop(30 * time.Second); err != nil {
+				t.Errorf("stopping replica %d: %v", r.index, err)
+			}
+		}
+	})
+	return r
+}
+
+func (r *replica) start(t *testing.T) {
+	t.Helper()
+	r.starts++
+	var err error
+	logPath := filepath.Join(r.workDir, fmt.Sprintf("wincompat-%d.%d.log", r.index, r.starts))
+	if r.server, err = perf.StartServer(r.bin, r.args, nil, logPath); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *replica) readyURL() string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probePort) }
+
+func (r *replica) waitReady(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.server.WaitReady(ctx, r.readyURL()); err != nil {
+		t.Fatalf("replica %d: %v", r.index, err)
+	}
+}
+
+// stop sends SIGTERM and waits for the exit.
+func (r *replica) stop(grace time.Duration) error { return r.server.Stop(grace) }
+
+// kill sends SIGKILL and waits for the exit.
+func (r *replica) kill(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(r.server.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Stop reports the exit it waited for: a process killed by SIGKILL is what is expected.
+	if err := r.server.Stop(10 * time.Second); err != nil && !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("replica %d after SIGKILL: %v", r.index, err)
+	}
+}
+
+// exited returns nil while the process runs, and its exit otherwise.
+func (r *replica) exited() error {
+	if err := syscall.Kill(r.server.Pid, 0); err == nil {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.server.Pid)); err == nil && !strings.Contains(string(b), ") Z ") {
+			return nil
+		}
+	}
+	return fmt.Errorf("wincompat serve (pid %d) is not running", r.server.Pid)
+}
+
+// lastLogLine is the last line of the current process's output that is not JSON (the command's own
+// message when it fails), or its last line.
+func (r *replica) lastLogLine() string {
+	b, _ := os.ReadFile(r.server.LogPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "wincompat serve:") {
+			return lines[i]
+		}
+	}
+	return lines[len(lines)-1]
+}
+
+func (r *replica) logTail() string {
+	b, _ := os.ReadFile(r.server.LogPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// logLine returns the first JSON log line of the current process whose msg is msg.
+func (r *replica) logLine(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(r.server.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			return m
+		}
+	}
+	return nil
+}
+
+// metric returns the value of a series of wincompat's /metrics (the one whose label is value, or the
+// first when label is empty), or -1 when there is none.
+func (r *replica) metric(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", r.metricsP))
+	if err != nil {
+		t.Fatalf("replica %d: %v", r.index, err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("replica %d: /metrics: %v", r.index, err)
+	}
+	for _, m := range families[name].GetMetric() {
+		match := label == ""
+		for _, l := range m.GetLabel() {
+			match = match || (l.GetName() == label && l.GetValue() == value)
+		}
+		if !match {
+			continue
+		}
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	return -1
+}
+
+// review sends the stream's pod to the replica directly, as the API server would, and returns the build
+// and build source of the pod as patched.
+func (r *replica) review(caPEM []byte) (build, source string, err error) {
+	raw, err := json.Marshal(faultPod("direct"))
+	if err != nil {
+		return "", "", err
+	}
+	rv, err := perf.NewReview("direct", "", raw, faultNS, admissionv1.Create, perf.WithPatch, "mutated")
+	if err != nil {
+		return "", "", err
+	}
+	c, err := perf.NewReviewClient(r.port, webhook.PodPath, caPEM, 1)
+	if err != nil {
+		return "", "", err
+	}
+	defer c.Close()
+	resp, err := c.Answer(context.Background(), rv)
+	if err != nil {
+		return "", "", fmt.Errorf("replica %d: %w", r.index, err)
+	}
+	patched, err := perf.ApplyPatch(raw, resp.Patch)
+	if err != nil {
+		return "", "", fmt.Errorf("replica %d: its patch does not apply: %w", r.index, err)
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(patched, &pod); err != nil {
+		return "", "", err
+	}
+	return pod.Annotations[policy.AnnotationBuild], pod.Annotations[policy.AnnotationBuildSource], nil
+}
+
+// balancer is a Service in miniature: a TCP listener that hands each new connection to the next ready
+// replica, round robin, and passes bytes through untouched (TLS ends at the replica). Like an endpoints
+// controller, it learns readiness from the replicas' /readyz, and drops a replica whose pod is being
+// deleted at once (drain). Connections already established stay where they are, as conntrack keeps
+// them. A connection it cannot place, or whose replica refuses it, is reset, as a client of a ClusterIP
+// without a working endpoint sees it.
+type balancer struct {
+	ln       net.Listener
+	backends []*lbBackend
+	next     atomic.Uint64
+	refused  atomic.Int64
+	mu       sync.Mutex
+	conns    map[net.Conn]bool
+	wg       sync.WaitGroup
+	stop     chan struct{}
+}
+
+type lbBackend struct {
+	r               *replica
+	ready, draining atomic.Bool
+	conns           atomic.Int64 // connections handed to it
+	mu              sync.Mutex
+	removedAt       time.Time // when a probe last found it unready after it had been ready
+	addr, readyURL  string
+	probe           *http.Client
+}
+
+func startBalancer(t *testing.T, addr string, replicas []*replica) *balancer {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the balancer cannot listen where the API server calls the webhook: %v", err)
+	}
+	b := &balancer{ln: ln, conns: map[net.Conn]bool{}, stop: make(chan struct{})}
+	for _, r := range replicas {
+		be := &lbBackend{r: r, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)), readyURL: r.readyURL(),
+			probe: &http.Client{Timeout: time.Second}}
+		b.backends = append(b.backends, be)
+		b.wg.Go(func() { b.poll(be) })
+	}
+	b.wg.Go(b.serve)
+	t.Cleanup(b.close)
+	waitUntil(t, 10*time.Second, "the balancer to see both replicas ready", func() bool {
+		return !slices.ContainsFunc(b.backends, func(be *lbBackend) bool { return !be.ready.Load() })
+	})
+	return b
+}
+
+func (b *balancer) backend(r *replica) *lbBackend {
+	return b.backends[slices.IndexFunc(b.backends, func(be *lbBackend) bool { return be.r == r })]
+}
+
+// drain takes a replica out (true) at once, as the EndpointSlice controller does for a deleted pod, or
+// lets readiness decide again (false).
+func (b *balancer) drain(r *replica, on bool) { b.backend(r).draining.Store(on) }
+
+func (b *balancer) ready(r *replica) bool {
+	be := b.backend(r)
+	return be.ready.Load() && !be.draining.Load()
+}
+
+func (b *balancer) removedAt(r *replica) time.Time {
+	be := b.backend(r)
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	return be.removedAt
+}
+
+// connections returns how many connections each replica was handed so far.
+func (b *balancer) connections() []int64 {
+	var out []int64
+	for _, be := range b.backends {
+		out = append(out, be.conns.Load())
+	}
+	return out
+}
+
+func (b *balancer) poll(be *lbBackend) {
+	tick := time.NewTicker(lbPoll)
+	defer tick.Stop()
+	for {
+		ok := false
+		if resp, err := be.probe.Get(be.readyURL); err == nil {
+			ok = resp.StatusCode == http.StatusOK
+			resp.Body.Close()
+		}
+		if !ok && be.ready.Load() {
+			be.mu.Lock()
+			be.removedAt = time.Now()
+			be.mu.Unlock()
+		}
+		be.ready.Store(ok)
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (b *balancer) serve() {
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.wg.Go(func() { b.handle(c) })
+	}
+}
+
+func (b *balancer) pick() *lbBackend {
+	start := b.next.Add(1)
+	for i := range uint64(len(b.backends)) {
+		be := b.backends[(start+i)%uint64(len(b.backends))]
+		if be.ready.Load() && !be.draining.Load() {
+			return be
+		}
+	}
+	return nil
+}
+
+func (b *balancer) handle(front net.Conn) {
+	be := b.pick()
+	if be == nil {
+		b.refused.Add(1)
+		reset(front)
+		return
+	}
+	back, err := net.DialTimeout("tcp", be.addr, time.Second)
+	if err != nil {
+		b.refused.Add(1)
+		reset(front)
+		return
+	}
+	be.conns.Add(1)
+	if !b.track(front, back) {
+		return
+	}
+	done := make(chan struct{})
+	go func() { pipe(back, front); close(done) }()
+	pipe(front, back)
+	<-done
+	b.untrack(front, back)
+}
+
+func (b *balancer) track(conns ...net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.stop:
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	default:
+	}
+	for _, c := range conns {
+		b.conns[c] = true
+	}
+	return true
+}
+
+func (b *balancer) untrack(conns ...net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range conns {
+		delete(b.conns, c)
+		c.Close()
+	}
+}
+
+// pipe copies src to dst until src ends: a clean end (FIN) is passed on as a half-close, a reset as a
+// reset, so that each side sees what it would see without the balancer.
+func pipe(dst, src net.Conn) {
+	_, err := io.Copy(dst, src)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		reset(dst)
+		src.Close()
+		return
+	}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}
+
+// reset closes c with a TCP RST instead of a FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+func (b *balancer) close() {
+	b.mu.Lock()
+	select {
+	case <-b.stop:
+		b.mu.Unlock()
+		return
+	default:
+	}
+	close(b.stop)
+	b.ln.Close()
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// stream creates pods from creators, one every interval each, and files each outcome under the phase
+// current when the creation began.
+type stream struct {
+	cs    kubernetes.Interface
+	lb    *balancer
+	phase atomic.Pointer[streamPhase]
+	want  atomic.Pointer[expectation]
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+type failureClass string
+
+const (
+	// classWebhook: the API server could not get wincompat's answer ("failed calling webhook"), or
+	// validation rejected what wincompat should have changed.
+	classWebhook failureClass = "webhook"
+	// classAPIServer: the API server itself did not answer or refused the request.
+	classAPIServer failureClass = "API server"
+)
+
+type failureAt struct {
+	class failureClass
+	msg   string
+	at    time.Time
+}
+
+type failureCount struct {
+	msg string
+	n   int
+}
+
+// streamPhase is what the stream saw while one phase was current.
+type streamPhase struct {
+	name             string
+	start, end       time.Time
+	conns0, conns1   []int64 // the balancer's connections per replica at start and end
+	created          atomic.Int64
+	unexpected       atomic.Int64 // admitted, but not as the expectation says (counted as a failure)
+	apiDown, apiUp   time.Time
+	mu               sync.Mutex
+	latency          *hdrhistogram.Histogram
+	failures         []failureAt
+	notes            []string
+	webhookFailures  int64
+	apiServerFailure int64
+}
+
+func (p *streamPhase) note(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, fmt.Sprintf(format, args...))
+}
+
+func (p *streamPhase) fail(class failureClass, msg string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures = append(p.failures, failureAt{class, msg, at})
+	if class == classWebhook {
+		p.webhookFailures++
+	} else {
+		p.apiServerFailure++
+	}
+}
+
+func (p *streamPhase) failed() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.webhookFailures + p.apiServerFailure
+}
+
+func (p *streamPhase) failureStarts() []failureAt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.failures)
+}
+
+// failureList counts the failures by class and message.
+func (p *streamPhase) failureList() []failureCount {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []failureCount
+	for _, f := range p.failures {
+		msg := string(f.class) + ": " + f.msg
+		if i := slices.IndexFunc(out, func(c failureCount) bool { return c.msg == msg }); i >= 0 {
+			out[i].n++
+		} else {
+			out = append(out, failureCount{msg, 1})
+		}
+	}
+	return out
+}
+
+func startStream(cs kubernetes.Interface, lb *balancer, want *expectation, creators int, interval time.Duration) *stream {
+	s := &stream{cs: cs, lb: lb, stop: make(chan struct{})}
+	s.want.Store(want)
+	s.begin("start")
+	for w := range creators {
+		s.wg.Go(func() { s.create(w, interval) })
+	}
+	return s
+}
+
+// begin makes a new phase current and ends the last one.
+func (s *stream) begin(name string) *streamPhase {
+	now := time.Now()
+	p := &streamPhase{name: name, start: now, latency: load.NewHistogram(), conns0: s.lb.connections()}
+	if last := s.phase.Swap(p); last != nil {
+		last.end, last.conns1 = now, p.conns0
+	}
+	return p
+}
+
+// close stops the creators, waits for those in flight and ends the last phase.
+func (s *stream) close() {
+	s.once.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		p := s.phase.Load()
+		p.end, p.conns1 = time.Now(), s.lb.connections()
+	})
+}
+
+func (s *stream) create(worker int, interval time.Duration) {
+	next := time.Now()
+	for i := 0; ; i++ {
+		next = next.Add(interval)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(time.Until(next)):
+		}
+		s.createOne(fmt.Sprintf("stream-%d-%d", worker, i))
+	}
+}
+
+// burst creates n pods at once, on top of the stream: the API server then needs more connections to the
+// webhook than it keeps open, and opens new ones through the balancer.
+func (s *stream) burst(n int) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { s.createOne(fmt.Sprintf("burst-%d-%d", time.Now().UnixNano(), i)) })
+	}
+	wg.Wait()
+}
+
+// createOne creates a pod and files the outcome under the current phase.
+func (s *stream) createOne(name string) {
+	p, want := s.phase.Load(), s.want.Load()
+	pod := faultPod(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := s.cs.CoreV1().Pods(faultNS).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case err != nil:
+		class, msg := classify(err)
+		p.fail(class, strings.ReplaceAll(msg, pod.Name, "NAME"), start)
+	case want.check(got) != "":
+		p.unexpected.Add(1)
+		p.fail(classWebhook, "admitted, but "+want.check(got), start)
+	default:
+		p.created.Add(1)
+		p.mu.Lock()
+		_ = p.latency.RecordValue(max(time.Since(start).Microseconds(), 1))
+		p.mu.Unlock()
+	}
+}
+
+// classify tells a failed webhook call (or a pod validation rejected because wincompat did not change
+// it) from the API server's own failures (down, shutting down, not ready).
+func classify(err error) (failureClass, string) {
+	msg := err.Error()
+	if _, ok := err.(apierrors.APIStatus); ok && (strings.Contains(msg, "failed calling webhook") || strings.Contains(msg, "cannot be set for a windows pod")) {
+		return classWebhook, msg
+	}
+	return classAPIServer, msg
+}
+
+func sum(xs []int64) int64 {
+	var n int64
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// phaseTable renders one line per phase.
+func phaseTable(phases []*streamPhase) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tseconds\tcreated\tfailed: webhook\tfailed: API server\tof which not as expected\tp50 ms\tp99 ms\tmax ms\tconnections to r0/r1\t")
+	for _, p := range phases {
+		p.mu.Lock()
+		l := load.PercentilesOf(p.latency)
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d/%d\t\n", p.name, p.end.Sub(p.start).Seconds(), p.created.Load(),
+			p.webhookFailures, p.apiServerFailure, p.unexpected.Load(), l.P50, l.P99, l.Max, p.conns1[0]-p.conns0[0], p.conns1[1]-p.conns0[1])
+		p.mu.Unlock()
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// apiServerRestart is how restartAPIServer went.
+type apiServerRestart struct {
+	down, exited, up time.Time // SIGTERM sent, process gone, /readyz answering again
+	killed           bool      // SIGKILL after the grace period
+}
+
+// restartAPIServer stops envtest's kube-apiserver and starts the same command line again: the same etcd,
+// port, certificates and client CA, so every client's configuration stays valid. (envtest's own
+// APIServer.Stop and Start would not do: Stop forgets the certificate directory it made, and Start makes
+// a new one with a new serving CA and new users, which no existing client or kubeconfig trusts.)
+//
+// It sends SIGTERM and, as the kubelet does at the end of a pod's grace period, SIGKILL after grace:
+// kube-apiserver drains for up to its --request-timeout (60 s) while clients hold watches, as
+// wincompat's informers do, so a graceful stop alone would keep it down for a minute. It starts the new
+// process no earlier than downFor after the SIGTERM, and returns once /readyz answers.
+func restartAPIServer(t *testing.T, cfg *rest.Config, grace, downFor time.Duration) apiServerRestart {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children, err := load.Children(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, ok := children["kube-apiserver"]
+	if !ok {
+		t.Fatalf("no kube-apiserver among this process's children: %v", children)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if u, err := url.Parse(cfg.Host); err != nil || !slices.Contains(argv, "--secure-port="+u.Port()) {
+		t.Fatalf("kube-apiserver %d does not serve %s: %v", pid, cfg.Host, argv)
+	}
+	var r apiServerRestart
+	r.down = time.Now()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// envtest waits for its process, so the pid disappears once it has exited.
+	gone := func() bool { return syscall.Kill(pid, 0) != nil }
+	for !gone() && time.Since(r.down) < grace {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone() {
+		r.killed = true
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		waitUntil(t, 10*time.Second, "kube-apiserver to exit on SIGKILL", gone)
+	}
+	r.exited = time.Now()
+	time.Sleep(time.Until(r.down.Add(downFor)))
+
+	logPath := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	// Registered after the control plane's cleanup, so it runs first: the API server stops before etcd.
+	// The test stops wincompat before it ends, so no watch holds the API server's drain; on a failed
+	// test's way out they may, hence SIGKILL after envtest's own stop timeout (20 s).
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Logf("the restarted kube-apiserver did not stop within 20 s of SIGTERM; killed")
+		}
+	})
+	waitUntil(t, 60*time.Second, "the restarted kube-apiserver to be ready", func() bool {
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("the restarted kube-apiserver exited:\n%s", b[max(0, len(b)-4000):])
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := cs.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil
+	})
+	r.up = time.Now()
+	return r
+}
