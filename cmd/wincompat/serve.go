@@ -27,8 +27,9 @@ Serves the mutating admission webhook over TLS: /mutate-pod (Pods on CREATE, pod
 and /mutate-workload (pod templates of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob,
 ReplicationController, PodTemplate); /healthz and /readyz on the probe address; Prometheus /metrics on
 the metrics address. Reads namespaces through the kubeconfig (in-cluster when run as a pod). The serving
-certificate is reloaded when tls.crt or tls.key change on disk. On SIGTERM it stops accepting
-connections and finishes the reviews in flight.
+certificate is reloaded when tls.crt or tls.key change on disk. On SIGTERM it turns not ready and keeps
+answering for --shutdown-delay, closing each keep-alive connection after its next answer, then stops
+accepting connections and finishes the reviews in flight.
 
 Flags:
 `
@@ -51,7 +52,8 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "how long to finish in-flight reviews after SIGTERM")
+	fl.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long to keep answering while not ready, closing each keep-alive connection after its next answer, so that reviews the API server sends while the endpoint leaves the Service are not lost; 0 stops at once")
+	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "after --shutdown-delay, how long to finish in-flight reviews")
 	var selfManaged bool
 	tlsCfg := certs.Config{}
 	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")

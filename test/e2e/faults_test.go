@@ -47,6 +47,7 @@ import (
 	"github.com/wincompat/wincompat/test/perf"
 	"github.com/wincompat/wincompat/test/perf/load"
 	"github.com/wincompat/wincompat/webhook"
+	"github.com/wincompat/wincompat/webhook/server"
 )
 
 // The stream: faultCreators creators, each creating one pod every faultInterval (60 pods/s in all), for
@@ -429,7 +430,8 @@ func TestLeaderSurvivesAPIServerOutage(t *testing.T) {
 // arrives on its open connections for a while after SIGTERM, closing each after its answer
 // (Connection: close) so that the API server moves to the other replicas.
 func TestGracefulShutdownAnswersKeepAliveRequests(t *testing.T) {
-	cl := startCluster(t)
+	// As `wincompat serve --shutdown-delay` (default 5s) does; the test needs only more than its 0.5 s.
+	cl := startClusterWith(t, nil, func(o *server.Options) { o.ShutdownDelay = 2 * time.Second })
 	conn, err := tls.Dial("tcp", cl.webhookAddr(), cl.webhookTLS(t))
 	if err != nil {
 		t.Fatal(err)
@@ -463,6 +465,8 @@ func TestGracefulShutdownAnswersKeepAliveRequests(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("a review sent on an open keep-alive connection 0.5 s after SIGTERM was not answered (%v, %v): "+
 			"the API server fails that pod creation", resp, err)
+	} else if !resp.Close {
+		t.Error("the answer during the drain does not ask the client to close the connection: it would keep sending reviews to a replica that is leaving")
 	}
 	<-stopped
 }

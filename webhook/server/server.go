@@ -50,7 +50,12 @@ type Options struct {
 	EnableHTTP2   bool
 	LeaderElect   bool
 	// Namespace is wincompat's own namespace: excluded from mutation, and where the leader Lease lives.
-	Namespace       string
+	Namespace string
+	// ShutdownDelay is how long the server keeps answering after ctx ends, not ready and closing each
+	// keep-alive connection after its next answer, before it stops listening. The API server keeps
+	// connections to a webhook open and may send a review on one just as the endpoint leaves the
+	// Service; closing them at once would fail that review, and with it the pod's creation.
+	ShutdownDelay   time.Duration
 	ShutdownTimeout time.Duration
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
@@ -107,11 +112,31 @@ var sharedConflictGauge = sync.OnceValue(func() prometheus.Gauge {
 	return g
 })
 
-// Run serves until ctx ends, then finishes in-flight reviews within ShutdownTimeout.
+// Run serves until ctx ends, drains for ShutdownDelay, then finishes in-flight reviews within
+// ShutdownTimeout.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	var draining atomic.Bool
+	mgrCtx, stopManager := context.WithCancel(context.Background())
+	defer stopManager()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-mgrCtx.Done():
+			return
+		}
+		if o.ShutdownDelay > 0 {
+			draining.Store(true)
+			o.Log.Info("draining: not ready, closing keep-alive connections after their next answer", "for", o.ShutdownDelay)
+			select {
+			case <-time.After(o.ShutdownDelay):
+			case <-mgrCtx.Done():
+			}
+		}
+		stopManager()
+	}()
 	pol := withOwnNamespace(o.Policy, o.Namespace)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -176,8 +201,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Log:            o.Log.WithName("admission"),
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.PodPath, &admission.Webhook{Handler: webhook.NewPodHandler(shared)})
-	srv.Register(webhook.WorkloadPath, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)})
+	srv.Register(webhook.PodPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewPodHandler(shared)}))
+	srv.Register(webhook.WorkloadPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)}))
+	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 
 	if loader != nil {
 		loader.Reader = mgr.GetAPIReader()
@@ -233,7 +266,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
-	return mgr.Start(ctx)
+	return mgr.Start(mgrCtx)
+}
+
+// closingWhen asks the client to close the connection after this answer once draining is set: the
+// answer still goes out, and the client opens its next connection to a replica that stays.
+func closingWhen(draining *atomic.Bool, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // directClient reads from the API server and writes through the manager's client: the certificate Secret

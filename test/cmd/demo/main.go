@@ -275,7 +275,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--self-managed-tls", "--namespace", wincompatNamespace, "--tls-san", "127.0.0.1",
 		"--kubeconfig", kubeconfigPath, "--port", strconv.Itoa(port),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
-		"--leader-elect", "--shutdown-timeout", "5s",
+		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 	}
 	if d.serve, err = startProcess(d.wincompatBin, args, filepath.Join(d.work, "wincompat.log")); err != nil {
 		return err
