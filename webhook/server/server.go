@@ -161,9 +161,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "wincompat.io",
-		LeaderElectionNamespace: o.Namespace,
 		GracefulShutdownTimeout: &o.ShutdownTimeout,
 		WebhookServer:           crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts}),
 		Cache:                   cache.Options{ByObject: cacheOptions()},
@@ -212,13 +209,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 
+	var issuer *certs.Issuer
 	if loader != nil {
 		loader.Reader = mgr.GetAPIReader()
-		issuer := &certs.Issuer{Config: tlsCfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: tlsCfg.CheckInterval}
+		issuer = &certs.Issuer{Config: tlsCfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: tlsCfg.CheckInterval}
 		if err := mgr.Add(loader); err != nil {
-			return err
-		}
-		if err := mgr.Add(issuer); err != nil {
 			return err
 		}
 		if err := mgr.AddReadyzCheck("certificate", func(*http.Request) error {
@@ -231,18 +226,49 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	policyChanged := make(chan event.GenericEvent, 1)
-	if o.ManageRuntimeClasses {
+	// Cluster-wide work, done by one replica: issuing certificates and keeping RuntimeClasses.
+	leaderWork := func(m ctrl.Manager) error {
+		if issuer != nil {
+			if err := m.Add(issuer); err != nil {
+				return err
+			}
+		}
+		if !o.ManageRuntimeClasses {
+			return nil
+		}
 		rc := &runtimeclass.Reconciler{
-			Client:    mgr.GetClient(),
+			Client:    m.GetClient(),
 			Policy:    current.Load,
-			Recorder:  mgr.GetEventRecorder("wincompat"),
+			Recorder:  m.GetEventRecorder("wincompat"),
 			Log:       o.Log.WithName("runtimeclasses"),
 			Conflicts: sharedConflictGauge(),
 			Trigger:   policyChanged,
 		}
-		if err := rc.SetupWithManager(mgr); err != nil {
+		if err := rc.SetupWithManager(m); err != nil {
 			return fmt.Errorf("RuntimeClass controller: %w", err)
 		}
+		return nil
+	}
+	if o.LeaderElect {
+		err = mgr.Add(&campaign{log: o.Log.WithName("leader"), setUp: leaderWork, newManager: func() (ctrl.Manager, error) {
+			return ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:                        scheme,
+				Logger:                        o.Log,
+				Metrics:                       metricsserver.Options{BindAddress: "0"}, // its metrics are served by mgr's
+				HealthProbeBindAddress:        "0",
+				LeaderElection:                true,
+				LeaderElectionID:              "wincompat.io",
+				LeaderElectionNamespace:       o.Namespace,
+				LeaderElectionReleaseOnCancel: true,
+				GracefulShutdownTimeout:       &o.ShutdownTimeout,
+				Cache:                         cache.Options{ByObject: cacheOptions()},
+			})
+		}})
+	} else {
+		err = leaderWork(mgr)
+	}
+	if err != nil {
+		return err
 	}
 	if watcher != nil {
 		watcher.current = current
@@ -278,6 +304,40 @@ func closingWhen(draining *atomic.Bool, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// campaign runs the cluster-wide work under a leader Lease, in a manager of its own. controller-runtime
+// ends a manager that loses its Lease (the API server unreachable past the renew deadline, say); ending
+// the process with it would stop admission too, which needs no Lease and, served from the caches, not
+// even the API server. So only this manager ends, and a new one campaigns again.
+type campaign struct {
+	log        logr.Logger
+	newManager func() (ctrl.Manager, error)
+	setUp      func(ctrl.Manager) error
+}
+
+// NeedLeaderElection is false: campaign elects by itself, every replica campaigns.
+func (c *campaign) NeedLeaderElection() bool { return false }
+
+func (c *campaign) Start(ctx context.Context) error {
+	for {
+		m, err := c.newManager()
+		if err == nil {
+			err = c.setUp(m)
+		}
+		if err == nil {
+			err = m.Start(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.log.Info("cluster-wide work stopped; campaigning for the leader Lease again", "reason", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // directClient reads from the API server and writes through the manager's client: the certificate Secret
