@@ -149,14 +149,14 @@ func (w *walker) leaves(segs []string, uncertain int, fields []field, b, a refle
 			w.add(Operation{Op: "remove", Path: joinPointer(path)}, path, 0)
 		case isScalar(bf.Type()):
 			if !reflect.DeepEqual(bf.Interface(), af.Interface()) {
-				w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(af)}, path, 0)
+				w.set(path, bf, af, uncertain)
 			}
 		case isStringMap(bf.Type()) && !bf.IsNil() && !af.IsNil():
 			w.stringMap(path, bf, af)
 		case bf.Kind() == reflect.Map && (bf.IsNil() || af.IsNil()), bf.Kind() == reflect.Slice && (bf.IsNil() || af.IsNil()):
 			// Without omitempty a nil map or slice is written as null: between null and a value the
 			// change is the whole value.
-			w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(af)}, path, 0)
+			w.set(path, bf, af, uncertain)
 		default:
 			rest = append(rest, f)
 		}
@@ -165,6 +165,18 @@ func (w *walker) leaves(segs []string, uncertain int, fields []field, b, a refle
 		return nil
 	}
 	return w.library(segs, rest, b, a)
+}
+
+// set writes the member at path, rendered by both types, to its value in a. A member whose value in b is
+// not the zero value was decoded from raw, so raw has it and a replace applies; a zero value may be the
+// type's rendering of a member raw lacks, where only an add applies (an add replaces a member that
+// exists).
+func (w *walker) set(path []string, b, a reflect.Value, uncertain int) {
+	if b.IsZero() {
+		w.add(Operation{Op: "add", Path: joinPointer(path), Value: valueOf(a)}, path, uncertain)
+		return
+	}
+	w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(a)}, path, 0)
 }
 
 // stringMap diffs two present maps of strings key by key.
