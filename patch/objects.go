@@ -164,7 +164,7 @@ func (w *walker) leaves(segs []string, uncertain int, fields []field, b, a refle
 	if len(rest) == 0 {
 		return nil
 	}
-	return w.library(segs, rest, b, a)
+	return w.library(segs, uncertain, rest, b, a)
 }
 
 // set writes the member at path, rendered by both types, to its value in a. A member whose value in b is
@@ -214,7 +214,7 @@ func (w *walker) add(op Operation, path []string, check int) {
 }
 
 // library renders the given members of b and a as two small objects and diffs them with the library.
-func (w *walker) library(segs []string, fields []field, b, a reflect.Value) error {
+func (w *walker) library(segs []string, uncertain int, fields []field, b, a reflect.Value) error {
 	before, err := renderMembers(fields, b)
 	if err != nil {
 		return err
@@ -235,8 +235,13 @@ func (w *walker) library(segs []string, fields []field, b, a reflect.Value) erro
 		// The parent of every operation is a member value the library saw on both sides. A map or a slice
 		// came from raw; anything else (a custom encoding, say) is checked all the way.
 		check := len(abs) - 1
-		if f := memberNamed(fields, rel[0]); len(rel) == 2 && f != nil && f.container {
+		f := memberNamed(fields, rel[0])
+		switch {
+		case len(rel) == 2 && f != nil && f.container:
 			check = 0
+		case len(rel) == 1 && op.Op == "replace" && f != nil && !f.whole && b.FieldByIndex(f.index).IsZero():
+			// As in set: a zero value may be the type's rendering of a member raw lacks.
+			op.Op, check = "add", uncertain
 		}
 		w.ops = append(w.ops, op)
 		w.paths = append(w.paths, abs)
