@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -397,9 +398,12 @@ func (e *editor) next() int {
 	return int(b)
 }
 
+// str is a string an edit sets: valid UTF-8, as every string of an object the policy edits is (decoding
+// replaces invalid bytes, and the policy writes only its own constants); encoding/json would replace
+// invalid bytes on the way out, so two different Go strings would render as one.
 func (e *editor) str() string {
 	n := min(e.next()%12, len(e.data))
-	s := string(e.data[:n])
+	s := strings.ToValidUTF8(string(e.data[:n]), "\uFFFD")
 	e.data = e.data[n:]
 	return s
 }
