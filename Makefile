@@ -21,7 +21,7 @@ FUZZTIME ?= 10m
 FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf k8s clean demo
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf overload k8s clean demo
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -65,6 +65,12 @@ PERF_FLAGS ?=
 
 perf: build $(K8S_BINS) ## load runs: wincompat serve on one core, pod creation through kube-apiserver with/without it (test/perf/README.md)
 	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat $(PERF_FLAGS)
+
+# Flags for test/cmd/overload, e.g. OVERLOAD_FLAGS="-duration 30s -inflight 400".
+OVERLOAD_FLAGS ?=
+
+overload: build $(K8S_BINS) ## 2x wincompat serve's maximum review rate for 60 s on one core: no crash, bounded memory, timeouts, recovery (test/perf/README.md)
+	cd test && $(GO) run ./cmd/overload -root .. -wincompat ../bin/wincompat $(OVERLOAD_FLAGS)
 
 demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat
