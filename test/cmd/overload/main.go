@@ -105,8 +105,10 @@ type Results struct {
 	Recovery         []perf.Phase `json:"recovery"`
 	NormalP99BoundMs float64      `json:"normalP99BoundMs"`
 	// RecoveredAfterSeconds is when the first window began after which every window's p99 is within
-	// NormalP99BoundMs; -1 if never.
+	// NormalP99BoundMs; -1 if never. ExcusedWindows are those after it that were not, but in which other
+	// processes took more than a core (see disturbed).
 	RecoveredAfterSeconds float64     `json:"recoveredAfterSeconds"`
+	ExcusedWindows        []int       `json:"excusedWindows,omitempty"`
 	RSSBoundMiB           float64     `json:"rssBoundMiB"`
 	Goals                 []perf.Goal `json:"goals"`
 }
@@ -280,7 +282,14 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	r.RecoveredAfterSeconds = -1
-	for i := len(r.Recovery) - 1; i >= 0 && normalWindow(r.Recovery[i], r.NormalP99BoundMs); i-- {
+	for i := len(r.Recovery) - 1; i >= 0; i-- {
+		p := r.Recovery[i]
+		if !normalWindow(p, r.NormalP99BoundMs) && !disturbed(p) {
+			break
+		}
+		if disturbed(p) && !normalWindow(p, r.NormalP99BoundMs) {
+			r.ExcusedWindows = append([]int{i}, r.ExcusedWindows...)
+		}
 		r.RecoveredAfterSeconds = float64(i)
 	}
 	if err := ctx.Err(); err != nil {
@@ -319,6 +328,11 @@ func normalWindow(p perf.Phase, boundMs float64) bool {
 	return p.Errors == 0 && p.Missed == 0 && p.OK > 0 && p.Latency.P99 <= boundMs
 }
 
+// disturbed is a window in which processes outside the measurement took more than one of the two cores,
+// so that wincompat (one core) and the generator cannot both have had theirs: a slow window then says
+// nothing about wincompat. Such windows are excused, and listed, but never when they fail with errors.
+func disturbed(p perf.Phase) bool { return p.OtherCores > 1 && p.Errors == 0 }
+
 func goals(r *Results, c config, alive bool, stopErr error) []perf.Goal {
 	w := r.Overload.Processes["wincompat"]
 	stop := "exited on SIGTERM within 10 s"
@@ -345,10 +359,13 @@ func goals(r *Results, c config, alive bool, stopErr error) []perf.Goal {
 			Met: r.OverTimeout == 0 && r.Overload.Errors == 0 && r.Overload.Latency.Max < timeoutMs,
 		},
 		{
-			Goal: fmt.Sprintf("recovery: at %.0f%% load after the overload, every one-second window from %s on has p99 ≤ %.2f ms (2× the normal load's median window p99, at least +2 ms), no error and nothing missed",
+			Goal: fmt.Sprintf("recovery: at %.0f%% load after the overload, every one-second window from %s on has p99 ≤ %.2f ms (2× the normal load's median window p99, at least +2 ms), no error and nothing missed, "+
+				"unless other processes took more than a core in it; at most a third of those windows excused so",
 				100*c.normal, c.recoveryBound, r.NormalP99BoundMs),
-			Measured: fmt.Sprintf("normal from second %v on; window p99s %s ms", r.RecoveredAfterSeconds, windowP99s(r.Recovery)),
-			Met:      r.RecoveredAfterSeconds >= 0 && r.RecoveredAfterSeconds <= c.recoveryBound.Seconds(),
+			Measured: fmt.Sprintf("normal from second %v on; window p99s %s ms; excused windows %v (other cores %s)",
+				r.RecoveredAfterSeconds, windowP99s(r.Recovery), r.ExcusedWindows, excusedOthers(r)),
+			Met: r.RecoveredAfterSeconds >= 0 && r.RecoveredAfterSeconds <= c.recoveryBound.Seconds() &&
+				3*len(r.ExcusedWindows) <= len(r.Recovery)-int(r.RecoveredAfterSeconds),
 		},
 	}
 }
@@ -535,6 +552,17 @@ func startServer(ctx context.Context, c config, cp *controlplane.ControlPlane) (
 		Pids:       map[string]int{"wincompat": server.Pid, "overload": os.Getpid()},
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
 	}
+	// The control plane idles while the reviews go to wincompat directly, but it is measured too, so
+	// that what it does is not counted as other work.
+	children, err := load.Children(os.Getpid())
+	if err != nil {
+		return nil, nil, errors.Join(err, server.Stop(10*time.Second))
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if pid, ok := children[name]; ok {
+			meter.Pids[name] = pid
+		}
+	}
 	return server, meter, nil
 }
 
@@ -556,6 +584,14 @@ func stampedVersion(pod, patch []byte) (string, error) {
 		return "", err
 	}
 	return stamped.Metadata.Annotations[policy.AnnotationVersion], nil
+}
+
+func excusedOthers(r *Results) string {
+	var s []string
+	for _, i := range r.ExcusedWindows {
+		s = append(s, fmt.Sprintf("%.2f", r.Recovery[i].OtherCores))
+	}
+	return strings.Join(s, " ")
 }
 
 func medianP99(ps []perf.Phase) float64 {
@@ -593,8 +629,9 @@ func write(dir string, r *Results) error {
 
 func printPhase(name string, p perf.Phase) {
 	w := p.Processes["wincompat"]
-	fmt.Printf("  %-40s %7.0f/s  p50 %7.3f  p99 %8.3f  max %8.3f ms  errors %d  missed/shed %d  wincompat %.2f cores  RSS peak %.1f MiB  other work %.2f cores\n",
-		name, p.Throughput, p.Latency.P50, p.Latency.P99, p.Latency.Max, p.Errors, p.Missed, w.Cores, w.RSSPeakMiB, p.OtherCores)
+	fmt.Printf("  %-40s %7.0f/s  p50 %7.3f  p99 %8.3f  max %8.3f ms  errors %d  missed/shed %d  wincompat %.2f cores  RSS peak %.1f MiB  generator %.2f, control plane %.2f, other work %.2f cores\n",
+		name, p.Throughput, p.Latency.P50, p.Latency.P99, p.Latency.Max, p.Errors, p.Missed, w.Cores, w.RSSPeakMiB,
+		p.Processes["overload"].Cores, p.Processes["kube-apiserver"].Cores+p.Processes["etcd"].Cores, p.OtherCores)
 }
 
 func printSummary(out io.Writer, r *Results) {
