@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -145,4 +146,18 @@ func tail(path string, n int) string {
 		}
 	}
 	return string(b)
+}
+
+// TailLines returns the last n lines of a file, or why it could not be read: the end of a process's log
+// for an error message.
+func TailLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

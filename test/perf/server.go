@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wincompat/wincompat/test/controlplane"
 )
 
 // Server is `wincompat serve` running as a child process, as it runs in a cluster: its own address
@@ -58,9 +59,9 @@ func (s *Server) WaitReady(ctx context.Context, url string) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("wincompat serve exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, tail(s.LogPath, 20))
+			return fmt.Errorf("wincompat serve exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("wincompat serve not ready at %s: %w; the end of its log (%s):\n%s", url, ctx.Err(), s.LogPath, tail(s.LogPath, 20))
+			return fmt.Errorf("wincompat serve not ready at %s: %w; the end of its log (%s):\n%s", url, ctx.Err(), s.LogPath, controlplane.TailLines(s.LogPath, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -70,7 +71,7 @@ func (s *Server) WaitReady(ctx context.Context, url string) error {
 func (s *Server) Stop(grace time.Duration) error {
 	select {
 	case <-s.exited:
-		return fmt.Errorf("wincompat serve had exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, tail(s.LogPath, 20))
+		return fmt.Errorf("wincompat serve had exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
 	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -82,17 +83,4 @@ func (s *Server) Stop(grace time.Duration) error {
 		<-s.exited
 		return fmt.Errorf("wincompat serve did not stop within %s of SIGTERM; killed", grace)
 	}
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -823,7 +823,7 @@ func (p *process) exitedEarly() error {
 	select {
 	case <-p.exited:
 		p.reported = true
-		return fmt.Errorf("%s exited: %v; the end of its log (%s):\n%s", p.name, p.err, p.logPath, tail(p.logPath, 30))
+		return fmt.Errorf("%s exited: %v; the end of its log (%s):\n%s", p.name, p.err, p.logPath, controlplane.TailLines(p.logPath, 30))
 	default:
 		return nil
 	}
@@ -852,19 +852,6 @@ func (p *process) stop(grace time.Duration) error {
 		<-p.exited
 		return fmt.Errorf("did not stop within %s of SIGTERM; killed", grace)
 	}
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // httpStatus GETs url and returns the status, or the error.
