@@ -133,28 +133,11 @@ type Second struct {
 }
 
 func run(ctx context.Context, c config) (err error) {
-	if c.root == "" {
-		if c.root, err = controlplane.RepoRoot(); err != nil {
-			return err
-		}
-	}
-	if c.wincompat == "" {
-		c.wincompat = filepath.Join(c.root, "bin", "wincompat")
-	}
-	if c.out == "" {
-		c.out = filepath.Join(c.root, "test", "perf")
-	}
-	if _, err := os.Stat(c.wincompat); err != nil {
-		return fmt.Errorf("%w (run `make build` in %s)", err, c.root)
-	}
-	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "wincompat-overload-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(c.workDir)
-	} else if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-overload-")
+	if err != nil {
 		return err
 	}
+	defer cleanup()
 	webhookPath := filepath.Join(c.root, "deploy", "webhook")
 	timeout, err := podWebhookTimeout(filepath.Join(webhookPath, "mutatingwebhookconfiguration.yaml"))
 	if err != nil {

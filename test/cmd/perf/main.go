@@ -105,28 +105,11 @@ type env struct {
 }
 
 func run(ctx context.Context, c config) (err error) {
-	if c.root == "" {
-		if c.root, err = controlplane.RepoRoot(); err != nil {
-			return err
-		}
-	}
-	if c.wincompat == "" {
-		c.wincompat = filepath.Join(c.root, "bin", "wincompat")
-	}
-	if c.out == "" {
-		c.out = filepath.Join(c.root, "test", "perf")
-	}
-	if _, err := os.Stat(c.wincompat); err != nil {
-		return fmt.Errorf("%w (run `make build` in %s)", err, c.root)
-	}
-	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "wincompat-perf-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(c.workDir)
-	} else if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-perf-")
+	if err != nil {
 		return err
 	}
+	defer cleanup()
 	e := &env{config: c, warnings: &perf.Warnings{}, results: &perf.Results{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: perf.ThisMachine(), Kubernetes: k8sVersion(),
 	}}
