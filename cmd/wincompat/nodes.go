@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wincompat/wincompat/webhook/inventory"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
 const nodesUsage = `Usage: wincompat nodes [flags]

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/inventory"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
 // TestNodesReport: what `wincompat nodes` prints, read from a real API server: per build the node counts,

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/inventory"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
 // Options say what to read.

@@ -34,8 +34,8 @@ import (
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
-	"github.com/wincompat/wincompat/webhook/inventory"
-	"github.com/wincompat/wincompat/webhook/runtimeclass"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
+	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
 
 // Options is every setting of the server. Validate it before Run.

@@ -1,0 +1,24 @@
+package policy
+
+// Image is what a registry says of one container image, as the image resolver read it: the platform of
+// every entry of its index, or of the single image. The policy never reads a registry itself; the
+// server (and `wincompat mutate --resolve-images`) fill Facts.Images before Decide.
+type Image struct {
+	// Digest is the manifest digest the reference resolved to, for messages and audit.
+	Digest string
+	// Platforms are the image's entries: every manifest of an index (nested indexes flattened), or the
+	// one platform of a single-platform image (from its config).
+	Platforms []Platform
+	// Err says why the registry gave no answer (timeout, unreachable, unauthorized, malformed manifest).
+	// The decision then falls back to the other build sources and records Err in its warning.
+	Err string
+}
+
+// Platform is one entry of an image.
+type Platform struct {
+	OS           string
+	Architecture string
+	// OSVersion is the entry's os.version, e.g. 10.0.17763.5830; empty when the image does not say, and
+	// then the entry runs on any Windows build, as containerd treats it.
+	OSVersion string
+}

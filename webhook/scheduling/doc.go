@@ -1,0 +1,9 @@
+// Package scheduling is wincompat's scheduling helper: everything that reads the cluster or a registry so
+// that policy.Decide can place a Windows pod on a node that can run it. The pure decisions stay in
+// policy/; the subpackages gather the facts.
+//
+//   - inventory: the Windows builds of ready nodes, and the RuntimeClasses that exist (informer cache).
+//   - runtimeclass: keeps one RuntimeClass per catalog build (leader only).
+//   - images: reads the Windows builds of container images from their registries (manifests only),
+//     cached and bounded by a deadline under the webhook's timeout.
+package scheduling
