@@ -1,0 +1,454 @@
+// Package images is wincompat's image resolver: it reads from registries which platforms (OS,
+// architecture, os.version) container images have, so that the policy can tell which Windows node builds
+// can run a pod. It reads manifests and single-platform images' config blobs, never layers; it caches
+// what it reads, and a review waits for registries only up to a short deadline.
+package images
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/util/cache"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Config configures a Resolver. Zero fields take the defaults New documents.
+type Config struct {
+	// Timeout bounds how long one review waits for registries (default 1s). It must leave the rest of
+	// the review room under the webhook's timeoutSeconds.
+	Timeout time.Duration
+	// BackgroundTimeout bounds one registry lookup, which goes on after its review stopped waiting so
+	// that the next review finds the answer cached (default 10s).
+	BackgroundTimeout time.Duration
+	// TagTTL is how long a tag's digest is trusted before a HEAD request checks it again (default 5m).
+	// Digests are immutable and cached until evicted.
+	TagTTL time.Duration
+	// NegativeTTL is how long an error is remembered, so that a failing registry is not asked again
+	// by every review (default 30s).
+	NegativeTTL time.Duration
+	// MaxEntries bounds each cache: digests, tags and errors (default 10000).
+	MaxEntries int
+	// Keychain gives the credentials for every registry (default anonymous). The server builds it
+	// from a docker-config Secret (DockerConfigKeychain), the CLI uses authn.DefaultKeychain.
+	Keychain authn.Keychain
+	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain).
+	// Nil: the pod's pull secrets are never read, and the webhook needs no access to Secrets.
+	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
+	// Metrics receives the resolver's series; nil records none.
+	Metrics *Metrics
+	// Transport carries registry requests (default a clone of http.DefaultTransport). The resolver
+	// wraps it to refuse plain HTTP to other hosts, bound redirects and bound response bodies.
+	Transport http.RoundTripper
+	// Now is the clock of the caches' expiry (default time.Now); the deadlines use real time.
+	Now func() time.Time
+	// Log receives registry errors in full at V(1); users see short ones in Image.Err.
+	Log logr.Logger
+}
+
+// Request is what one review asks.
+type Request struct {
+	// Namespace is the pod's namespace, where its pull secrets are.
+	Namespace string
+	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets.
+	PullSecrets []string
+	// Images are references as the pod spells them; duplicates are answered once.
+	Images []string
+}
+
+// Resolver reads images' platforms from registries. It is safe for concurrent use.
+type Resolver struct {
+	c         Config
+	transport http.RoundTripper
+	// digests: repository@digest → []policy.Platform. A digest names immutable content: no expiry.
+	digests *cache.LRUExpireCache
+	// tags: repository:tag → tagEntry, trusted for TagTTL, then checked by HEAD.
+	tags *cache.LRUExpireCache
+	// failures: lookup key → error message, for NegativeTTL.
+	failures *cache.LRUExpireCache
+	// flights: one registry lookup per lookup key at a time, shared by every review that asks.
+	flights singleflight.Group
+}
+
+// forever is the expiry of entries only the LRU bound removes.
+const forever = 100 * 365 * 24 * time.Hour
+
+// errInvalid is the answer for a reference that does not parse, which no registry could answer.
+const errInvalid = "invalid image reference"
+
+// Go-containerregistry retries network blips after 1s and 3s by default, past a review's deadline.
+// One quick retry helps a review; slow registries are the background lookup's business.
+var retryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}
+
+type tagEntry struct {
+	digest string
+	at     time.Time
+}
+
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
+
+// New applies c's defaults and returns a Resolver.
+func New(c Config) (*Resolver, error) {
+	for _, d := range []struct {
+		name  string
+		value *time.Duration
+		def   time.Duration
+	}{
+		{"Timeout", &c.Timeout, time.Second},
+		{"BackgroundTimeout", &c.BackgroundTimeout, 10 * time.Second},
+		{"TagTTL", &c.TagTTL, 5 * time.Minute},
+		{"NegativeTTL", &c.NegativeTTL, 30 * time.Second},
+	} {
+		if *d.value < 0 {
+			return nil, fmt.Errorf("image resolver: %s is negative (%v)", d.name, *d.value)
+		}
+		if *d.value == 0 {
+			*d.value = d.def
+		}
+	}
+	if c.Timeout > c.BackgroundTimeout {
+		return nil, fmt.Errorf("image resolver: Timeout (%v) is longer than BackgroundTimeout (%v)", c.Timeout, c.BackgroundTimeout)
+	}
+	if c.MaxEntries < 0 {
+		return nil, fmt.Errorf("image resolver: MaxEntries is negative (%d)", c.MaxEntries)
+	}
+	if c.MaxEntries == 0 {
+		c.MaxEntries = 10000
+	}
+	if c.Keychain == nil {
+		// An empty MultiKeychain resolves every registry to authn.Anonymous.
+		c.Keychain = authn.NewMultiKeychain()
+	}
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	clock := clockFunc(c.Now)
+	return &Resolver{
+		c:         c,
+		transport: guard{next: c.Transport},
+		digests:   cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
+		tags:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
+		failures:  cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
+	}, nil
+}
+
+// lookup is one image of a request, parsed.
+type lookup struct {
+	ref name.Reference
+	// key names the lookup in flights and failures: the canonical reference and, when the pod's pull
+	// secrets are used, whose they are, so that one pod's missing credentials never answer another's.
+	key       string
+	namespace string
+	secrets   []string
+}
+
+// Lookup answers for every image in req within ctx's deadline and Config.Timeout, whichever ends
+// first. An image not answered in time gets an Err saying so, and its lookup goes on in the background,
+// bounded by Config.BackgroundTimeout, so that the next review finds it cached. Callers own the
+// returned map and slices.
+func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Image {
+	out := make(map[string]policy.Image, len(req.Images))
+	type waiting struct {
+		image string
+		ch    <-chan singleflight.Result
+	}
+	var waits []waiting
+	creds := r.credentials(req)
+	for _, image := range req.Images {
+		if _, ok := out[image]; ok || slices.ContainsFunc(waits, func(w waiting) bool { return w.image == image }) {
+			continue
+		}
+		l, ok := r.parse(image, req, creds)
+		if !ok {
+			out[image] = policy.Image{Err: errInvalid}
+			r.c.Metrics.count(resultError)
+			continue
+		}
+		if img, ok := r.cached(l); ok {
+			out[image] = img
+			r.c.Metrics.count(cachedResult(img))
+			continue
+		}
+		waits = append(waits, waiting{image: image, ch: r.start(l)})
+	}
+	if len(waits) == 0 {
+		return out
+	}
+
+	budget := r.c.Timeout
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left < budget {
+			budget = max(left, 0).Round(time.Millisecond)
+		}
+	}
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	expired := false
+	for _, w := range waits {
+		if !expired {
+			select {
+			case res := <-w.ch:
+				out[w.image] = answer(res)
+				r.c.Metrics.count(registryResult(out[w.image]))
+				continue
+			case <-timer.C:
+				expired = true
+			case <-ctx.Done():
+				expired = true
+			}
+		}
+		select {
+		case res := <-w.ch:
+			// Finished while the deadline fired: still in time to be useful.
+			out[w.image] = answer(res)
+			r.c.Metrics.count(registryResult(out[w.image]))
+		default:
+			out[w.image] = policy.Image{Err: fmt.Sprintf("registry lookup timed out after %v", budget)}
+			r.c.Metrics.count(resultTimeout)
+		}
+	}
+	return out
+}
+
+// Warm starts lookups for req's images that are not cached, without waiting: workload templates are
+// admitted before their pods.
+func (r *Resolver) Warm(req Request) {
+	creds := r.credentials(req)
+	for _, image := range req.Images {
+		if l, ok := r.parse(image, req, creds); ok {
+			if _, ok := r.cached(l); !ok {
+				r.start(l)
+			}
+		}
+	}
+}
+
+// credentials names the pull secrets a request's lookups use, "" when they use only Config.Keychain.
+func (r *Resolver) credentials(req Request) string {
+	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 {
+		return ""
+	}
+	names := slices.Clone(req.PullSecrets)
+	slices.Sort(names)
+	return "\x00" + req.Namespace + "\x00" + strings.Join(slices.Compact(names), ",")
+}
+
+func (r *Resolver) parse(image string, req Request, creds string) (lookup, bool) {
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return lookup{}, false
+	}
+	l := lookup{ref: ref, key: ref.Name() + creds}
+	if creds != "" {
+		l.namespace, l.secrets = req.Namespace, req.PullSecrets
+	}
+	return l, true
+}
+
+// cached answers from the caches alone.
+func (r *Resolver) cached(l lookup) (policy.Image, bool) {
+	switch ref := l.ref.(type) {
+	case name.Digest:
+		if p, ok := r.digests.Get(ref.Name()); ok {
+			return policy.Image{Digest: ref.DigestStr(), Platforms: slices.Clone(p.([]policy.Platform))}, true
+		}
+	case name.Tag:
+		if e, ok := r.tags.Get(ref.Name()); ok && r.fresh(e.(tagEntry)) {
+			digest := e.(tagEntry).digest
+			if p, ok := r.digests.Get(ref.Context().Name() + "@" + digest); ok {
+				return policy.Image{Digest: digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
+			}
+		}
+	}
+	if msg, ok := r.failures.Get(l.key); ok {
+		return policy.Image{Err: msg.(string)}, true
+	}
+	return policy.Image{}, false
+}
+
+func (r *Resolver) fresh(e tagEntry) bool {
+	return r.c.Now().Sub(e.at) < r.c.TagTTL
+}
+
+// start joins the lookup's flight, or starts one. The flight runs in its own goroutine, detached from
+// every review, and ends by BackgroundTimeout.
+func (r *Resolver) start(l lookup) <-chan singleflight.Result {
+	return r.flights.DoChan(l.key, func() (any, error) { return r.fetch(l), nil })
+}
+
+func answer(res singleflight.Result) policy.Image {
+	img, _ := res.Val.(policy.Image)
+	img.Platforms = slices.Clone(img.Platforms)
+	return img
+}
+
+func cachedResult(img policy.Image) string {
+	if img.Err != "" {
+		return resultError
+	}
+	return resultHit
+}
+
+func registryResult(img policy.Image) string {
+	if img.Err != "" {
+		return resultError
+	}
+	return resultMiss
+}
+
+// fetch reads one image from its registry and caches the answer, the error included.
+func (r *Resolver) fetch(l lookup) (img policy.Image) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), r.c.BackgroundTimeout)
+	defer cancel()
+	defer func() {
+		// A flight's panic would end the process; hostile registry content must not.
+		if p := recover(); p != nil {
+			r.c.Log.Error(fmt.Errorf("panic: %v", p), "Image lookup panicked", "image", l.ref.Name())
+			img = policy.Image{Err: "internal error reading the image"}
+			r.failures.Add(l.key, img.Err, r.c.NegativeTTL)
+		}
+	}()
+	img, err := r.read(ctx, l)
+	r.c.Metrics.observe(time.Since(start))
+	if err != nil {
+		msg := r.explain(l.ref.Context().RegistryStr(), err)
+		r.c.Log.V(1).Info("Image lookup failed", "image", l.ref.Name(), "error", err.Error(), "answer", msg)
+		r.failures.Add(l.key, msg, r.c.NegativeTTL)
+		return policy.Image{Err: msg}
+	}
+	return img
+}
+
+// pullSecretError is a failure to read the pod's pull secrets, not the registry's.
+type pullSecretError struct{ err error }
+
+func (e *pullSecretError) Error() string { return "reading pull secrets: " + e.err.Error() }
+func (e *pullSecretError) Unwrap() error { return e.err }
+
+func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
+	keychain := r.c.Keychain
+	if l.secrets != nil {
+		pod, err := r.c.PodPullSecrets(ctx, l.namespace, l.secrets)
+		if err != nil {
+			return policy.Image{}, &pullSecretError{err: err}
+		}
+		keychain = authn.NewMultiKeychain(pod, keychain)
+	}
+	// One puller per lookup: the ping and token exchange serve every request of the lookup.
+	puller, err := remote.NewPuller(
+		remote.WithAuthFromKeychain(keychain),
+		remote.WithTransport(r.transport),
+		remote.WithRetryBackoff(retryBackoff),
+		remote.WithUserAgent("wincompat"),
+	)
+	if err != nil {
+		return policy.Image{}, err
+	}
+
+	repo := l.ref.Context()
+	ref := l.ref
+	tag, isTag := ref.(name.Tag)
+	var e any
+	if isTag {
+		e, _ = r.tags.Get(tag.Name())
+	}
+	if e, ok := e.(tagEntry); ok {
+		if r.fresh(e) {
+			// The digest's platforms were evicted; the tag's digest still holds.
+			ref, isTag = repo.Digest(e.digest), false
+		} else if d, err := puller.Head(ctx, tag); err == nil {
+			// A HEAD is cheaper than a GET and, on Docker Hub, free of the pull rate limit.
+			digest := d.Digest.String()
+			r.tags.Add(tag.Name(), tagEntry{digest: digest, at: r.c.Now()}, forever)
+			if p, ok := r.digests.Get(repo.Name() + "@" + digest); ok {
+				return policy.Image{Digest: digest, Platforms: p.([]policy.Platform)}, nil
+			}
+			ref, isTag = repo.Digest(digest), false
+		}
+		// A failed HEAD falls through to the GET, whose error says more (HEAD has no body).
+	}
+
+	desc, err := puller.Get(ctx, ref)
+	if err != nil {
+		return policy.Image{}, err
+	}
+	platforms, err := r.platforms(ctx, puller, repo, desc)
+	if err != nil {
+		return policy.Image{}, err
+	}
+	digest := desc.Digest.String()
+	r.digests.Add(repo.Name()+"@"+digest, platforms, forever)
+	if isTag {
+		r.tags.Add(tag.Name(), tagEntry{digest: digest, at: r.c.Now()}, forever)
+	}
+	return policy.Image{Digest: digest, Platforms: platforms}, nil
+}
+
+// maxNested bounds the child indexes one lookup fetches.
+const maxNested = 8
+
+// platforms reads the platforms of the manifest in desc: an index's entries, nested indexes fetched and
+// flattened, or a single image's config.
+func (r *Resolver) platforms(ctx context.Context, puller *remote.Puller, repo name.Repository, desc *remote.Descriptor) ([]policy.Platform, error) {
+	c, err := platformsFromManifest(string(desc.MediaType), desc.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	if c.Image {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := img.RawConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		p, err := platformFromConfig(raw)
+		if err != nil {
+			return nil, err
+		}
+		return []policy.Platform{p}, nil
+	}
+	platforms, queue := c.Platforms, c.Indexes
+	for fetched := 0; len(queue) > 0; fetched++ {
+		if fetched == maxNested {
+			return nil, malformed("more than %d nested indexes", maxNested)
+		}
+		child, err := puller.Get(ctx, repo.Digest(queue[0].String()))
+		if err != nil {
+			return nil, err
+		}
+		queue = queue[1:]
+		cc, err := platformsFromManifest(string(child.MediaType), child.Manifest)
+		if err != nil {
+			return nil, err
+		}
+		if cc.Image {
+			return nil, malformed("index entry %s is an image, listed as an index", child.Digest)
+		}
+		if len(platforms)+len(cc.Platforms) > maxPlatforms {
+			return nil, malformed("index lists more than %d platforms", maxPlatforms)
+		}
+		platforms = append(platforms, cc.Platforms...)
+		queue = append(queue, cc.Indexes...)
+	}
+	if len(platforms) == 0 {
+		return nil, malformed("image index lists no platforms")
+	}
+	return platforms, nil
+}
