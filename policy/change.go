@@ -148,6 +148,8 @@ func Warnings(changes []Change) []string {
 	type class struct {
 		action Action
 		field  string
+		// reason tells warnings apart: each says something of its own (which image, which build).
+		reason string
 	}
 	type group struct {
 		first  Change
@@ -157,7 +159,10 @@ func Warnings(changes []Change) []string {
 	groups := map[class]*group{}
 	for _, c := range changes {
 		owner, field := splitOwner(c.Path)
-		k := class{c.Action, field}
+		k := class{c.Action, field, ""}
+		if c.Action == Warn {
+			k.reason = c.Reason
+		}
 		g, ok := groups[k]
 		if !ok {
 			g = &group{first: c, owners: map[string]bool{}}

@@ -61,6 +61,9 @@ type Facts struct {
 	Operation Operation
 	Namespace Namespace
 	Cluster   *Cluster
+	// Images is what registries say of the pod's images, keyed by the reference as the pod spells it
+	// (see Policy.ImagesToLookUp). nil offline or when image resolution is off: builds then come from tags.
+	Images map[string]Image
 	// Version is stamped into wincompat.io/version on every Windows pod processed.
 	Version string
 }
@@ -72,9 +75,13 @@ type Decision struct {
 	Skipped string
 	// Changes found in this pass, including warnings; already recorded in the object's annotations.
 	Changes []Change
-	// Build and BuildSource are the chosen build, for pods.
+	// Build and BuildSource are the chosen build, for pods: one build, or several joined by commas when
+	// the pod may run on any of them (required node affinity rather than a nodeSelector).
 	Build       string
 	BuildSource string
+	// Denied, when set, is why the pod must be refused (imagesWithoutWindows: deny). The object is left
+	// as it came.
+	Denied string
 }
 
 // Warnings renders the decision's admission warnings.
@@ -177,14 +184,28 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		stripEphemeral(&pod.Spec, rec)
 		return Decision{Windows: true, Changes: rec.changes}
 	}
-	if why := p.windowsTrigger(&pod.Spec, facts.Namespace, rec); why != "" {
+	why, inferred := p.windowsReason(&pod.Spec, facts.Namespace)
+	if why != "" {
 		return Decision{Skipped: why}
+	}
+	images := p.containerImages(&pod.Spec, facts)
+	for _, ci := range images {
+		if !ci.linuxOnly() {
+			continue
+		}
+		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
+			return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
+		}
+		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + " has no Windows entry: it cannot run on a Windows node"})
+	}
+	if inferred != "" {
+		p.setWindowsOS(&pod.Spec, rec, inferred)
 	}
 	p.keepNonRootIntent(&pod.Spec, rec)
 	stripLinuxOnly(&pod.Spec, rec)
 	rewriteForWindows(pod, rec)
 	p.satisfyRestricted(&pod.Spec, facts.Namespace, rec)
-	build, source := p.schedule(pod, facts, rec)
+	build, source := p.schedule(pod, facts, images, rec)
 
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}

@@ -41,7 +41,16 @@ type Policy struct {
 	WindowsNodeTaints       []corev1.Taint
 	ExcludedNamespaces      []string
 	Builds                  []Build
+	WindowsCompatibility    string
+	ImagesWithoutWindows    string
+	PodImagePullSecrets     bool
 }
+
+// Values of ImagesWithoutWindows.
+const (
+	ImagesWithoutWindowsWarn = "warn"
+	ImagesWithoutWindowsDeny = "deny"
+)
 
 // Values of RuntimeClassesFor.
 const (
@@ -73,6 +82,9 @@ type file struct {
 	WindowsNodeTaints       []fileTaint `yaml:"windowsNodeTaints"`
 	ExcludedNamespaces      []string    `yaml:"excludedNamespaces"`
 	Builds                  []fileBuild `yaml:"builds"`
+	WindowsCompatibility    *string     `yaml:"windowsCompatibility"`
+	ImagesWithoutWindows    *string     `yaml:"imagesWithoutWindows"`
+	PodImagePullSecrets     *bool       `yaml:"podImagePullSecrets"`
 }
 
 type fileTaint struct {
@@ -164,6 +176,9 @@ func (f *file) overlay(u *file) {
 	setIf(&f.Arch, u.Arch)
 	setIf(&f.RuntimeClassHandler, u.RuntimeClassHandler)
 	setIf(&f.RuntimeClassesFor, u.RuntimeClassesFor)
+	setIf(&f.WindowsCompatibility, u.WindowsCompatibility)
+	setIf(&f.ImagesWithoutWindows, u.ImagesWithoutWindows)
+	setIf(&f.PodImagePullSecrets, u.PodImagePullSecrets)
 	if u.WindowsNodeTaints != nil {
 		f.WindowsNodeTaints = u.WindowsNodeTaints
 	}
@@ -193,6 +208,9 @@ func (f *file) validate() (*Policy, error) {
 		RuntimeClassHandler:     *f.RuntimeClassHandler,
 		RuntimeClassesFor:       *f.RuntimeClassesFor,
 		ExcludedNamespaces:      f.ExcludedNamespaces,
+		WindowsCompatibility:    *f.WindowsCompatibility,
+		ImagesWithoutWindows:    *f.ImagesWithoutWindows,
+		PodImagePullSecrets:     *f.PodImagePullSecrets,
 	}
 	var errs []error
 	fail := func(key, format string, args ...any) {
@@ -206,6 +224,12 @@ func (f *file) validate() (*Policy, error) {
 	}
 	if p.RuntimeClassesFor != RuntimeClassesForCatalog && p.RuntimeClassesFor != RuntimeClassesForPresent {
 		fail("runtimeClassesFor", "%q: use %s or %s", p.RuntimeClassesFor, RuntimeClassesForCatalog, RuntimeClassesForPresent)
+	}
+	if p.WindowsCompatibility != CompatibilityCompatible && p.WindowsCompatibility != CompatibilityExact {
+		fail("windowsCompatibility", "%q: use %s (containerd 1.7.6 and later: a 2025 node runs 2022 images) or %s (the image's build must equal the node's)", p.WindowsCompatibility, CompatibilityCompatible, CompatibilityExact)
+	}
+	if p.ImagesWithoutWindows != ImagesWithoutWindowsWarn && p.ImagesWithoutWindows != ImagesWithoutWindowsDeny {
+		fail("imagesWithoutWindows", "%q: use %s or %s", p.ImagesWithoutWindows, ImagesWithoutWindowsWarn, ImagesWithoutWindowsDeny)
 	}
 	if p.NonRootUserName != "" && !validUserName(p.NonRootUserName) {
 		fail("nonRootUserName", "%q is not a Windows user name: use USER or DOMAIN\\USER, USER at most 104 characters and none of \"/\\:;|=,+*?<>@[]", p.NonRootUserName)
@@ -278,6 +302,9 @@ func (p *Policy) YAML() []byte {
 		RuntimeClassHandler:     &p.RuntimeClassHandler,
 		RuntimeClassesFor:       &p.RuntimeClassesFor,
 		ExcludedNamespaces:      p.ExcludedNamespaces,
+		WindowsCompatibility:    &p.WindowsCompatibility,
+		ImagesWithoutWindows:    &p.ImagesWithoutWindows,
+		PodImagePullSecrets:     &p.PodImagePullSecrets,
 	}
 	for _, t := range p.WindowsNodeTaints {
 		f.WindowsNodeTaints = append(f.WindowsNodeTaints, fileTaint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

@@ -10,18 +10,19 @@ import (
 
 // Where a build choice came from, recorded in wincompat.io/build-source.
 const (
-	SourceAnnotation   = "annotation"
-	SourceImage        = "image"
-	SourceNamespace    = "namespace"
-	SourceCluster      = "cluster"
-	SourceDefault      = "default"
-	SourceNodeSelector = "nodeSelector" // the pod already pins node.kubernetes.io/windows-build
-	SourceRuntimeClass = "runtimeClass" // the pod already names a catalog RuntimeClass
+	SourceAnnotation    = "annotation"
+	SourceImageManifest = "image-manifest" // the registry's description of the images
+	SourceImage         = "image"          // the image tags
+	SourceNamespace     = "namespace"
+	SourceCluster       = "cluster"
+	SourceDefault       = "default"
+	SourceNodeSelector  = "nodeSelector" // the pod already pins node.kubernetes.io/windows-build
+	SourceRuntimeClass  = "runtimeClass" // the pod already names a catalog RuntimeClass
 )
 
-// schedule injects what a Windows pod needs to land on a Windows node of the right build (DESIGN §5)
-// and returns the chosen build and its source ("" when none was chosen).
-func (p *Policy) schedule(pod *corev1.Pod, facts Facts, rec *recorder) (build, source string) {
+// schedule injects what a Windows pod needs to land on a Windows node that can run it (DESIGN §5) and
+// returns the chosen builds, comma-separated, and their source ("" when none was chosen).
+func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage, rec *recorder) (build, source string) {
 	spec := &pod.Spec
 	// A RuntimeClass the pod names brings its own nodeSelector; injecting another value for one of its
 	// keys would make the RuntimeClass admission plugin reject the pod.
@@ -46,19 +47,27 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, rec *recorder) (build, s
 		// HostProcess containers run directly on the host and work on any Windows build.
 		return "", ""
 	}
-	b, source := p.chooseBuild(pod, facts, rec)
-	if source == "" {
+	choice := p.chooseBuild(&buildQuery{pod: pod, facts: facts, images: images, rec: rec})
+	chosen := numbers(choice.builds)
+	switch len(chosen) {
+	case 0:
 		return "", ""
+	case 1:
+		b := choice.builds[0]
+		if choice.source != SourceRuntimeClass {
+			pin(labelWindowsBuild, b.Number)
+		}
+		p.setRuntimeClass(spec, b, facts, rec)
+	default:
+		// No RuntimeClass: each catalog class selects one build, and one that selected none would add
+		// nothing the os nodeSelector and tolerations do not already give.
+		requireBuilds(spec, chosen, rec)
 	}
-	if source != SourceRuntimeClass {
-		pin(labelWindowsBuild, b.Number)
-	}
-	p.setRuntimeClass(spec, b, facts, rec)
-	if c := facts.Cluster; c != nil && !slices.Contains(c.Builds, b.Number) {
+	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
 		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
-			Reason: "no ready node runs Windows build " + b.Number + "; the pod will stay Pending until one joins"})
+			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins"})
 	}
-	return b.Number, source
+	return strings.Join(chosen, ","), choice.source
 }
 
 // namedClassSelector is the nodeSelector of the RuntimeClass the pod names: from the cluster in server
@@ -144,64 +153,6 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, rec *recorder) {
 	}
 }
 
-// chooseBuild picks the build the first source that answers gives (DESIGN §5). A recorded choice wins so
-// that reinvocation, and later passes, give the same answer.
-func (p *Policy) chooseBuild(pod *corev1.Pod, facts Facts, rec *recorder) (Build, string) {
-	spec := &pod.Spec
-	pinned, hasPin := spec.NodeSelector[labelWindowsBuild]
-	if src := pod.Annotations[AnnotationBuildSource]; src != "" {
-		if b, ok := p.resolveBuild(pod.Annotations[AnnotationBuild]); ok && (!hasPin || pinned == b.Number) {
-			return b, src
-		}
-	}
-	if hasPin {
-		b := p.catalogEntry(pinned)
-		p.overriddenRequest(pod, b, "the pod's nodeSelector pins "+labelWindowsBuild+"="+pinned, rec)
-		return b, SourceNodeSelector
-	}
-	if spec.RuntimeClassName != nil {
-		// A RuntimeClass carries its own scheduling: its build, if it selects one, is the pod's; if it
-		// selects none (or is unknown), pinning a build could contradict it.
-		if n := p.namedClassSelector(spec, facts)[labelWindowsBuild]; n != "" {
-			b := p.catalogEntry(n)
-			p.overriddenRequest(pod, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n, rec)
-			return b, SourceRuntimeClass
-		}
-		p.overriddenRequest(pod, Build{}, "its RuntimeClass "+*spec.RuntimeClassName+" decides where it runs", rec)
-		return Build{}, ""
-	}
-	if v, set := pod.Annotations[AnnotationBuild]; set {
-		if b, ok := p.lookupBuild(v); ok {
-			return b, SourceAnnotation
-		}
-		rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
-			Reason: "unknown build " + jsonString(v) + "; use one of " + p.buildNames()})
-	}
-	if b, ok := p.buildOfImages(spec, rec); ok {
-		return b, SourceImage
-	}
-	if v, set := facts.Namespace.Annotations[AnnotationBuild]; set {
-		if b, ok := p.lookupBuild(v); ok {
-			return b, SourceNamespace
-		}
-		rec.add(Change{Action: Warn, Path: "namespace.annotations[" + AnnotationBuild + "]",
-			Reason: "unknown build " + jsonString(v) + " on the namespace; use one of " + p.buildNames()})
-	}
-	if c := facts.Cluster; c != nil && len(c.Builds) == 1 {
-		return p.catalogEntry(c.Builds[0]), SourceCluster
-	}
-	if p.DefaultBuild != "" {
-		return p.catalogEntry(p.DefaultBuild), SourceDefault
-	}
-	if c := facts.Cluster; c != nil && len(c.Builds) > 1 {
-		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
-			Reason: "no build chosen while the cluster runs " + strings.Join(c.Builds, ", ") + "; the pod may land on a node whose build does not match its image"})
-	}
-	return Build{}, ""
-}
-
-// resolveBuild is lookupBuild that also accepts a well-formed build number missing from the catalog
-// (a node of a newer build than the policy knows).
 // overriddenRequest records a warning when the user asked for a build in the pod's annotation but the
 // pod's own scheduling decides another (or, with an empty chosen, none): the annotation is then
 // rewritten to the build chosen, and that must not happen silently.
@@ -217,6 +168,8 @@ func (p *Policy) overriddenRequest(pod *corev1.Pod, chosen Build, why string, re
 		Reason: "requested build " + jsonString(v) + " ignored: " + why})
 }
 
+// resolveBuild is lookupBuild that also accepts a well-formed build number missing from the catalog
+// (a node of a newer build than the policy knows).
 func (p *Policy) resolveBuild(s string) (Build, bool) {
 	if b, ok := p.lookupBuild(s); ok {
 		return b, true
@@ -234,35 +187,6 @@ func (p *Policy) catalogEntry(number string) Build {
 		return b
 	}
 	return Build{Number: number}
-}
-
-// buildOfImages infers one build from the images of all containers and init containers. Images with no
-// build in their tag do not vote; images that disagree leave the choice to later sources, with a warning.
-func (p *Policy) buildOfImages(spec *corev1.PodSpec, rec *recorder) (Build, bool) {
-	var chosen Build
-	var voters []string
-	agree := true
-	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for _, c := range list {
-			b, ok := p.BuildOfImage(c.Image)
-			if !ok {
-				continue
-			}
-			if chosen.Number != "" && b.Number != chosen.Number {
-				agree = false
-			}
-			if chosen.Number == "" {
-				chosen = b
-			}
-			voters = append(voters, c.Name+"="+b.Number)
-		}
-	}
-	if !agree {
-		rec.add(Change{Action: Warn, Path: "spec.containers[*].image",
-			Reason: "images are built for different Windows builds (" + strings.Join(voters, ", ") + "); no build chosen from images"})
-		return Build{}, false
-	}
-	return chosen, chosen.Number != ""
 }
 
 func jsonString(s string) string { return string(jsonValue(s)) }

@@ -68,24 +68,38 @@ func requirementOS(e corev1.NodeSelectorRequirement) osSet {
 // windowsTrigger decides whether a pod spec is a Windows pod (DESIGN §2), setting spec.os when the
 // decision was inferred. It returns why not, or "".
 func (p *Policy) windowsTrigger(spec *corev1.PodSpec, ns Namespace, rec *recorder) string {
+	skip, inferred := p.windowsReason(spec, ns)
+	if inferred != "" {
+		p.setWindowsOS(spec, rec, inferred)
+	}
+	return skip
+}
+
+// isWindows is windowsTrigger without the change.
+func (p *Policy) isWindows(spec *corev1.PodSpec, ns Namespace) bool {
+	skip, _ := p.windowsReason(spec, ns)
+	return skip == ""
+}
+
+// windowsReason returns why the pod is not a Windows pod ("" when it is) and, when it is one only by
+// inference, the reason to record with spec.os.
+func (p *Policy) windowsReason(spec *corev1.PodSpec, ns Namespace) (skip, inferred string) {
 	if spec.OS != nil {
 		if spec.OS.Name == corev1.Windows {
-			return ""
+			return "", ""
 		}
-		return "spec.os.name is " + string(spec.OS.Name)
+		return "spec.os.name is " + string(spec.OS.Name), ""
 	}
 	allowed := allowedOS(spec)
 	switch {
 	case allowed == osSet{windows: true} && p.InferOSFromNodeSelector:
-		p.setWindowsOS(spec, rec, "pod is pinned to Windows nodes")
-		return ""
+		return "", "pod is pinned to Windows nodes"
 	case allowed.windows && ns.Labels[LabelDefaultOS] == string(corev1.Windows):
-		p.setWindowsOS(spec, rec, "namespace is labelled "+LabelDefaultOS+"=windows")
-		return ""
+		return "", "namespace is labelled " + LabelDefaultOS + "=windows"
 	case !allowed.windows:
-		return "pod is pinned to Linux nodes"
+		return "pod is pinned to Linux nodes", ""
 	default:
-		return "pod declares no spec.os"
+		return "pod declares no spec.os", ""
 	}
 }
 

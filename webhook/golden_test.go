@@ -42,11 +42,23 @@ type goldenCase struct {
 		// RuntimeClasses maps each existing class to its scheduling.nodeSelector.
 		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
 	} `json:"cluster"`
-	Policy string          `json:"policy"`
-	Object json.RawMessage `json:"object"`
+	// Images is what the registry says of each image, as the resolver would report it.
+	Images map[string]goldenImage `json:"images"`
+	Policy string                 `json:"policy"`
+	Object json.RawMessage        `json:"object"`
+}
+
+type goldenImage struct {
+	Platforms []struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+		OSVersion    string `json:"osVersion"`
+	} `json:"platforms"`
+	Err string `json:"err"`
 }
 
 type goldenOutput struct {
+	Denied   string          `json:"denied,omitempty"`
 	Warnings []string        `json:"warnings"`
 	Object   json.RawMessage `json:"object"`
 }
@@ -62,6 +74,16 @@ func (c *goldenCase) facts() policy.Facts {
 	}
 	if c.Operation != "" {
 		f.Operation = policy.Operation(c.Operation)
+	}
+	for ref, img := range c.Images {
+		if f.Images == nil {
+			f.Images = map[string]policy.Image{}
+		}
+		pi := policy.Image{Err: img.Err}
+		for _, pl := range img.Platforms {
+			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion})
+		}
+		f.Images[ref] = pi
 	}
 	if c.Cluster != nil {
 		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]policy.RuntimeClass{}}
@@ -124,7 +146,7 @@ func TestGolden(t *testing.T) {
 			patchJSON := formatPatch(t, res.Patch)
 			applied := applyPatch(t, raw, patchJSON)
 
-			out := goldenOutput{Warnings: res.Decision.Warnings(), Object: applied}
+			out := goldenOutput{Denied: res.Decision.Denied, Warnings: res.Decision.Warnings(), Object: applied}
 			if out.Warnings == nil {
 				out.Warnings = []string{}
 			}

@@ -52,6 +52,7 @@ type Handler struct {
 	namespaces     NamespaceReader
 	namespacesLive NamespaceReader
 	cluster        ClusterReader
+	images         ImageResolver
 	version        string
 	metrics        *Metrics
 	log            logr.Logger
@@ -67,6 +68,9 @@ type Config struct {
 	NamespacesLive NamespaceReader
 	// Cluster is nil for offline use: no build from the cluster, and RuntimeClasses are assumed to exist.
 	Cluster ClusterReader
+	// Images, when set, reads the Windows builds of a pod's images from their registries; nil leaves the
+	// build to tags and the other sources.
+	Images  ImageResolver
 	Version string
 	Metrics *Metrics
 	Log     logr.Logger
@@ -80,7 +84,7 @@ func NewWorkloadHandler(c Config) *Handler { return newHandler(c, workloadResour
 
 func newHandler(c Config, resources map[string]bool) *Handler {
 	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, namespacesLive: c.NamespacesLive,
-		cluster: c.Cluster, version: c.Version, metrics: c.Metrics, log: c.Log}
+		cluster: c.Cluster, images: c.Images, version: c.Version, metrics: c.Metrics, log: c.Log}
 }
 
 // Handle implements admission.Handler. Reviews it cannot understand are errors (the API server then
@@ -121,7 +125,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 		}
 	}
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	res, err := Mutate(h.policy.Load(), gvk, req.Object.Raw, facts)
+	res, err := MutateResolving(ctx, h.policy.Load(), gvk, req.Object.Raw, facts, h.images)
 	var unsupported *policy.UnsupportedKindError
 	switch {
 	case errors.As(err, &unsupported):
@@ -131,6 +135,10 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 	}
 	if !res.Decision.Windows {
 		return "skipped", admission.Allowed(""), res.Decision
+	}
+	if res.Decision.Denied != "" {
+		h.log.Info("denied", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name, "reason", res.Decision.Denied)
+		return "denied", admission.Denied(res.Decision.Denied), res.Decision
 	}
 	warnings := res.Decision.Warnings()
 	if len(res.Patch) == 0 {

@@ -66,7 +66,7 @@ func podRequest(ns string, pod string) admission.Request {
 }
 
 const windowsPodJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-"},"spec":{"os":{"name":"windows"},
-"securityContext":{"runAsUser":1000},"containers":[{"name":"web","image":"mcr.microsoft.com/windows/nanoserver:ltsc2022"}]}}`
+"securityContext":{"runAsUser":1000},"containers":[{"name":"web","image":"mcr.microsoft.com/windows/nanoserver:ltsc2019"}]}}`
 
 func TestHandlerMutatesWindowsPod(t *testing.T) {
 	h, m := newTestHandler(t, NewPodHandler)
@@ -82,7 +82,7 @@ func TestHandlerMutatesWindowsPod(t *testing.T) {
 		t.Errorf("warnings: %q", resp.Warnings)
 	}
 	changes, err := policy.DecodeChanges(resp.AuditAnnotations["changes"])
-	if err != nil || len(changes) == 0 || resp.AuditAnnotations["build"] != "10.0.20348" || resp.AuditAnnotations["build-source"] != "image" {
+	if err != nil || len(changes) == 0 || resp.AuditAnnotations["build"] != "10.0.17763" || resp.AuditAnnotations["build-source"] != "image" {
 		t.Errorf("audit annotations: %v (%v)", resp.AuditAnnotations, err)
 	}
 	if got := testutil.ToFloat64(m.admissions.WithLabelValues("pods", "CREATE", "mutated")); got != 1 {
@@ -91,7 +91,7 @@ func TestHandlerMutatesWindowsPod(t *testing.T) {
 	if got := testutil.ToFloat64(m.changes.WithLabelValues("strip", "spec.securityContext.runAsUser")); got != 1 {
 		t.Errorf("changes counter = %v", got)
 	}
-	if got := testutil.ToFloat64(m.builds.WithLabelValues("10.0.20348", "image")); got != 1 {
+	if got := testutil.ToFloat64(m.builds.WithLabelValues("10.0.17763", "image")); got != 1 {
 		t.Errorf("build counter = %v", got)
 	}
 }

@@ -21,7 +21,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_admission_total",
-			Help: "Admission reviews answered, by resource, operation and result (mutated, unchanged, skipped, error, ignored).",
+			Help: "Admission reviews answered, by resource, operation and result (mutated, unchanged, skipped, denied, error, ignored).",
 		}, []string{"resource", "operation", "result"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_changes_total",

@@ -3,6 +3,7 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +16,15 @@ import (
 
 	"github.com/wincompat/wincompat/patch"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
+
+// ImageResolver reads what registries say of images (webhook/scheduling/images). Lookup waits within
+// its own deadline and ctx's; Warm only starts lookups, for workload templates whose pods come later.
+type ImageResolver interface {
+	Lookup(ctx context.Context, req images.Request) map[string]policy.Image
+	Warm(req images.Request)
+}
 
 // kinds are the objects wincompat mutates, with where their pod spec sits in JSON.
 var kinds = map[schema.GroupVersionKind]struct {
@@ -42,7 +51,7 @@ func Supported(gvk schema.GroupVersionKind) bool {
 // Result is what Mutate decided and the patch that carries it.
 type Result struct {
 	Decision policy.Decision
-	// Patch is empty when nothing changed.
+	// Patch is empty when nothing changed, and when Decision.Denied refuses the object.
 	Patch patch.Patch
 	// Name is the object's name, or its generateName followed by "*" (a ReplicaSet's pods have no name
 	// at admission), for logs.
@@ -65,6 +74,12 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // after the decision, so fields our types do not know are never mentioned and survive. A decision that
 // changes nothing costs no diff at all.
 func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts) (Result, error) {
+	return MutateResolving(context.Background(), pol, gvk, raw, facts, nil)
+}
+
+// MutateResolving is Mutate that first asks resolver (nil for none) about the images of a Windows pod,
+// or starts the lookups for a workload template's, so that the build comes from the images themselves.
+func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts, resolver ImageResolver) (Result, error) {
 	k, ok := kinds[gvk]
 	if !ok {
 		return Result{}, &policy.UnsupportedKindError{Type: gvk.String()}
@@ -81,6 +96,16 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 	if len(strict) > 0 {
 		return Result{}, &DecodeError{Kind: gvk.Kind, Err: strict[0]}
 	}
+	if resolver != nil {
+		if l := pol.ImagesToLookUp(obj, facts); len(l.Images) > 0 {
+			req := images.Request{Namespace: facts.Namespace.Name, PullSecrets: l.PullSecrets, Images: l.Images}
+			if l.Wait {
+				facts.Images = resolver.Lookup(ctx, req)
+			} else {
+				resolver.Warm(req)
+			}
+		}
+	}
 	before := obj.(runtime.Object).DeepCopyObject()
 	emptyGroups := hasEmptySupplementalGroups(obj)
 	decision, err := pol.Decide(obj, facts)
@@ -88,6 +113,9 @@ func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts p
 		return Result{Decision: decision}, err
 	}
 	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind}
+	if decision.Denied != "" {
+		return res, nil // refused: the object stays as it came
+	}
 	if res.Patch, err = patch.Objects(before, obj, raw); err != nil {
 		return Result{}, err
 	}

@@ -38,7 +38,7 @@ spec:
     runAsUser: 1000
   containers:
   - name: web
-    image: mcr.microsoft.com/windows/nanoserver:ltsc2022
+    image: mcr.microsoft.com/windows/nanoserver:ltsc2019
 `
 
 func TestProcessPassesUntouchedDocumentsThroughByteForByte(t *testing.T) {
@@ -68,7 +68,7 @@ func TestProcessMutatesAndKeepsComments(t *testing.T) {
 	if !strings.HasPrefix(got, service+"---\n") {
 		t.Errorf("first document changed:\n%s", got)
 	}
-	for _, want := range []string{"# Source: chart/templates/pod.yaml", "# the name", "runAsUserName: ContainerUser", "kubernetes.io/os: windows", "runtimeClassName: windows-2022"} {
+	for _, want := range []string{"# Source: chart/templates/pod.yaml", "# the name", "runAsUserName: ContainerUser", "kubernetes.io/os: windows", "runtimeClassName: windows-2019"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
@@ -150,7 +150,7 @@ func TestProcessLargeInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(docs) != n || !docs[n-1].Mutated || strings.Count(out.String(), "runtimeClassName: windows-2022") != n {
+	if len(docs) != n || !docs[n-1].Mutated || strings.Count(out.String(), "runtimeClassName: windows-2019") != n {
 		t.Errorf("%d documents in, %d processed", n, len(docs))
 	}
 }

@@ -1,0 +1,139 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// containerImage is what one container's image tells about the node builds that can run it.
+type containerImage struct {
+	path, image string
+	// source is SourceImageManifest when the registry answered, SourceImage when only the tag names a
+	// build, "" when nothing is known.
+	source string
+	// versions are the os.version of each Windows entry ("" for an entry that names none).
+	versions []string
+	// platforms are every entry, for messages: windows/amd64:10.0.17763.5830, linux/arm64.
+	platforms []string
+	// lookupErr says why the registry gave no answer.
+	lookupErr string
+}
+
+// constrains reports whether the image limits where the pod can run: it names builds, and no Windows
+// entry of it runs anywhere.
+func (ci containerImage) constrains() bool {
+	return ci.source != "" && !slices.Contains(ci.versions, "")
+}
+
+// linuxOnly reports whether the registry says the image has no Windows entry at all.
+func (ci containerImage) linuxOnly() bool { return ci.source == SourceImageManifest && len(ci.versions) == 0 }
+
+func (p *Policy) runs(ci containerImage, host string) bool {
+	return slices.ContainsFunc(ci.versions, func(v string) bool { return p.HostRuns(host, v) })
+}
+
+// describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
+func (ci containerImage) describe() string {
+	if ci.source == SourceImage {
+		return ci.image + " (tag: Windows build " + ci.versions[0] + ")"
+	}
+	if len(ci.platforms) == 0 {
+		return ci.image + " (no platform)"
+	}
+	return ci.image + " (" + strings.Join(ci.platforms, ", ") + ")"
+}
+
+// owner is the container as warnings name it: containers[app].
+func (ci containerImage) owner() string { return strings.TrimPrefix(ci.path, "spec.") }
+
+// containerImages reads what the facts and the tags say of every container and init container image.
+// Ephemeral containers are added to running pods and never decide placement.
+func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerImage {
+	var out []containerImage
+	add := func(path string, c *corev1.Container) {
+		ci := containerImage{path: path, image: c.Image}
+		img, known := facts.Images[c.Image]
+		switch {
+		case known && img.Err == "":
+			ci.source = SourceImageManifest
+			for _, pl := range img.Platforms {
+				ci.platforms = append(ci.platforms, pl.String())
+				if pl.OS == string(corev1.Windows) && (p.Arch == "" || pl.Architecture == "" || pl.Architecture == p.Arch) {
+					ci.versions = append(ci.versions, pl.OSVersion)
+				}
+			}
+		default:
+			if known {
+				ci.lookupErr = img.Err
+			}
+			if b, ok := p.BuildOfImage(c.Image); ok {
+				ci.source, ci.versions = SourceImage, []string{b.Number}
+			}
+		}
+		out = append(out, ci)
+	}
+	for i := range spec.InitContainers {
+		add("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		add("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
+	}
+	return out
+}
+
+// String renders a platform as os/architecture[:os.version].
+func (pl Platform) String() string {
+	s := pl.OS + "/" + pl.Architecture
+	if pl.OSVersion != "" {
+		s += ":" + pl.OSVersion
+	}
+	return s
+}
+
+// ImageLookup is what the webhook should read from registries before Decide: the images of a Windows
+// pod (or template) in scope. Wait is false for workload templates, whose lookups only warm the cache for
+// the pods that follow.
+type ImageLookup struct {
+	Images      []string
+	PullSecrets []string
+	Wait        bool
+}
+
+// ImagesToLookUp says which images Decide will want in Facts.Images for obj; nothing when the object is
+// out of scope, not Windows, a HostProcess pod, or a pod whose build an earlier pass already recorded.
+// It changes nothing.
+func (p *Policy) ImagesToLookUp(obj any, facts Facts) ImageLookup {
+	var meta *corev1.PodTemplateSpec
+	wait := false
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if facts.Operation != Create || pod.Annotations[AnnotationBuildSource] != "" {
+			return ImageLookup{}
+		}
+		meta, wait = &corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}, true
+	} else if tpl, err := PodTemplateOf(obj); err == nil && tpl != nil {
+		meta = tpl
+	} else {
+		return ImageLookup{}
+	}
+	spec := &meta.Spec
+	if p.inScope(&meta.ObjectMeta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || hostProcess(spec) {
+		return ImageLookup{}
+	}
+	var l ImageLookup
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range list {
+			if c.Image != "" && !slices.Contains(l.Images, c.Image) {
+				l.Images = append(l.Images, c.Image)
+			}
+		}
+	}
+	if p.PodImagePullSecrets {
+		for _, s := range spec.ImagePullSecrets {
+			l.PullSecrets = append(l.PullSecrets, s.Name)
+		}
+	}
+	l.Wait = wait
+	return l
+}
