@@ -25,8 +25,8 @@ func TestHostRuns(t *testing.T) {
 		{"10.0.25398", "10.0.20348.1", true, false},     // an annual-channel host runs from 2022 up
 		{"10.0.26200", "10.0.20348.1", true, false},     // past the newest LTSC: still from 2022
 		{"10.0.26200", "10.0.26100.1", true, false},
-		{"10.0.26100", "", true, true},                  // no os.version: any build
-		{"10.0.17763", "6.3.9600", false, false},        // another major.minor
+		{"10.0.26100", "", true, true},           // no os.version: any build
+		{"10.0.17763", "6.3.9600", false, false}, // another major.minor
 	} {
 		if got := compatible.HostRuns(c.host, c.image); got != c.compatible {
 			t.Errorf("compatible: host %s image %s = %v, want %v", c.host, c.image, got, c.compatible)

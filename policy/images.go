@@ -28,7 +28,9 @@ func (ci containerImage) constrains() bool {
 }
 
 // linuxOnly reports whether the registry says the image has no Windows entry at all.
-func (ci containerImage) linuxOnly() bool { return ci.source == SourceImageManifest && len(ci.versions) == 0 }
+func (ci containerImage) linuxOnly() bool {
+	return ci.source == SourceImageManifest && len(ci.versions) == 0
+}
 
 func (p *Policy) runs(ci containerImage, host string) bool {
 	return slices.ContainsFunc(ci.versions, func(v string) bool { return p.HostRuns(host, v) })
