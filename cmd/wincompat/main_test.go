@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -30,7 +34,8 @@ func TestMutateExamples(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"win-webserver", "iis-2019", "runtimeClassName: windows-2022", "wincompat.io/template-changes"} {
+	// windows-pod.yaml's nanoserver:ltsc2022 runs on 2022 and, by containerd's rule, 2025 nodes.
+	for _, want := range []string{"win-webserver", "iis-2019", "runtimeClassName: windows-2019", "- 10.0.26100", "wincompat.io/template-changes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -169,5 +174,39 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	errOut.Reset()
 	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "-enable-http2") {
 		t.Errorf("serve -h: %d %s", code, errOut.String())
+	}
+}
+
+// With --resolve-images the build comes from the registry: a tag that names no build, a 2022 entry
+// (runs on 2022 and 2025), and a Linux-only sidecar that the deny policy refuses by name.
+func TestMutateResolveImages(t *testing.T) {
+	reg := imagestest.Start()
+	defer reg.Close()
+	app, err := reg.PushIndex("app", "1.4.2", types.OCIImageIndex, imagestest.Linux("amd64"), imagestest.Windows("10.0.20348.2227"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar, err := reg.PushIndex("exporter", "v1", types.DockerManifestList, imagestest.Linux("amd64"), imagestest.Linux("arm64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Replace(pod, "mcr.microsoft.com/windows/nanoserver:ltsc2022", app, 1)
+	code, out, errOut := runCLI(t, in, "mutate", "--resolve-images")
+	if code != 0 || !strings.Contains(out, "wincompat.io/build-source: image-manifest") || !strings.Contains(out, "- 10.0.20348") || !strings.Contains(out, "- 10.0.26100") {
+		t.Errorf("exit %d: %s\n%s", code, errOut, out)
+	}
+	code, out, _ = runCLI(t, in, "mutate")
+	if code != 0 || strings.Contains(out, "image-manifest") || strings.Contains(out, "windows-build") {
+		t.Errorf("without --resolve-images the tag names no build: exit %d\n%s", code, out)
+	}
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nimagesWithoutWindows: deny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withSidecar := strings.Replace(in, "containers: [", "containers: [{name: exporter, image: "+sidecar+"}, ", 1)
+	code, _, errOut = runCLI(t, withSidecar, "mutate", "--resolve-images", "--policy", policyFile)
+	if code != 1 || !strings.Contains(errOut, "containers[exporter]: image "+sidecar+" (linux/amd64, linux/arm64) has no Windows entry") {
+		t.Errorf("deny: exit %d: %s", code, errOut)
 	}
 }

@@ -10,9 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/manifest"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [flags]
@@ -24,6 +28,9 @@ webhook would in a namespace with the given labels, and prints the stream: chang
 A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
+
+With --resolve-images, the Windows build comes from each image's registry (its index's os.version
+entries, or the image config's), as in the cluster; without it, from tags, annotations and the policy.
 
 Exit status: 0 on success; 1 when a document is invalid (nothing is printed then, and every bad document
 is named on stderr by source and index, e.g. "chart.yaml#3 Deployment demo/web: ..."); 2 on usage errors.
@@ -49,6 +56,8 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
 	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
+	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
+	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
@@ -78,6 +87,14 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Policy:    pol,
 		Namespace: policy.Namespace{Name: *namespace, Labels: labels, Annotations: annotations},
 		Version:   version,
+	}
+	if *resolveImages {
+		r, err := images.New(images.Config{Timeout: *lookupTimeout, BackgroundTimeout: *lookupTimeout, Keychain: authn.DefaultKeychain})
+		if err != nil {
+			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+			return 2
+		}
+		opts.Images = r
 	}
 
 	failed := false

@@ -64,6 +64,12 @@ func runServe(args []string, stderr io.Writer) int {
 		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
 		return nil
 	})
+	var resolveImages bool
+	imageOpts := server.ImageOptions{}
+	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries (manifests and configs only, cached) to learn which Windows builds can run them; false leaves the build to tags, annotations and the cluster")
+	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries; past it the build falls back to the other sources (with a warning) and the lookup finishes in the background for the next pod. At most 2s, under the webhook's timeoutSeconds")
+	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again (digests are immutable and cached until evicted)")
+	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
 	zapOpts.BindFlags(fl)
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
@@ -76,6 +82,9 @@ func runServe(args []string, stderr io.Writer) int {
 	o.Policy, o.PolicyFile = pol, policyFile
 	if selfManaged {
 		o.SelfManagedTLS = &tlsCfg
+	}
+	if resolveImages {
+		o.Images = &imageOpts
 	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)

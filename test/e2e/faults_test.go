@@ -608,7 +608,7 @@ func newReplica(t *testing.T, index int, bin, kubeconfig, certDir, policyFile st
 			t.Fatal(err)
 		}
 	}
-	r.args = []string{"serve",
+	r.args = []string{"serve", "--resolve-images=false",
 		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(r.port), "--cert-dir", certDir,
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(r.metricsP),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(r.probePort),

@@ -5,6 +5,7 @@ package manifest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type Options struct {
 	// name, not the labels.
 	Namespace policy.Namespace
 	Version   string
+	// Images, when set, reads pods' images from their registries (wincompat mutate --resolve-images).
+	Images webhook.ImageResolver
 }
 
 // Document is one object of the stream and what wincompat did to it.
@@ -179,9 +182,12 @@ func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
 	if tm.Metadata.Name == "" {
 		doc.Name = ns.Name + "/" + tm.Metadata.GenerateName + "*"
 	}
-	res, err := webhook.Mutate(opts.Policy, gvk, raw, policy.Facts{Operation: policy.Create, Namespace: ns, Version: opts.Version})
+	res, err := webhook.MutateResolving(context.Background(), opts.Policy, gvk, raw, policy.Facts{Operation: policy.Create, Namespace: ns, Version: opts.Version}, opts.Images)
 	if err != nil {
 		return nil, errors.New(oneLine(err))
+	}
+	if res.Decision.Denied != "" {
+		return nil, errors.New(res.Decision.Denied)
 	}
 	doc.Patch = res.Patch
 	doc.Warnings = res.Decision.Warnings()

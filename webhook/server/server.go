@@ -59,7 +59,9 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
-	Policy               *policy.Policy
+	// Images, when set, reads the Windows builds of pods' images from their registries.
+	Images *ImageOptions
+	Policy *policy.Policy
 	// SelfManagedTLS, when set, replaces CertDir: the leader keeps a CA and serving certificate in a
 	// Secret and the webhook configuration's caBundle current; every replica serves from the Secret.
 	SelfManagedTLS *certs.Config
@@ -95,6 +97,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Policy == nil {
 		errs = append(errs, errors.New("no policy"))
+	}
+	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
+		errs = append(errs, fmt.Errorf("--image-lookup-timeout %v: use more than 0 and at most 2s, well under the webhook's timeoutSeconds (3)", o.Images.Timeout))
+	}
+	if o.Images != nil && o.Images.PullSecret != "" && o.Namespace == "" {
+		errs = append(errs, errors.New("--image-pull-secret needs --namespace (or POD_NAMESPACE): the Secret is read from wincompat's own namespace"))
 	}
 	return errors.Join(errs...)
 }
@@ -188,7 +196,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	current := &atomic.Pointer[policy.Policy]{}
 	current.Store(pol)
+	var resolver webhook.ImageResolver
+	if o.Images != nil {
+		r, err := newImageResolver(cfg, mgr.GetAPIReader(), o.Namespace, *o.Images)
+		if err != nil {
+			return err
+		}
+		resolver = r
+	}
 	shared := webhook.Config{
+		Images:         resolver,
 		Policy:         current,
 		Namespaces:     mgr.GetClient(),
 		NamespacesLive: mgr.GetAPIReader(),

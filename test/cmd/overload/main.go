@@ -521,7 +521,7 @@ func startServer(ctx context.Context, c config, cp *controlplane.ControlPlane) (
 			return nil, nil, err
 		}
 	}
-	args := []string{"serve",
+	args := []string{"serve", "--resolve-images=false",
 		"--cert-dir", cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(cp.Webhook.Port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--shutdown-timeout", "5s",
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[0]),

@@ -206,7 +206,7 @@ func (e *env) startServer(ctx context.Context) error {
 	}
 	wh := e.cp.Webhook
 	e.port, e.caPEM = wh.Port, wh.CAData
-	args := []string{"serve",
+	args := []string{"serve", "--resolve-images=false",
 		"--cert-dir", wh.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(wh.Port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metricsPort),

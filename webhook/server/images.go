@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
+)
+
+// ImageOptions configure reading Windows builds from image registries.
+type ImageOptions struct {
+	// Timeout bounds the wait of one review; the lookup goes on in the background to warm the cache.
+	Timeout time.Duration
+	// TagTTL is how long a tag's digest is trusted before it is checked again.
+	TagTTL time.Duration
+	// PullSecret names a docker-config Secret in the server's namespace with credentials for private
+	// registries; empty for anonymous access only.
+	PullSecret string
+}
+
+var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.NewMetrics(metrics.Registry) })
+
+// newImageResolver builds the resolver of the server: its own pull secret, read again when it may have
+// been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
+// own identity (so RBAC decides whether that works).
+func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions) (*images.Resolver, error) {
+	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics()}
+	if o.PullSecret != "" {
+		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute}
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("image resolver: %w", err)
+	}
+	c.PodPullSecrets = images.PullSecretKeychain(clientset)
+	return images.New(c)
+}
+
+// secretKeychain reads the server's pull secret when first needed and again after every, so a rotated
+// Secret takes effect without a restart.
+type secretKeychain struct {
+	reader client.Reader
+	key    client.ObjectKey
+	every  time.Duration
+
+	mu      sync.Mutex
+	read    time.Time
+	current authn.Keychain
+	err     error
+}
+
+func (k *secretKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	k.mu.Lock()
+	if time.Since(k.read) > k.every {
+		k.current, k.err = k.load()
+		k.read = time.Now()
+	}
+	kc, err := k.current, k.err
+	k.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return kc.Resolve(r)
+}
+
+func (k *secretKeychain) load() (authn.Keychain, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var s corev1.Secret
+	if err := k.reader.Get(ctx, k.key, &s); err != nil {
+		return nil, fmt.Errorf("pull secret %s: %w (check --image-pull-secret and that wincompat may get it)", k.key, err)
+	}
+	return images.DockerConfigKeychain(&s)
+}
