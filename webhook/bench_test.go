@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -25,6 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
 // benchPod renders a Windows pod with n containers carrying what real charts carry: Linux security
@@ -254,4 +258,60 @@ func mutatedPod(b *testing.B, pod []byte) []byte {
 		b.Fatalf("a mutated pod still gets a patch: %v %v", again.Patch, err)
 	}
 	return out
+}
+
+// BenchmarkHandlerImages is BenchmarkHandler's 2-container pod with its images read from a registry on
+// loopback (tags that name no build), through the real resolver. "warm" answers from the resolver's
+// cache, to compare with BenchmarkHandler/wincompat/containers=2 (tags only): the cost of the feature on
+// every pod once its images are known. "cold-slow" starts each review with an empty cache against a
+// registry slower than the lookup deadline: the review must be answered at the deadline, with the
+// fallback, and ms-past-deadline reports by how much it overran.
+func BenchmarkHandlerImages(b *testing.B) {
+	reg := imagestest.Start()
+	defer reg.Close()
+	image, err := reg.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, imagestest.Linux("amd64"), imagestest.Windows("10.0.20348.2227"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := bytes.ReplaceAll(benchPod(2), []byte("mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"), []byte(image))
+	body := reviewBody(b, pod)
+	handler := func(r ImageResolver) http.Handler {
+		current := &atomic.Pointer[policy.Policy]{}
+		current.Store(policy.Default())
+		return &admission.Webhook{Handler: NewPodHandler(Config{Policy: current, Namespaces: namespaces{"demo": {policy.LabelEnabled: "true"}},
+			Images: r, Log: logr.Discard(), Version: "bench"})}
+	}
+	b.Run("warm/containers=2", func(b *testing.B) {
+		r, err := images.New(images.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := handler(r)
+		serveReview(b, h, body) // fills the cache
+		before := reg.Requests.Load()
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			serveReview(b, h, body)
+		}
+		if n := reg.Requests.Load() - before; n > 0 {
+			b.Fatalf("%d registry requests with a warm cache", n)
+		}
+	})
+	b.Run("cold-slow/containers=2", func(b *testing.B) {
+		const deadline = 200 * time.Millisecond
+		reg.SetDelay(2 * deadline)
+		defer reg.SetDelay(0)
+		var worst time.Duration
+		for b.Loop() {
+			r, err := images.New(images.Config{Timeout: deadline, BackgroundTimeout: 4 * deadline})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			serveReview(b, handler(r), body)
+			worst = max(worst, time.Since(start))
+		}
+		b.ReportMetric(float64(worst-deadline)/float64(time.Millisecond), "ms-past-deadline(max)")
+	})
 }
