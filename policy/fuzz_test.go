@@ -149,6 +149,10 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled), "", uint8(0))
 	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsRestricted|nsClusterTwoBuilds), "ltsc2019", uint8(0x7f))
 	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsUpdate), "", uint8(0))
+	// With what registries say of the images (policyBits 0x80): every answer of fuzzImages's menu.
+	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"containers":[{"name":"a","image":"a"},{"name":"b","image":"bb"},{"name":"c","image":"ccc"}]}}`), uint8(0), uint8(nsEnabled|nsClusterTwoBuilds), "", uint8(0x80))
+	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"initContainers":[{"name":"i","image":"iiii"}],"containers":[{"name":"a","image":"aaaaa"},{"name":"b","image":"bbbbbb"},{"name":"c","image":"ccccccc"},{"name":"d","image":"dddddddd"}]}}`), uint8(0), uint8(nsEnabled|nsClusterOneBuild), "ltsc2019", uint8(0x81))
+	f.Add([]byte(`{"metadata":{"annotations":{"wincompat.io/build":"2019"}},"spec":{"os":{"name":"windows"},"nodeSelector":{"node.kubernetes.io/windows-build":"10.0.26100"},"containers":[{"name":"a","image":"a"}]}}`), uint8(0), uint8(nsEnabled), "", uint8(0x80))
 	f.Add([]byte(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/os":"windows"},"containers":[{"name":"a","securityContext":{"runAsUser":1}}]}}}}`),
 		fuzzKindIndex("Deployment"), uint8(nsEnabled), "", uint8(0))
 	f.Add([]byte(`{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"a"}]}}}}}}`), fuzzKindIndex("CronJob"), uint8(nsEnabled|nsDefaultOS), "2022", uint8(0))
@@ -198,6 +202,9 @@ func FuzzDecide(f *testing.F) {
 		}
 		pol := variants[int(policyBits)%len(variants)]
 		facts := fuzzFacts(knobs, nsBuild)
+		if policyBits&0x80 != 0 {
+			facts.Images = fuzzImages(obj)
+		}
 		before := obj.DeepCopyObject()
 		beforeJSON := mustJSON(t, before)
 
@@ -213,6 +220,12 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("Decide refused a %T: %v", obj, err)
 		}
 		after := mustJSON(t, obj)
+		if d.Denied != "" {
+			if after != beforeJSON || !strings.Contains(d.Denied, "has no Windows entry") {
+				t.Fatalf("a denied object was changed, or denied for another reason (%q)", d.Denied)
+			}
+			return
+		}
 		if !d.Windows {
 			if after != beforeJSON || len(d.Changes) != 0 || d.Skipped == "" {
 				t.Fatalf("an object left alone (%q) was changed (%d changes)\nbefore: %s\nafter:  %s", d.Skipped, len(d.Changes), beforeJSON, after)
@@ -339,4 +352,35 @@ next:
 		}
 		t.Fatalf("change %+v is not recorded in %s", c, key)
 	}
+}
+
+// fuzzImages answers for every container image of obj what a registry might: one entry of a fixed menu
+// chosen by the reference, so the same image always gets the same answer (as a cache would give).
+func fuzzImages(obj any) map[string]Image {
+	win := func(v string) Platform { return Platform{OS: "windows", Architecture: "amd64", OSVersion: v} }
+	menu := []Image{
+		{Platforms: []Platform{win("10.0.17763.5830")}},
+		{Platforms: []Platform{win("10.0.20348.2227"), {OS: "linux", Architecture: "amd64"}}},
+		{Platforms: []Platform{win("10.0.26100.1742")}},
+		{Platforms: []Platform{win("10.0.17763.1"), win("10.0.20348.1")}},
+		{Platforms: []Platform{{OS: "linux", Architecture: "arm64"}}},
+		{Platforms: []Platform{win("")}},
+		{Err: "registry lookup timed out after 1s"},
+		{Platforms: []Platform{win("garbage")}},
+	}
+	var spec *corev1.PodSpec
+	if pod, ok := obj.(*corev1.Pod); ok {
+		spec = &pod.Spec
+	} else if tpl, err := PodTemplateOf(obj); err == nil && tpl != nil {
+		spec = &tpl.Spec
+	} else {
+		return nil
+	}
+	out := map[string]Image{}
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range list {
+			out[c.Image] = menu[len(c.Image)%len(menu)]
+		}
+	}
+	return out
 }
