@@ -204,6 +204,15 @@ func FuzzDecide(f *testing.F) {
 		facts := fuzzFacts(knobs, nsBuild)
 		if policyBits&0x80 != 0 {
 			facts.Images = fuzzImages(obj)
+			// The image knobs, turned by the input's length (the policy byte has no bit left).
+			variant := *pol
+			if len(raw)%2 == 1 {
+				variant.ImagesWithoutWindows = ImagesWithoutWindowsDeny
+			}
+			if len(raw)%4 >= 2 {
+				variant.WindowsCompatibility = CompatibilityExact
+			}
+			pol = &variant
 		}
 		before := obj.DeepCopyObject()
 		beforeJSON := mustJSON(t, before)
