@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
 )
 
@@ -57,9 +59,23 @@ networkPolicy:
 tolerations:
 - {key: CriticalAddonsOnly, operator: Exists}
 logLevel: debug
+imageResolver:
+  timeout: 1500ms
+  tagTTL: 10m
+  pullSecret: registry-creds
 `
 
 func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, stderr, err := runHelm(t, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return out
+}
+
+// runHelm runs bin/helm in the repository root.
+func runHelm(t *testing.T, args ...string) (stdout []byte, stderr string, err error) {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -71,24 +87,39 @@ func helm(t *testing.T, args ...string) []byte {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err = cmd.Output()
+	return stdout, errOut.String(), err
+}
+
+// templateArgs are the arguments of `helm template` for a release named wincompat.
+func templateArgs(valuesFile string) []string {
+	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", "1.36.3"}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
 	}
-	return out
+	return args
+}
+
+// valuesFile writes values for helm to a file.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	if values == "" {
+		return ""
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // renderChart renders the chart as `helm template` does for a release named wincompat.
 func renderChart(t *testing.T, valuesFile string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", "1.36.3"}
-	if valuesFile != "" {
-		args = append(args, "--values", valuesFile)
-	}
 	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(helm(t, args...)), "\n---") {
+	for _, doc := range strings.Split(string(helm(t, templateArgs(valuesFile)...)), "\n---") {
 		js, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
 			t.Fatalf("rendered YAML: %v\n%s", err, doc)
@@ -246,5 +277,93 @@ func compareWithDeployWebhooks(t *testing.T, objs []*unstructured.Unstructured) 
 		w, _ := json.MarshalIndent(want.Webhooks, "", " ")
 		g, _ := json.MarshalIndent(got.Webhooks, "", " ")
 		t.Errorf("the chart's webhooks differ from deploy/webhook/mutatingwebhookconfiguration.yaml\nchart:\n%s\ndeploy:\n%s", g, w)
+	}
+}
+
+// TestHelmChartImageResolver: issue 13. The imageResolver values become serve's flags; a pull secret
+// adds get on that one Secret in the release namespace; only podPullSecrets adds get on every Secret
+// (which security_test.go's allowlist still flags) and turns the policy's podImagePullSecrets on. Values
+// the webhook's timeout or RBAC would contradict fail rendering. Rendering only: TestHelmChart applies
+// a pull secret's Role to the API server.
+func TestHelmChartImageResolver(t *testing.T) {
+	for _, tc := range []struct {
+		name, values   string
+		imageArgs      []string // serve's image resolution flags, in order
+		secretRules    []string // every rule on Secrets: kind, verbs, resourceNames
+		podPullSecrets bool     // the policy's podImagePullSecrets
+	}{
+		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m"}, nil, false},
+		{"off", "imageResolver: {enabled: false, pullSecret: registry-creds, podPullSecrets: true}\n",
+			[]string{"--resolve-images=false"}, nil, false},
+		{"pull secret", "imageResolver: {pullSecret: registry-creds, timeout: 0.5s}\nwebhook: {timeoutSeconds: 1}\n",
+			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-pull-secret=registry-creds"},
+			[]string{`Role get ["registry-creds"]`}, false},
+		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
+			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m"},
+			[]string{`ClusterRole get []`}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var imageArgs, secretRules []string
+			var pol *policy.Policy
+			for _, obj := range renderChart(t, valuesFile(t, tc.values)) {
+				switch obj.GetKind() {
+				case "Deployment":
+					for _, a := range deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args {
+						if strings.HasPrefix(a, "--resolve-images") || strings.HasPrefix(a, "--image-") {
+							imageArgs = append(imageArgs, a)
+						}
+					}
+				case "ClusterRole", "Role":
+					rules, err := roleRules(obj)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range rules {
+						if slices.Contains(r.Resources, "secrets") {
+							secretRules = append(secretRules, fmt.Sprintf("%s %s %q", obj.GetKind(), strings.Join(r.Verbs, ","), r.ResourceNames))
+						}
+					}
+					// Cluster-wide Secret read stays outside the allowlist: it is the one finding, and only
+					// when asked for.
+					var want []string
+					if tc.podPullSecrets && obj.GetKind() == "ClusterRole" {
+						want = []string{"ClusterRole grants get on /secrets, which wincompat has no use for"}
+					}
+					if got := rbacFindings(obj); !slices.Equal(got, want) {
+						t.Errorf("%s findings: %q, want %q", obj.GetKind(), got, want)
+					}
+				case "ConfigMap":
+					data, _, _ := unstructured.NestedString(obj.Object, "data", "policy.yaml")
+					var err error
+					if pol, err = policy.Load([]byte(data)); err != nil {
+						t.Fatalf("the policy ConfigMap does not load: %v\n%s", err, data)
+					}
+				}
+			}
+			if !slices.Equal(imageArgs, tc.imageArgs) {
+				t.Errorf("image resolution flags %q, want %q", imageArgs, tc.imageArgs)
+			}
+			if !slices.Equal(secretRules, tc.secretRules) {
+				t.Errorf("rules on Secrets %q, want %q", secretRules, tc.secretRules)
+			}
+			if pol == nil {
+				t.Error("no policy ConfigMap rendered")
+			} else if pol.PodImagePullSecrets != tc.podPullSecrets {
+				t.Errorf("policy podImagePullSecrets %v, want %v", pol.PodImagePullSecrets, tc.podPullSecrets)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, values, want string }{
+		{"timeout not under timeoutSeconds", "imageResolver: {timeout: 2s}\nwebhook: {timeoutSeconds: 2}\n",
+			"imageResolver.timeout 2s is not under webhook.timeoutSeconds (2)"},
+		{"podImagePullSecrets without its RBAC", "policy: {podImagePullSecrets: true}\n",
+			"policy.podImagePullSecrets is true but imageResolver.podPullSecrets is not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, err := runHelm(t, templateArgs(valuesFile(t, tc.values))...)
+			if err == nil || !strings.Contains(stderr, tc.want) {
+				t.Errorf("helm template: err %v, stderr %q, want an error with %q\n%.200s", err, stderr, tc.want, out)
+			}
+		})
 	}
 }

@@ -18,3 +18,33 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "wincompat.servingCertName" -}}{{ include "wincompat.fullname" . }}-serving{{- end -}}
+
+{{- /*
+imageResolver.timeout, as given, after checking it: the API server gives the whole review
+webhook.timeoutSeconds, so wincompat must stop waiting for registries and fall back before that.
+*/ -}}
+{{- define "wincompat.imageLookupTimeout" -}}
+{{- $t := toString .Values.imageResolver.timeout -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(ms|s)$" $t) -}}
+{{- fail (printf "imageResolver.timeout %q: use seconds or milliseconds, such as 1s or 1500ms" $t) -}}
+{{- end -}}
+{{- $ms := 0.0 -}}
+{{- if hasSuffix "ms" $t -}}
+{{- $ms = float64 (trimSuffix "ms" $t) -}}
+{{- else -}}
+{{- $ms = mulf (float64 (trimSuffix "s" $t)) 1000 -}}
+{{- end -}}
+{{- $webhookMs := mulf (float64 .Values.webhook.timeoutSeconds) 1000 -}}
+{{- if ge $ms $webhookMs -}}
+{{- fail (printf "imageResolver.timeout %s is not under webhook.timeoutSeconds (%v): the API server would give up on the review (with failurePolicy Fail, reject the pod) before wincompat stops waiting for registries and falls back. Lower imageResolver.timeout (default 1s) or raise webhook.timeoutSeconds" $t .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if or (le $ms 0.0) (gt $ms 2000.0) -}}
+{{- fail (printf "imageResolver.timeout %s: use more than 0 and at most 2s (wincompat serve refuses longer waits)" $t) -}}
+{{- end -}}
+{{- $t -}}
+{{- end -}}
+
+{{- /* Whether wincompat reads the pods' own imagePullSecrets: RBAC and the policy follow this one switch. */ -}}
+{{- define "wincompat.podPullSecrets" -}}
+{{- if and .Values.imageResolver.enabled .Values.imageResolver.podPullSecrets -}}true{{- end -}}
+{{- end -}}
