@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -32,10 +33,10 @@ var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.N
 // newImageResolver builds the resolver of the server: its own pull secret, read again when it may have
 // been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
 // own identity (so RBAC decides whether that works).
-func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions) (*images.Resolver, error) {
-	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics()}
+func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
+	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics(), Log: log}
 	if o.PullSecret != "" {
-		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute}
+		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -51,6 +52,7 @@ type secretKeychain struct {
 	reader client.Reader
 	key    client.ObjectKey
 	every  time.Duration
+	log    logr.Logger
 
 	mu      sync.Mutex
 	read    time.Time
@@ -63,11 +65,16 @@ func (k *secretKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) 
 	if time.Since(k.read) > k.every {
 		k.current, k.err = k.load()
 		k.read = time.Now()
+		if k.err != nil {
+			k.log.Error(k.err, "image pull secret unusable; registries are asked anonymously until it is fixed")
+		}
 	}
 	kc, err := k.current, k.err
 	k.mu.Unlock()
 	if err != nil {
-		return nil, err
+		// Public images need no credentials: a missing or broken pull secret must not fail them too.
+		// The error is logged when the Secret is read; private registries then answer unauthorized.
+		return authn.Anonymous, nil
 	}
 	return kc.Resolve(r)
 }

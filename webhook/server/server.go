@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	current.Store(pol)
 	var resolver webhook.ImageResolver
 	if o.Images != nil {
-		r, err := newImageResolver(cfg, mgr.GetAPIReader(), o.Namespace, *o.Images)
+		r, err := newImageResolver(cfg, mgr.GetAPIReader(), o.Namespace, *o.Images, o.Log.WithName("images"))
 		if err != nil {
 			return err
 		}
