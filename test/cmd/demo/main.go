@@ -2,11 +2,17 @@
 //
 // It starts kube-apiserver, etcd and kube-scheduler from bin/k8s with fake Ready nodes (two Linux, one
 // Windows Server 2019, one Windows Server 2022), runs bin/wincompat serve as a separate process with its
-// own CA (--self-managed-tls), installs deploy/webhook pointed at it by URL, deploys two example
-// manifests and a chart from the corpus unmodified into an opted-in namespace, creates the pods the
-// Deployment controller would create from the stored templates, waits until the scheduler binds them,
-// and reports per pod what wincompat changed and where the pod landed. Then it stops everything it
-// started, also on failure and on Ctrl-C.
+// own CA (--self-managed-tls) and image resolution on, installs deploy/webhook pointed at it by URL,
+// deploys two example manifests and a chart from the corpus unmodified into an opted-in namespace,
+// creates the pods the Deployment controller would create from the stored templates, waits until the
+// scheduler binds them, and reports per pod what wincompat changed and where the pod landed.
+//
+// Then "builds from the image itself" (images.go): a registry on loopback in this process holds Windows
+// images whose tags name no build, the cluster's 2022 node is replaced by a Windows Server 2025 node, and
+// pods using those images show the builds wincompat reads from the registry: a 2022 image on the 2025
+// node, a multi-platform image allowed on every build that runs it, a 2019 image on the 2019 node, a
+// Linux-only sidecar warned about; and `wincompat mutate` on the first pod without and with
+// --resolve-images. Then it stops everything it started, also on failure and on Ctrl-C.
 //
 //	cd test && go run ./cmd/demo [-wincompat ../bin/wincompat] [-chart FILE]
 package main
@@ -46,6 +52,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/fixtures"
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
 const (
@@ -57,10 +64,14 @@ const (
 	labelManagedBy     = "app.kubernetes.io/managed-by"
 	build2019          = "10.0.17763"
 	build2022          = "10.0.20348"
+	build2025          = "10.0.26100"
 )
 
-// The cluster: name, OS, Windows build.
-var nodes = []struct{ name, os, build string }{
+// nodeSpec is a fake node: name, OS, Windows build.
+type nodeSpec struct{ name, os, build string }
+
+// The cluster of the first part; the second (images.go) replaces win2022-0 by a 2025 node.
+var nodes = []nodeSpec{
 	{"linux-0", "linux", ""},
 	{"linux-1", "linux", ""},
 	{"win2019-0", "windows", build2019},
@@ -68,7 +79,7 @@ var nodes = []struct{ name, os, build string }{
 }
 
 // The catalog RuntimeClasses wincompat must have created before the demo deploys anything.
-var wantClasses = []string{"windows-2019", "windows-2022"}
+var wantClasses = []string{"windows-2019", "windows-2022", "windows-2025"}
 
 func main() {
 	os.Exit(run())
@@ -115,9 +126,9 @@ func run() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 	}
-	started := d.cp != nil || d.serve != nil
+	started := d.cp != nil || d.serve != nil || d.registry != nil
 	if started {
-		d.step("stopping wincompat, kube-scheduler, kube-apiserver and etcd")
+		d.step("stopping wincompat, the registry, kube-scheduler, kube-apiserver and etcd")
 	}
 	t := time.Now()
 	// Logs are kept when the demo failed, not when it was interrupted.
@@ -148,7 +159,9 @@ type demo struct {
 	c        client.Client // admin, collecting warnings
 	warnings *fixtures.Warnings
 	serve    *process
+	registry *imagestest.Registry // the loopback registry of the second part
 
+	nodes       map[string]nodeSpec // the nodes now in the cluster, by name
 	pods        []podReport
 	podsCreated time.Time
 }
@@ -209,31 +222,42 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.deploy(ctx); err != nil {
 		return err
 	}
-	if err := d.waitBound(ctx); err != nil {
+	if err := d.waitBound(ctx, d.pods, d.podsCreated); err != nil {
 		return err
 	}
-	return d.report()
+	if err := d.report(); err != nil {
+		return err
+	}
+	return d.fromImages(ctx)
 }
 
 // addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
 // os=windows:NoSchedule, and without the not-ready taint the node lifecycle controller would lift (no
 // controller-manager runs; no kubelet either, so nothing ever starts on them).
 func (d *demo) addNodes(ctx context.Context) error {
-	var desc []string
+	d.detail("nodes (all Ready, no kubelet):")
 	for _, n := range nodes {
-		what := "Linux"
-		if n.os == "windows" {
-			what = "Windows " + n.build + ", tainted os=windows:NoSchedule"
-		}
-		if err := fixtures.AddNode(ctx, d.c, fixtures.Node{Name: n.name, OS: n.os, Build: n.build}, 110); err != nil {
+		if err := d.addNode(ctx, n); err != nil {
 			return err
 		}
-		desc = append(desc, fmt.Sprintf("%-10s %s", n.name, what))
 	}
-	d.detail("nodes (all Ready, no kubelet):")
-	for _, s := range desc {
-		d.detail("  %s", s)
+	return nil
+}
+
+// addNode creates one fake node and prints it.
+func (d *demo) addNode(ctx context.Context, n nodeSpec) error {
+	what := "Linux"
+	if n.os == "windows" {
+		what = "Windows " + n.build + ", tainted os=windows:NoSchedule"
 	}
+	if err := fixtures.AddNode(ctx, d.c, fixtures.Node{Name: n.name, OS: n.os, Build: n.build}, 110); err != nil {
+		return err
+	}
+	if d.nodes == nil {
+		d.nodes = map[string]nodeSpec{}
+	}
+	d.nodes[n.name] = n
+	d.detail("  %-10s %s", n.name, what)
 	d.warnings.Take()
 	return nil
 }
@@ -276,6 +300,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--kubeconfig", kubeconfigPath, "--port", strconv.Itoa(port),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
+		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
 	}
 	if d.serve, err = startProcess(d.wincompatBin, args, filepath.Join(d.work, "wincompat.log")); err != nil {
 		return err
@@ -586,20 +611,21 @@ func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) err
 			d.warnings.Take()
 			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
 		}
-		d.pods = append(d.pods, podReport{name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take()})
+		d.pods = append(d.pods, podReport{namespace: w.GetNamespace(), name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take()})
 		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
 	}
 	return nil
 }
 
-// waitBound waits until kube-scheduler has bound every pod.
-func (d *demo) waitBound(ctx context.Context) error {
+// waitBound waits until kube-scheduler has bound every pod of pods (created from since on), and reads
+// them back into pods.
+func (d *demo) waitBound(ctx context.Context, pods []podReport, since time.Time) error {
 	var pending []string
 	err := d.poll(ctx, 30*time.Second, func() (bool, error) {
 		pending = pending[:0]
-		for i := range d.pods {
-			p := &d.pods[i]
-			if err := d.c.Get(ctx, client.ObjectKey{Namespace: demoNamespace, Name: p.name}, &p.pod); err != nil {
+		for i := range pods {
+			p := &pods[i]
+			if err := d.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.name}, &p.pod); err != nil {
 				return false, err
 			}
 			if p.pod.Spec.NodeName == "" {
@@ -611,7 +637,7 @@ func (d *demo) waitBound(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pods not bound by kube-scheduler: %s: %w", strings.Join(pending, "; "), err)
 	}
-	d.detail("kube-scheduler bound all %d pods within %.1fs of the first one's creation", len(d.pods), time.Since(d.podsCreated).Seconds())
+	d.detail("kube-scheduler bound all %d pods within %.1fs of the first one's creation", len(pods), time.Since(since).Seconds())
 	return nil
 }
 
@@ -625,86 +651,18 @@ func unschedulable(p *corev1.Pod) string {
 }
 
 type podReport struct {
-	name, owner string
-	warnings    []string
-	pod         corev1.Pod
+	namespace, name, owner string
+	warnings               []string
+	pod                    corev1.Pod
 }
 
 // report prints, per pod, what wincompat changed, its build and RuntimeClass, its node and the warnings,
 // and fails when a pod landed where it could not run.
 func (d *demo) report() error {
 	d.step("what wincompat did, per pod")
-	nodeOf := map[string]string{}
-	nodeBuild := map[string]string{}
-	for _, n := range nodes {
-		nodeOf[n.name], nodeBuild[n.name] = n.os, n.build
-	}
 	var wrong []string
 	for _, r := range d.pods {
-		p := &r.pod
-		a := p.Annotations
-		fmt.Fprintf(d.out, "\n  pod %s  (from %s)\n", r.name, r.owner)
-		row := func(key, format string, args ...any) {
-			fmt.Fprintf(d.out, "    %-13s "+format+"\n", append([]any{key}, args...)...)
-		}
-		node := p.Spec.NodeName
-		where := "Linux"
-		if nodeOf[node] == "windows" {
-			where = "Windows " + nodeBuild[node]
-		}
-		row("node", "%s (%s)", node, where)
-		build := a[policy.AnnotationBuild]
-		if build != "" {
-			row("build", "%s, from %s", build, buildSource(a[policy.AnnotationBuildSource]))
-		} else {
-			row("build", "none chosen (see the warnings): any Windows node will do")
-		}
-		rc := "none"
-		if p.Spec.RuntimeClassName != nil {
-			rc = *p.Spec.RuntimeClassName
-		}
-		row("RuntimeClass", "%s", rc)
-		lines := func(key, annotation, unchanged string) {
-			var changes []policy.Change
-			if s := a[annotation]; s != "" {
-				if err := json.Unmarshal([]byte(s), &changes); err != nil {
-					row(key, "unreadable %s: %v", annotation, err)
-					return
-				}
-			}
-			sum := summarise(changes)
-			if len(sum) == 0 {
-				row(key, "%s", unchanged)
-			}
-			for i, s := range sum {
-				if i > 0 {
-					key = ""
-				}
-				row(key, "%s", s)
-			}
-		}
-		podUnchanged := "nothing to change"
-		if rc != "none" {
-			podUnchanged += " (RuntimeClass " + rc + " brings the Windows nodeSelector and toleration)"
-		}
-		lines("template", policy.AnnotationTemplateChanges, "nothing to change")
-		lines("pod", policy.AnnotationChanges, podUnchanged)
-		for i, w := range r.warnings {
-			key := ""
-			if i == 0 {
-				key = "warnings"
-			}
-			row(key, "%s", w)
-		}
-		if len(r.warnings) == 0 {
-			row("warnings", "none")
-		}
-		if a[policy.AnnotationVersion] == "" {
-			wrong = append(wrong, r.name+" was not seen by wincompat")
-		}
-		if nodeOf[node] != "windows" || (build != "" && nodeBuild[node] != build) {
-			wrong = append(wrong, fmt.Sprintf("%s (build %q) was bound to %s (%s)", r.name, build, node, where))
-		}
+		wrong = append(wrong, d.printPod(r, "from "+r.owner, nil)...)
 	}
 	if len(wrong) > 0 {
 		return fmt.Errorf("misplaced pods: %s", strings.Join(wrong, "; "))
@@ -713,10 +671,92 @@ func (d *demo) report() error {
 	return nil
 }
 
+// printPod prints one pod's block: node, build and its source, RuntimeClass, the rows extra adds, the
+// template's and the pod's changes (no template row for a pod created bare), the warnings. It returns
+// what is wrong with it: not seen by wincompat, or bound to a node that is not Windows or not of one of
+// the builds wincompat chose.
+func (d *demo) printPod(r podReport, about string, extra func(row func(key, format string, args ...any))) []string {
+	p := &r.pod
+	a := p.Annotations
+	fmt.Fprintf(d.out, "\n  pod %s  (%s)\n", r.name, about)
+	row := func(key, format string, args ...any) {
+		fmt.Fprintf(d.out, "    %-13s "+format+"\n", append([]any{key}, args...)...)
+	}
+	node := p.Spec.NodeName
+	n := d.nodes[node]
+	where := "Linux"
+	if n.os == "windows" {
+		where = "Windows " + n.build
+	}
+	row("node", "%s (%s)", node, where)
+	build := a[policy.AnnotationBuild]
+	builds := strings.Split(build, ",")
+	if build != "" {
+		row("build", "%s, from %s", strings.Join(builds, " or "), buildSource(a[policy.AnnotationBuildSource]))
+	} else {
+		row("build", "none chosen (see the warnings): any Windows node will do")
+	}
+	rc := "none"
+	if p.Spec.RuntimeClassName != nil {
+		rc = *p.Spec.RuntimeClassName
+	}
+	row("RuntimeClass", "%s", rc)
+	if extra != nil {
+		extra(row)
+	}
+	lines := func(key, annotation, unchanged string) {
+		var changes []policy.Change
+		if s := a[annotation]; s != "" {
+			if err := json.Unmarshal([]byte(s), &changes); err != nil {
+				row(key, "unreadable %s: %v", annotation, err)
+				return
+			}
+		}
+		sum := summarise(changes)
+		if len(sum) == 0 {
+			row(key, "%s", unchanged)
+		}
+		for i, s := range sum {
+			if i > 0 {
+				key = ""
+			}
+			row(key, "%s", s)
+		}
+	}
+	podUnchanged := "nothing to change"
+	if rc != "none" {
+		podUnchanged += " (RuntimeClass " + rc + " brings the Windows nodeSelector and toleration)"
+	}
+	if r.owner != "" {
+		lines("template", policy.AnnotationTemplateChanges, "nothing to change")
+	}
+	lines("pod", policy.AnnotationChanges, podUnchanged)
+	for i, w := range r.warnings {
+		key := ""
+		if i == 0 {
+			key = "warnings"
+		}
+		row(key, "%s", w)
+	}
+	if len(r.warnings) == 0 {
+		row("warnings", "none")
+	}
+	var wrong []string
+	if a[policy.AnnotationVersion] == "" {
+		wrong = append(wrong, r.name+" was not seen by wincompat")
+	}
+	if n.os != "windows" || (build != "" && !slices.Contains(builds, n.build)) {
+		wrong = append(wrong, fmt.Sprintf("%s (build %q) was bound to %s (%s)", r.name, build, node, where))
+	}
+	return wrong
+}
+
 func buildSource(s string) string {
 	switch s {
 	case policy.SourceAnnotation:
 		return "the pod's " + policy.AnnotationBuild + " annotation"
+	case policy.SourceImageManifest:
+		return "the image's manifest in its registry (" + policy.SourceImageManifest + ")"
 	case policy.SourceImage:
 		return "the image tag"
 	case policy.SourceNamespace:
@@ -741,6 +781,9 @@ func (d *demo) cleanup(failed bool) error {
 		if err := d.serve.stop(15 * time.Second); err != nil {
 			errs = append(errs, fmt.Errorf("wincompat serve: %w", err))
 		}
+	}
+	if d.registry != nil {
+		d.registry.Close()
 	}
 	if d.cp != nil {
 		errs = append(errs, d.cp.Stop())

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/wincompat/wincompat/policy"
 )
 
@@ -96,6 +98,8 @@ func summarise(changes []policy.Change) []string {
 			}
 			if t, ok := toleration(c); ok {
 				field = t
+			} else if a, ok := nodeAffinity(c); ok {
+				prefix, field = "", a // stands alone, as a toleration does
 			} else {
 				field += value(c)
 			}
@@ -153,6 +157,31 @@ func toleration(c policy.Change) (string, bool) {
 		s += ":" + t.Effect
 	}
 	return "toleration " + s, true
+}
+
+// nodeAffinity renders an injected required node affinity term, or an expression added to one of the
+// pod's terms, as "node affinity node.kubernetes.io/windows-build In [10.0.17763, 10.0.26100]".
+func nodeAffinity(c policy.Change) (string, bool) {
+	const terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+	if c.Action != policy.Inject || !strings.HasPrefix(c.Path, terms) {
+		return "", false
+	}
+	var term corev1.NodeSelectorTerm
+	var req corev1.NodeSelectorRequirement
+	var exprs []corev1.NodeSelectorRequirement
+	switch {
+	case json.Unmarshal(c.To, &term) == nil && len(term.MatchExpressions) > 0:
+		exprs = term.MatchExpressions
+	case json.Unmarshal(c.To, &req) == nil && req.Key != "":
+		exprs = []corev1.NodeSelectorRequirement{req}
+	default:
+		return "", false
+	}
+	var parts []string
+	for _, e := range exprs {
+		parts = append(parts, fmt.Sprintf("%s %s [%s]", e.Key, e.Operator, strings.Join(e.Values, ", ")))
+	}
+	return "node affinity " + strings.Join(parts, ", "), true
 }
 
 // scalar renders a JSON string, number or boolean; "" renders as "".

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+)
+
+// The second part: builds from the image itself.
+const (
+	shopNamespace = "shop"
+	leavingNode   = "win2022-0"
+)
+
+// The node that replaces leavingNode.
+var node2025 = nodeSpec{"win2025-0", "windows", build2025}
+
+// shopImage is an image the demo pushes: a tag that names no build, and its platforms.
+type shopImage struct {
+	repo, tag string
+	mediaType types.MediaType
+	platforms []imagestest.Platform
+	ref       string // once pushed
+}
+
+var (
+	imgAPI = &shopImage{repo: "shop/api", tag: "1.4.2", mediaType: types.OCIImageIndex,
+		platforms: []imagestest.Platform{imagestest.Windows("10.0.20348.2227"), imagestest.Linux("amd64")}}
+	imgLegacy = &shopImage{repo: "shop/legacy", tag: "3.0", mediaType: types.DockerManifestList,
+		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830")}}
+	imgWeb = &shopImage{repo: "shop/web", tag: "2.0", mediaType: types.OCIImageIndex,
+		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227")}}
+	imgExporter = &shopImage{repo: "prom/node-exporter", tag: "v1.8.2", mediaType: types.OCIImageIndex,
+		platforms: []imagestest.Platform{imagestest.Linux("amd64"), imagestest.Linux("arm64")}}
+	// The probe has an entry for each catalog build: wincompat allows it on exactly the ready builds it
+	// knows, which tells when it has seen the node change.
+	imgProbe = &shopImage{repo: "demo/probe", tag: "1", mediaType: types.OCIImageIndex,
+		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227"), imagestest.Windows("10.0.26100.1742")}}
+)
+
+// shopPod is a pod of the second part and what wincompat should decide for it.
+type shopPod struct {
+	name       string
+	containers []shopContainer
+	builds     []string   // the builds it may run on (none: nil)
+	class      string     // its RuntimeClass ("" for none)
+	warnsOf    *shopImage // an image an admission warning must name as having no Windows entry
+	expected   string     // what the demo shows with it
+}
+
+type shopContainer struct {
+	name string
+	img  *shopImage
+}
+
+var shopPods = []*shopPod{
+	{name: "api", containers: []shopContainer{{"api", imgAPI}}, builds: []string{build2025}, class: "windows-2025",
+		expected: "a 2022-only image on the 2025 node: 2025 runs 2022 images, and no 2022 node is left"},
+	{name: "web", containers: []shopContainer{{"web", imgWeb}}, builds: []string{build2019, build2025},
+		expected: "2019 and 2022 entries: allowed on every ready build that runs one of them"},
+	{name: "legacy", containers: []shopContainer{{"legacy", imgLegacy}}, builds: []string{build2019}, class: "windows-2019",
+		expected: "a 2019-only Docker manifest list on the 2019 node"},
+	{name: "api-with-exporter", containers: []shopContainer{{"api", imgAPI}, {"node-exporter", imgExporter}}, warnsOf: imgExporter,
+		expected: "a Linux-only sidecar: warned about, no build pinned"},
+}
+
+// fromImages is the second part: a registry on loopback with Windows images whose tags say nothing of
+// their build, a cluster of Windows Server 2019 and 2025 nodes, and what wincompat reads from the
+// registry for pods using them.
+func (d *demo) fromImages(ctx context.Context) error {
+	d.step("Builds from the image itself: a registry on loopback whose image tags name no Windows build")
+	d.registry = imagestest.Start()
+	d.detail("registry %s in this process (go-containerregistry's in-memory registry; plain HTTP, which", d.registry.Host)
+	d.detail("wincompat allows for loopback registries only)")
+	for _, img := range []*shopImage{imgAPI, imgLegacy, imgWeb, imgExporter, imgProbe} {
+		var err error
+		if img.ref, err = d.registry.PushIndex(img.repo, img.tag, img.mediaType, img.platforms...); err != nil {
+			return err
+		}
+		kind := "OCI index"
+		if img.mediaType == types.DockerManifestList {
+			kind = "Docker manifest list"
+		}
+		d.detail("pushed %-28s %s: %s", img.repo+":"+img.tag, kind, describePlatforms(img.platforms))
+	}
+
+	d.step("the cluster moves to Windows Server 2025: %s leaves, %s (Windows %s) joins", leavingNode, node2025.name, node2025.build)
+	if err := d.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: leavingNode}}); err != nil {
+		return fmt.Errorf("deleting node %s: %w", leavingNode, err)
+	}
+	delete(d.nodes, leavingNode)
+	d.detail("deleted node %s (Windows %s)", leavingNode, build2022)
+	d.detail("added node:")
+	if err := d.addNode(ctx, node2025); err != nil {
+		return err
+	}
+	var windows []string
+	for _, n := range slices.Sorted(maps.Keys(d.nodes)) {
+		if d.nodes[n].os == "windows" {
+			windows = append(windows, n+" "+d.nodes[n].build)
+		}
+	}
+	d.detail("Windows nodes now: %s", strings.Join(windows, ", "))
+
+	if err := d.setUpShop(ctx); err != nil {
+		return err
+	}
+
+	d.step("creating pods in namespace %s from those images (bare pods, spec.os.name=windows)", shopNamespace)
+	created, requests := time.Now(), d.registry.Requests.Load()
+	var reports []podReport
+	for _, sp := range shopPods {
+		pod := sp.pod()
+		if err := d.c.Create(ctx, pod); err != nil {
+			d.warnings.Take()
+			return fmt.Errorf("creating pod %s: %w", sp.name, err)
+		}
+		warns := d.warnings.Take()
+		reports = append(reports, podReport{namespace: shopNamespace, name: pod.Name, warnings: warns})
+		d.detail("created pod %-18s %s; the API server returned %s", sp.name, sp.imageList(), plural(len(warns), "warning"))
+		for _, w := range warns {
+			if strings.Contains(w, "no Windows entry") {
+				d.detail("  Warning: %s", w)
+			}
+		}
+	}
+	requests = d.registry.Requests.Load() - requests
+	if err := d.waitBound(ctx, reports, created); err != nil {
+		return err
+	}
+
+	d.step("what wincompat read from the registry, per pod (cluster: Windows %s and %s)", build2019, build2025)
+	var wrong []string
+	for i, sp := range shopPods {
+		r := reports[i]
+		wrong = append(wrong, d.printPod(r, sp.expected, func(row func(key, format string, args ...any)) {
+			for j, c := range sp.containers {
+				key := ""
+				if j == 0 {
+					key = "images"
+				}
+				row(key, "%s: %s (%s)", c.name, c.img.ref, describePlatforms(c.img.platforms))
+			}
+			row("pinned", "%s", buildPin(&r.pod))
+		})...)
+		wrong = append(wrong, sp.check(&r, d.nodes)...)
+	}
+	d.table(reports)
+	distinct := map[string]bool{}
+	for _, sp := range shopPods {
+		for _, c := range sp.containers {
+			distinct[c.img.ref] = true
+		}
+	}
+	line := fmt.Sprintf("admitting these pods took the registry %s for their %s", plural(int(requests), "manifest request"), plural(len(distinct), "image"))
+	if int(requests) == len(distinct) {
+		line += fmt.Sprintf(": one each (%s, in two pods, was read once)", imgAPI.repo)
+	}
+	d.detail("%s", line)
+	if len(wrong) > 0 {
+		return fmt.Errorf("wincompat misbehaved with images from the registry: %s", strings.Join(wrong, "; "))
+	}
+	fmt.Fprintf(d.out, "\n  all %d pods decided from what the registry says of their images; their tags name no build.\n", len(reports))
+
+	return d.offline(ctx)
+}
+
+// setUpShop creates the opted-in namespace of the second part and its default ServiceAccount, and returns
+// once wincompat mutates pods there and sees the new nodes: a dry-run pod of the probe image, which has
+// an entry for every catalog build, is allowed on exactly the ready builds 2019 and 2025.
+func (d *demo) setUpShop(ctx context.Context) error {
+	d.step("namespace %s, labelled %s=true", shopNamespace, policy.LabelEnabled)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shopNamespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}
+	if err := d.c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", shopNamespace, err)
+	}
+	if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: shopNamespace}}); err != nil {
+		return fmt.Errorf("creating ServiceAccount default: %w", err)
+	}
+	probe := &shopPod{name: "probe", containers: []shopContainer{{"probe", imgProbe}}}
+	want := build2019 + "," + build2025
+	var last string
+	err := d.poll(ctx, 30*time.Second, func() (bool, error) {
+		p := probe.pod()
+		if err := d.c.Create(ctx, p, client.DryRunAll); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		a := p.Annotations
+		last = fmt.Sprintf("build %q from %q", a[policy.AnnotationBuild], a[policy.AnnotationBuildSource])
+		return a[policy.AnnotationBuild] == want && a[policy.AnnotationBuildSource] == policy.SourceImageManifest, nil
+	})
+	d.warnings.Take()
+	if err != nil {
+		return fmt.Errorf("wincompat did not come to allow a dry-run pod of %s (entries for 2019, 2022 and 2025) on builds %s (last: %s): %w", imgProbe.ref, want, last, err)
+	}
+	d.detail("wincompat reads the registry and sees the ready builds: a dry-run pod of %s:%s", imgProbe.repo, imgProbe.tag)
+	d.detail("(entries for 2019, 2022 and 2025) gets builds %s, from %s", want, policy.SourceImageManifest)
+	return nil
+}
+
+// pod is the Pod to create.
+func (sp *shopPod) pod() *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: sp.name, Namespace: shopNamespace},
+		Spec:       corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows}},
+	}
+	for _, c := range sp.containers {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c.name, Image: c.img.ref})
+	}
+	return p
+}
+
+func (sp *shopPod) imageList() string {
+	var s []string
+	for _, c := range sp.containers {
+		s = append(s, c.img.repo+":"+c.img.tag)
+	}
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// check compares what wincompat did with what the images allow, and says precisely what differs.
+func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
+	var wrong []string
+	p := &r.pod
+	a := p.Annotations
+	build, source := a[policy.AnnotationBuild], a[policy.AnnotationBuildSource]
+	want := strings.Join(sp.builds, ",")
+	if build != want {
+		wrong = append(wrong, fmt.Sprintf("pod %s: %s is %q, want %q", sp.name, policy.AnnotationBuild, build, want))
+	}
+	if want != "" && source != policy.SourceImageManifest {
+		wrong = append(wrong, fmt.Sprintf("pod %s: %s is %q, want %q", sp.name, policy.AnnotationBuildSource, source, policy.SourceImageManifest))
+	}
+	rc := ""
+	if p.Spec.RuntimeClassName != nil {
+		rc = *p.Spec.RuntimeClassName
+	}
+	if rc != sp.class {
+		wrong = append(wrong, fmt.Sprintf("pod %s: RuntimeClass %q, want %q", sp.name, rc, sp.class))
+	}
+	if len(sp.builds) > 1 && !slices.Equal(affinityBuilds(p), sp.builds) {
+		wrong = append(wrong, fmt.Sprintf("pod %s: required node affinity %s In %v, want In %v", sp.name, labelWindowsBuild, affinityBuilds(p), sp.builds))
+	}
+	if len(sp.builds) > 0 && !slices.Contains(sp.builds, nodes[p.Spec.NodeName].build) {
+		wrong = append(wrong, fmt.Sprintf("pod %s: bound to %s (Windows %s), whose build cannot run its image", sp.name, p.Spec.NodeName, nodes[p.Spec.NodeName].build))
+	}
+	if sp.warnsOf != nil && !slices.ContainsFunc(r.warnings, func(w string) bool {
+		return strings.Contains(w, sp.warnsOf.ref) && strings.Contains(w, "no Windows entry")
+	}) {
+		wrong = append(wrong, fmt.Sprintf("pod %s: no admission warning says %s has no Windows entry (warnings: %q)", sp.name, sp.warnsOf.ref, r.warnings))
+	}
+	return wrong
+}
+
+// buildPin says how the pod is held to its builds: nodeSelector, required node affinity, or not at all.
+func buildPin(p *corev1.Pod) string {
+	if b, ok := p.Spec.NodeSelector[labelWindowsBuild]; ok {
+		return "nodeSelector " + labelWindowsBuild + "=" + b
+	}
+	if bs := affinityBuilds(p); len(bs) > 0 {
+		return "required node affinity " + labelWindowsBuild + " In [" + strings.Join(bs, ", ") + "]"
+	}
+	return "no Windows build (only kubernetes.io/os=windows)"
+}
+
+// affinityBuilds are the values of the first required node affinity expression on the build label.
+func affinityBuilds(p *corev1.Pod) []string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	for _, t := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == labelWindowsBuild && e.Operator == corev1.NodeSelectorOpIn {
+				return e.Values
+			}
+		}
+	}
+	return nil
+}
+
+// table prints one line per pod: build, source, RuntimeClass, node.
+func (d *demo) table(reports []podReport) {
+	fmt.Fprintln(d.out)
+	format := "    %-18s %-22s %-15s %-13s %s\n"
+	fmt.Fprintf(d.out, format, "POD", "BUILD", "SOURCE", "RUNTIMECLASS", "NODE")
+	for _, r := range reports {
+		a := r.pod.Annotations
+		build, source, rc := a[policy.AnnotationBuild], a[policy.AnnotationBuildSource], "-"
+		if build == "" {
+			build, source = "-", "-"
+		}
+		if r.pod.Spec.RuntimeClassName != nil {
+			rc = *r.pod.Spec.RuntimeClassName
+		}
+		node := r.pod.Spec.NodeName
+		fmt.Fprintf(d.out, format, r.name, build, source, rc, node+" ("+d.nodes[node].build+")")
+	}
+	fmt.Fprintln(d.out)
+}
+
+// offline runs `wincompat mutate` on the first pod without and with --resolve-images, against the same
+// registry, and prints one line each. An empty DOCKER_CONFIG keeps the user's credentials out of it.
+func (d *demo) offline(ctx context.Context) error {
+	sp := shopPods[0]
+	d.step("the %s pod offline: %s mutate, without and with --resolve-images", sp.name, d.rel(d.wincompatBin))
+	raw, err := yaml.Marshal(sp.pod())
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(d.work, sp.name+".yaml")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		return err
+	}
+	dockerConfig := filepath.Join(d.work, "docker")
+	if err := os.MkdirAll(dockerConfig, 0o700); err != nil {
+		return err
+	}
+	for _, resolve := range []bool{false, true} {
+		args := []string{"mutate", "-f", file}
+		if resolve {
+			args = append(args, "--resolve-images", "--image-lookup-timeout", "5s")
+		}
+		cmd := exec.CommandContext(ctx, d.wincompatBin, args...)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("wincompat %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		var out corev1.Pod
+		if err := yaml.Unmarshal(stdout.Bytes(), &out); err != nil {
+			return fmt.Errorf("wincompat %s printed no pod: %w", strings.Join(args, " "), err)
+		}
+		build, source := out.Annotations[policy.AnnotationBuild], out.Annotations[policy.AnnotationBuildSource]
+		what := fmt.Sprintf("no build (the tag %s names none)", sp.containers[0].img.tag)
+		if build != "" {
+			what = fmt.Sprintf("build %s, from %s", strings.ReplaceAll(build, ",", " or "), source)
+		}
+		label := "mutate"
+		if resolve {
+			label += " --resolve-images"
+		}
+		d.detail("%-24s %s; pinned: %s", label, what, buildPin(&out))
+		if resolve && (build != build2022+","+build2025 || source != policy.SourceImageManifest) {
+			return fmt.Errorf("wincompat mutate --resolve-images gave %s build %q from %q, want %q from the manifest", sp.name, build, source, build2022+","+build2025)
+		}
+		if !resolve && build != "" {
+			return fmt.Errorf("wincompat mutate without --resolve-images gave %s build %q from %q, want none: its tag names no build", sp.name, build, source)
+		}
+	}
+	d.detail("offline there are no nodes, so every catalog build that can run the image; in the cluster above")
+	d.detail("only %s of them was ready, hence that build and RuntimeClass windows-2025. wincompat serve", build2025)
+	d.detail("--resolve-images=false has only the tag, like the first line: with two Windows builds ready it")
+	d.detail("would pin none (and warn), and the pod could land on %s, which cannot run it", "win2019-0")
+	return nil
+}
+
+// describePlatforms renders platforms as windows/amd64 10.0.20348.2227, linux/amd64.
+func describePlatforms(ps []imagestest.Platform) string {
+	var s []string
+	for _, p := range ps {
+		x := p.OS + "/" + p.Architecture
+		if p.OSVersion != "" {
+			x += " " + p.OSVersion
+		}
+		s = append(s, x)
+	}
+	return strings.Join(s, ", ")
+}
