@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/wincompat/wincompat/webhook/audit"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 const auditUsage = `Usage: wincompat audit [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|csv] [--view VIEW]
+                      [--builds BUILD[,BUILD...]] [--resolve-images] [--policy FILE]
        wincompat audit --audit-log FILE [-o table|json|csv]
 
 Reports what wincompat changed, read from the annotations it leaves on Pods and the pod templates of
@@ -23,16 +27,30 @@ when it takes more than a second). Also installed as the kubectl plugin kubectl-
 "kubectl wincompat audit".
 
 Views: summary (default: per namespace, per change, findings), namespaces, changes, objects (one row per
-Windows pod or changed workload), findings (Windows pods wincompat never saw and why, pods on a node of
-another build than chosen, pods Pending because no ready node has their build, namespaces with Windows
-pods but no label, annotations that do not parse). -o json prints every view; -o csv one view.
+Windows pod or changed workload), findings (Windows pods wincompat never saw and why, pods on a node
+that cannot run them, pods Pending because no ready node has their build, pods and templates pinned to
+builds their images cannot run on, images with no Windows entry, namespaces with Windows pods but no
+label, annotations that do not parse). -o json prints every view; -o csv one view.
+
+Migration planning: --builds 10.0.26100 (or ltsc2025, 2025; several comma-separated) asks "if the
+cluster's Windows nodes ran only these builds, which Windows pods and workloads could no longer run, and
+why?" Each Windows pod and pod template is judged by its build pins (nodeSelector, required node
+affinity, its RuntimeClass's) and its images, under the policy's compatibility rule (a 2025 node runs
+2022 images): those that could run on none are findings (cannot-run-on-builds), and a BUILD CHECK section
+counts them by reason. Pins wincompat derived from the images or the cluster do not count against a
+pod: its replacement would be decided again.
+
+Images are judged by their tags (servercore:ltsc2019) unless --resolve-images: then each distinct image
+is read once from its registry (its manifest, and config for single-platform images; never layers) with
+your docker credentials (~/.docker/config.json and helpers, as crane and docker use), which also
+finds images with no Windows entry. Off by default, so an audit reads only the cluster.
 
 With --audit-log, summarises wincompat's auditAnnotations (changes, build) from an API server audit log
 file (JSON lines, --audit-log-path) instead of reading the cluster.
 
-Exit status: 0 complete; 1 nothing could be read (unreachable cluster, bad kubeconfig, no such
-namespace); 2 usage error; 3 partial: some namespaces or kinds could not be read (listed under
-INCOMPLETE), the rest of the report stands.
+Exit status: 0 complete; 1 nothing could be read (unreachable cluster, bad kubeconfig or policy file,
+no such namespace); 2 usage error (an unknown build in --builds, say); 3 partial: some namespaces or
+kinds could not be read (listed under INCOMPLETE), the rest of the report stands.
 
 Flags:
 `
@@ -50,6 +68,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	pageSize := fl.Int64("page-size", 500, "objects per list request")
 	auditLog := fl.String("audit-log", "", "summarise wincompat's annotations in this API server audit log instead of reading the cluster")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
+	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
+	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
+	policyFile := fl.String("policy", "", "policy file: its build catalog and windowsCompatibility (default: the built-in policy)")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
@@ -67,6 +88,32 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	if *auditLog != "" {
 		return auditFromLog(*auditLog, *output, stdout, stderr)
 	}
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
+		return 1
+	}
+	var buildList []string
+	buildsSet := false
+	fl.Visit(func(f *flag.Flag) { buildsSet = buildsSet || f.Name == "builds" })
+	if buildsSet {
+		if buildList, err = audit.ParseBuilds(pol, *builds); err != nil {
+			fmt.Fprintf(stderr, "wincompat audit: --builds: %v\n", err)
+			return 2
+		}
+	}
+	var resolver audit.ImageResolver
+	if *resolveImages {
+		// An audit is not an admission review: it can wait for a slow registry, but not forever for one
+		// that never answers.
+		wait := min(*timeout, 30*time.Second)
+		r, err := images.New(images.Config{Timeout: wait, BackgroundTimeout: wait, Keychain: authn.DefaultKeychain})
+		if err != nil {
+			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
+			return 1
+		}
+		resolver = r
+	}
 	sel, err := labels.Parse(*selector)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: -l %q: %v\n", *selector, err)
@@ -82,6 +129,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	rep, err := audit.Run(ctx, c, audit.Options{
 		Namespaces: namespaces, Selector: sel, PageSize: *pageSize,
 		Objects: *view == audit.ViewObjects || *output == "json", Progress: stderr,
+		Policy: pol, Builds: buildList, Images: resolver,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)

@@ -39,6 +39,14 @@ type Options struct {
 	Objects bool
 	// Progress receives a progress line when listing takes longer than a second; nil for none.
 	Progress io.Writer
+	// Policy gives the catalog of builds and the compatibility rule; nil is the built-in policy.
+	Policy *policy.Policy
+	// Builds, when set, asks of every Windows pod and template whether it could run if the cluster's
+	// Windows nodes ran only these builds (numbers, see ParseBuilds): the migration planner.
+	Builds []string
+	// Images, when set, is asked what registries say of the images; nil judges images by their tags
+	// alone, so that an audit stays hermetic unless asked.
+	Images ImageResolver
 }
 
 // Report is everything the audit found. Every list is sorted, so output is stable.
@@ -55,6 +63,8 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// Truncated counts findings left out beyond the first maxFindingsPerKind of each kind.
 	Truncated map[string]int `json:"truncated,omitempty"`
+	// Builds answers Options.Builds; nil without it.
+	Builds *BuildsSummary `json:"builds,omitempty"`
 }
 
 // maxFindingsPerKind bounds memory on a cluster where thousands of pods share one problem; the count of
@@ -101,6 +111,12 @@ const (
 	PendingNoBuild     = "pending-no-build"
 	NamespaceUnlabeled = "namespace-not-labelled"
 	BadAnnotation      = "bad-annotation"
+	// BuildNotInImage: pinned to builds none of which its images can run on.
+	BuildNotInImage = "build-not-in-image"
+	// LinuxOnlyImage: a Windows pod or template with an image that has no Windows entry (registries only).
+	LinuxOnlyImage = "linux-only-image"
+	// CannotRunOnBuilds: with --builds, a pod or template no build asked about could run.
+	CannotRunOnBuilds = "cannot-run-on-builds"
 )
 
 // Finding is something a platform engineer should look at.
@@ -180,6 +196,14 @@ type auditor struct {
 	listed        int
 	start         time.Time
 	lastProg      time.Time
+	pol           *policy.Policy
+	// images holds what registries said of each image asked about, so each is asked once per run.
+	images       map[string]policy.Image
+	lookupErrors int
+	lookupFailed []string // the first few, for the note
+	classBuilds  map[string]string
+	classNoted   bool
+	reasons      map[string]*ReasonRow
 }
 
 // changeTally counts changes per (action, field): in how many pods and templates, and namespaces. The
@@ -240,7 +264,14 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		opts.Selector = labels.Everything()
 	}
 	a := &auditor{opts: opts, c: c, namespaces: map[string]*corev1.Namespace{}, labelsUnknown: map[string]bool{}, nodeBuild: map[string]string{},
-		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: changeTally{}, perKind: map[string]int{}, start: time.Now()}
+		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: changeTally{}, perKind: map[string]int{}, start: time.Now(),
+		pol: opts.Policy, images: map[string]policy.Image{}, classBuilds: map[string]string{}, reasons: map[string]*ReasonRow{}}
+	if a.pol == nil {
+		a.pol = policy.Default()
+	}
+	if len(opts.Builds) > 0 {
+		a.report.Builds = &BuildsSummary{Builds: opts.Builds}
+	}
 	if err := a.readNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -310,8 +341,16 @@ func (a *auditor) readNodes(ctx context.Context) {
 func (a *auditor) readPods(ctx context.Context) error {
 	newList := func() client.ObjectList { return &corev1.PodList{} }
 	visit := func(l client.ObjectList) {
-		for i := range l.(*corev1.PodList).Items {
-			a.pod(&l.(*corev1.PodList).Items[i])
+		pods := l.(*corev1.PodList).Items
+		var specs []*corev1.PodSpec
+		for i := range pods {
+			if windowsPod(&pods[i]) {
+				specs = append(specs, &pods[i].Spec)
+			}
+		}
+		a.resolve(ctx, specs)
+		for i := range pods {
+			a.pod(ctx, &pods[i])
 		}
 	}
 	if len(a.opts.Namespaces) == 0 {
@@ -344,8 +383,16 @@ func (a *auditor) readWorkloads(ctx context.Context) {
 	for _, w := range workloadLists {
 		for _, ns := range scopes {
 			err := a.paginate(ctx, ns, w.list, a.opts.Selector, func(l client.ObjectList) {
-				for _, t := range w.tpl(l) {
-					a.template(w.kind, t)
+				tpls := w.tpl(l)
+				var specs []*corev1.PodSpec
+				for i := range tpls {
+					if _, recorded := tpls[i].tpl.Annotations[policy.AnnotationTemplateChanges]; recorded || isWindows(&tpls[i].tpl.Spec) {
+						specs = append(specs, &tpls[i].tpl.Spec)
+					}
+				}
+				a.resolve(ctx, specs)
+				for _, t := range tpls {
+					a.template(ctx, w.kind, t)
 				}
 			})
 			if err != nil {
@@ -418,11 +465,17 @@ func isWindows(spec *corev1.PodSpec) bool {
 	return spec.NodeSelector[corev1.LabelOSStable] == string(corev1.Windows)
 }
 
-func (a *auditor) pod(p *corev1.Pod) {
+// windowsPod: a Windows pod, or one wincompat recorded itself on (it judged the pod Windows).
+func windowsPod(p *corev1.Pod) bool {
 	_, recorded := p.Annotations[policy.AnnotationVersion]
-	if !isWindows(&p.Spec) && !recorded {
+	return recorded || isWindows(&p.Spec)
+}
+
+func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
+	if !windowsPod(p) {
 		return
 	}
+	_, recorded := p.Annotations[policy.AnnotationVersion]
 	r := a.row(p.Namespace)
 	r.WindowsPods++
 	obj := "Pod/" + p.Name
@@ -448,14 +501,25 @@ func (a *auditor) pod(p *corev1.Pod) {
 		}
 	}
 	if a.nodesKnown && row.Build != "" {
+		// Several builds when wincompat required node affinity: the pod may run on any of them.
+		chosen := splitBuilds(row.Build)
 		if p.Spec.NodeName != "" {
 			row.NodeBuild = a.nodeBuild[p.Spec.NodeName]
-			if row.NodeBuild != "" && row.NodeBuild != row.Build {
-				a.finding(BuildMismatch, p.Namespace, obj, fmt.Sprintf("chosen build %s, but node %s runs %s", row.Build, p.Spec.NodeName, row.NodeBuild))
+			if row.NodeBuild != "" && !a.runsOn(&p.Spec, chosen, row.NodeBuild) {
+				what := "build " + chosen[0]
+				if len(chosen) > 1 {
+					what = "builds " + strings.Join(chosen, ", ")
+				}
+				a.finding(BuildMismatch, p.Namespace, obj, fmt.Sprintf("chosen %s, but node %s runs %s", what, p.Spec.NodeName, row.NodeBuild))
 			}
-		} else if !a.readyBuild[row.Build] {
-			a.finding(PendingNoBuild, p.Namespace, obj, fmt.Sprintf("no ready node runs build %s", row.Build))
+		} else if !slices.ContainsFunc(chosen, func(b string) bool { return a.readyBuild[b] }) {
+			a.finding(PendingNoBuild, p.Namespace, obj, fmt.Sprintf("no ready node runs build %s", strings.Join(chosen, " or ")))
 		}
+	}
+	a.imageFindings(p.Namespace, obj, &p.Spec, p.Annotations)
+	// A pod that has finished will not run again; its Job's template is judged instead.
+	if a.report.Builds != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		a.checkBuilds(p.Namespace, obj, withoutDerivedPins(p), true)
 	}
 	if a.opts.Objects {
 		a.report.Objects = append(a.report.Objects, row)
@@ -477,7 +541,7 @@ func (a *auditor) whyNotCovered(p *corev1.Pod) string {
 	}
 }
 
-func (a *auditor) template(kind string, t templateOf) {
+func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	windows := isWindows(&t.tpl.Spec)
 	s, recorded := t.tpl.Annotations[policy.AnnotationTemplateChanges]
 	if !windows && !recorded {
@@ -496,6 +560,11 @@ func (a *auditor) template(kind string, t templateOf) {
 			row.Changes = len(changes)
 			a.changes.add(changes, t.meta.Namespace, false)
 		}
+	}
+	spec := a.withClassPin(ctx, &t.tpl.Spec)
+	a.imageFindings(t.meta.Namespace, obj, spec, t.tpl.Annotations)
+	if a.report.Builds != nil {
+		a.checkBuilds(t.meta.Namespace, obj, spec, false)
 	}
 	if a.opts.Objects {
 		a.report.Objects = append(a.report.Objects, row)
@@ -524,6 +593,7 @@ func (a *auditor) finish() {
 		}
 	}
 	a.report.Changes = a.changes.rows()
+	a.finishBuilds()
 	slices.SortStableFunc(a.report.Findings, func(x, y Finding) int {
 		return strings.Compare(x.Kind+"\x00"+x.Namespace+"\x00"+x.Object, y.Kind+"\x00"+y.Namespace+"\x00"+y.Object)
 	})

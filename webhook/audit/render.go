@@ -93,6 +93,19 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 	for _, kind := range sortedKeys(r.Truncated) {
 		fmt.Fprintf(w, "  ... and %d more %s findings\n", r.Truncated[kind], kind)
 	}
+	if s := r.Builds; s != nil && (view == ViewSummary || view == ViewFindings) {
+		fmt.Fprintf(w, "\nBUILD CHECK (objects that could not run, by reason)\n  %s\n", s.Sentence())
+		for _, reason := range s.Reasons {
+			var what []string
+			if reason.Pods > 0 {
+				what = append(what, plural(reason.Pods, "pod"))
+			}
+			if reason.Templates > 0 {
+				what = append(what, plural(reason.Templates, "template"))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", strings.Join(what, ", "), reason.Reason)
+		}
+	}
 	if len(r.Incomplete) > 0 {
 		fmt.Fprintln(w, "\nINCOMPLETE (the report covers the rest)")
 		for _, s := range r.Incomplete {
