@@ -6,6 +6,8 @@ package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,7 +38,7 @@ type Config struct {
 	// NegativeTTL is how long an error is remembered, so that a failing registry is not asked again
 	// by every review (default 30s).
 	NegativeTTL time.Duration
-	// MaxEntries bounds each cache: digests, tags and errors (default 10000).
+	// MaxEntries bounds each cache: digests, tags, errors and parsed references (default 10000).
 	MaxEntries int
 	// Keychain gives the credentials for every registry (default anonymous). The server builds it
 	// from a docker-config Secret (DockerConfigKeychain), the CLI uses authn.DefaultKeychain.
@@ -75,12 +77,18 @@ type Resolver struct {
 	tags *cache.LRUExpireCache
 	// failures: lookup key → error message, for NegativeTTL.
 	failures *cache.LRUExpireCache
+	// refs: image as spelled → parsed. Parsing costs more than the rest of a warm lookup.
+	refs *cache.LRUExpireCache
 	// flights: one registry lookup per lookup key at a time, shared by every review that asks.
 	flights singleflight.Group
 }
 
 // forever is the expiry of entries only the LRU bound removes.
 const forever = 100 * 365 * 24 * time.Hour
+
+// maxReference bounds what the caches keep of a reference a pod spells: a registry name (253), a
+// repository (255 in the distribution spec) and a tag (128) or digest (71+) fit with room to spare.
+const maxReference = 1024
 
 // errInvalid is the answer for a reference that does not parse, which no registry could answer.
 const errInvalid = "invalid image reference"
@@ -91,7 +99,19 @@ var retryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, J
 
 type tagEntry struct {
 	digest string
+	key    string // in digests
 	at     time.Time
+}
+
+func newTagEntry(repo name.Repository, digest string, at time.Time) tagEntry {
+	return tagEntry{digest: digest, key: repo.Name() + "@" + digest, at: at}
+}
+
+// parsed is a reference as go-containerregistry reads it, and its canonical name; ref is nil when the
+// image does not parse.
+type parsed struct {
+	ref  name.Reference
+	name string
 }
 
 type clockFunc func() time.Time
@@ -143,12 +163,14 @@ func New(c Config) (*Resolver, error) {
 		digests:   cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
 		tags:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
 		failures:  cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
+		refs:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
 	}, nil
 }
 
 // lookup is one image of a request, parsed.
 type lookup struct {
-	ref name.Reference
+	ref  name.Reference
+	name string // canonical: registry/repository:tag or registry/repository@digest
 	// key names the lookup in flights and failures: the canonical reference and, when the pod's pull
 	// secrets are used, whose they are, so that one pod's missing credentials never answer another's.
 	key       string
@@ -244,15 +266,28 @@ func (r *Resolver) credentials(req Request) string {
 	}
 	names := slices.Clone(req.PullSecrets)
 	slices.Sort(names)
-	return "\x00" + req.Namespace + "\x00" + strings.Join(slices.Compact(names), ",")
+	// Hashed: a pod may list many secrets, and the key stays in the error cache.
+	sum := sha256.Sum256([]byte(req.Namespace + "\x00" + strings.Join(slices.Compact(names), "\x00")))
+	return "\x00" + hex.EncodeToString(sum[:])
 }
 
 func (r *Resolver) parse(image string, req Request, creds string) (lookup, bool) {
-	ref, err := name.ParseReference(image)
-	if err != nil {
+	if len(image) > maxReference {
 		return lookup{}, false
 	}
-	l := lookup{ref: ref, key: ref.Name() + creds}
+	var p parsed
+	if v, ok := r.refs.Get(image); ok {
+		p = v.(parsed)
+	} else {
+		if ref, err := name.ParseReference(image); err == nil {
+			p = parsed{ref: ref, name: ref.Name()}
+		}
+		r.refs.Add(image, p, forever)
+	}
+	if p.ref == nil {
+		return lookup{}, false
+	}
+	l := lookup{ref: p.ref, name: p.name, key: p.name + creds}
 	if creds != "" {
 		l.namespace, l.secrets = req.Namespace, req.PullSecrets
 	}
@@ -263,14 +298,13 @@ func (r *Resolver) parse(image string, req Request, creds string) (lookup, bool)
 func (r *Resolver) cached(l lookup) (policy.Image, bool) {
 	switch ref := l.ref.(type) {
 	case name.Digest:
-		if p, ok := r.digests.Get(ref.Name()); ok {
+		if p, ok := r.digests.Get(l.name); ok {
 			return policy.Image{Digest: ref.DigestStr(), Platforms: slices.Clone(p.([]policy.Platform))}, true
 		}
 	case name.Tag:
-		if e, ok := r.tags.Get(ref.Name()); ok && r.fresh(e.(tagEntry)) {
-			digest := e.(tagEntry).digest
-			if p, ok := r.digests.Get(ref.Context().Name() + "@" + digest); ok {
-				return policy.Image{Digest: digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
+		if e, ok := r.tags.Get(l.name); ok && r.fresh(e.(tagEntry)) {
+			if p, ok := r.digests.Get(e.(tagEntry).key); ok {
+				return policy.Image{Digest: e.(tagEntry).digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
 			}
 		}
 	}
@@ -318,7 +352,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	defer func() {
 		// A flight's panic would end the process; hostile registry content must not.
 		if p := recover(); p != nil {
-			r.c.Log.Error(fmt.Errorf("panic: %v", p), "Image lookup panicked", "image", l.ref.Name())
+			r.c.Log.Error(fmt.Errorf("panic: %v", p), "Image lookup panicked", "image", l.name)
 			img = policy.Image{Err: "internal error reading the image"}
 			r.failures.Add(l.key, img.Err, r.c.NegativeTTL)
 		}
@@ -327,7 +361,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	r.c.Metrics.observe(time.Since(start))
 	if err != nil {
 		msg := r.explain(l.ref.Context().RegistryStr(), err)
-		r.c.Log.V(1).Info("Image lookup failed", "image", l.ref.Name(), "error", err.Error(), "answer", msg)
+		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "error", err.Error(), "answer", msg)
 		r.failures.Add(l.key, msg, r.c.NegativeTTL)
 		return policy.Image{Err: msg}
 	}
@@ -365,7 +399,7 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	tag, isTag := ref.(name.Tag)
 	var e any
 	if isTag {
-		e, _ = r.tags.Get(tag.Name())
+		e, _ = r.tags.Get(l.name)
 	}
 	if e, ok := e.(tagEntry); ok {
 		if r.fresh(e) {
@@ -374,8 +408,9 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 		} else if d, err := puller.Head(ctx, tag); err == nil {
 			// A HEAD is cheaper than a GET and, on Docker Hub, free of the pull rate limit.
 			digest := d.Digest.String()
-			r.tags.Add(tag.Name(), tagEntry{digest: digest, at: r.c.Now()}, forever)
-			if p, ok := r.digests.Get(repo.Name() + "@" + digest); ok {
+			entry := newTagEntry(repo, digest, r.c.Now())
+			r.tags.Add(l.name, entry, forever)
+			if p, ok := r.digests.Get(entry.key); ok {
 				return policy.Image{Digest: digest, Platforms: p.([]policy.Platform)}, nil
 			}
 			ref, isTag = repo.Digest(digest), false
@@ -394,7 +429,7 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	digest := desc.Digest.String()
 	r.digests.Add(repo.Name()+"@"+digest, platforms, forever)
 	if isTag {
-		r.tags.Add(tag.Name(), tagEntry{digest: digest, at: r.c.Now()}, forever)
+		r.tags.Add(l.name, newTagEntry(repo, digest, r.c.Now()), forever)
 	}
 	return policy.Image{Digest: digest, Platforms: platforms}, nil
 }

@@ -259,6 +259,7 @@ func TestLookupErrors(t *testing.T) {
 		{"closed port", unreachable + "/app:1", unreachable + ": connection refused"},
 		{"invalid reference", "Upper/Case:1", "invalid image reference"},
 		{"invalid digest", reg.ref("app@sha256:123"), "invalid image reference"},
+		{"reference over 1024 bytes", strings.Repeat("a", 1100) + ".example/app:1", "invalid image reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newResolver(t, Config{})
