@@ -173,9 +173,8 @@ type lookup struct {
 	name string // canonical: registry/repository:tag or registry/repository@digest
 	// key names the lookup in flights and failures: the canonical reference and, when the pod's pull
 	// secrets are used, whose they are, so that one pod's missing credentials never answer another's.
-	key       string
-	namespace string
-	secrets   []string
+	key   string
+	creds credentials
 }
 
 // Lookup answers for every image in req within ctx's deadline and Config.Timeout, whichever ends
@@ -194,7 +193,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 		if _, ok := out[image]; ok || slices.ContainsFunc(waits, func(w waiting) bool { return w.image == image }) {
 			continue
 		}
-		l, ok := r.parse(image, req, creds)
+		l, ok := r.parse(image, creds)
 		if !ok {
 			out[image] = policy.Image{Err: errInvalid}
 			r.c.Metrics.count(resultError)
@@ -251,7 +250,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 func (r *Resolver) Warm(req Request) {
 	creds := r.credentials(req)
 	for _, image := range req.Images {
-		if l, ok := r.parse(image, req, creds); ok {
+		if l, ok := r.parse(image, creds); ok {
 			if _, ok := r.cached(l); !ok {
 				r.start(l)
 			}
@@ -259,19 +258,28 @@ func (r *Resolver) Warm(req Request) {
 	}
 }
 
-// credentials names the pull secrets a request's lookups use, "" when they use only Config.Keychain.
-func (r *Resolver) credentials(req Request) string {
+// credentials are the pod's pull secrets a request's lookups use: none unless Config.PodPullSecrets.
+type credentials struct {
+	// key names them in lookup keys, "" for Config.Keychain alone. Hashed: a pod may list many
+	// secrets, and the key stays in the error cache.
+	key       string
+	namespace string
+	// secrets are the request's, copied: the lookups outlive the request.
+	secrets []string
+}
+
+func (r *Resolver) credentials(req Request) credentials {
 	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 {
-		return ""
+		return credentials{}
 	}
 	names := slices.Clone(req.PullSecrets)
 	slices.Sort(names)
-	// Hashed: a pod may list many secrets, and the key stays in the error cache.
-	sum := sha256.Sum256([]byte(req.Namespace + "\x00" + strings.Join(slices.Compact(names), "\x00")))
-	return "\x00" + hex.EncodeToString(sum[:])
+	names = slices.Compact(names)
+	sum := sha256.Sum256([]byte(req.Namespace + "\x00" + strings.Join(names, "\x00")))
+	return credentials{key: "\x00" + hex.EncodeToString(sum[:]), namespace: req.Namespace, secrets: names}
 }
 
-func (r *Resolver) parse(image string, req Request, creds string) (lookup, bool) {
+func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
 	if len(image) > maxReference {
 		return lookup{}, false
 	}
@@ -287,11 +295,7 @@ func (r *Resolver) parse(image string, req Request, creds string) (lookup, bool)
 	if p.ref == nil {
 		return lookup{}, false
 	}
-	l := lookup{ref: p.ref, name: p.name, key: p.name + creds}
-	if creds != "" {
-		l.namespace, l.secrets = req.Namespace, req.PullSecrets
-	}
-	return l, true
+	return lookup{ref: p.ref, name: p.name, key: p.name + creds.key, creds: creds}, true
 }
 
 // cached answers from the caches alone.
@@ -376,8 +380,8 @@ func (e *pullSecretError) Unwrap() error { return e.err }
 
 func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	keychain := r.c.Keychain
-	if l.secrets != nil {
-		pod, err := r.c.PodPullSecrets(ctx, l.namespace, l.secrets)
+	if l.creds.secrets != nil {
+		pod, err := r.c.PodPullSecrets(ctx, l.creds.namespace, l.creds.secrets)
 		if err != nil {
 			return policy.Image{}, &pullSecretError{err: err}
 		}

@@ -79,7 +79,7 @@ func samePlatforms(got, want []policy.Platform) bool {
 // waitCached waits until the resolver answers image from its caches, as a background lookup leaves it.
 func waitCached(t *testing.T, r *Resolver, req Request) policy.Image {
 	t.Helper()
-	l, ok := r.parse(req.Images[0], req, r.credentials(req))
+	l, ok := r.parse(req.Images[0], r.credentials(req))
 	if !ok {
 		t.Fatalf("%s does not parse", req.Images[0])
 	}
