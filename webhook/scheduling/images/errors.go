@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -80,6 +81,9 @@ func (r *Resolver) explainStatus(registry string, e *transport.Error) string {
 		}
 		return registry + ": unauthorized (set imageResolver.pullSecret)"
 	case http.StatusNotFound:
+		if e.Request != nil && strings.Contains(e.Request.URL.Path, "/blobs/") {
+			return "image config missing from the registry"
+		}
 		return "no such image"
 	case http.StatusTooManyRequests:
 		return registry + ": rate limited (HTTP 429)"

@@ -215,6 +215,9 @@ func TestLookupErrors(t *testing.T) {
 			types.OCIManifestSchema1, types.OCIConfigJSON, h, len(config)))
 	}
 	pushConfig("badconfig", []byte("not json"))
+	reg.putManifest("noconfig", "1", string(types.OCIManifestSchema1), fmt.Appendf(nil,
+		`{"schemaVersion":2,"config":{"mediaType":%q,"digest":"sha256:%s","size":2},"layers":[]}`,
+		types.OCIConfigJSON, strings.Repeat("c", 64)))
 	pushConfig("noos", []byte(`{"architecture":"amd64","os.version":"10.0.20348.1"}`))
 
 	reg.setHook(func(w http.ResponseWriter, r *http.Request) bool {
@@ -255,6 +258,7 @@ func TestLookupErrors(t *testing.T) {
 		{"control character in a platform", reg.ref("badplatform:1"), "malformed index (entry 0: invalid os)"},
 		{"not a container image", reg.ref("chart:1"), `not a container image (config is "application/vnd.cncf.helm.config.v1+json")`},
 		{"config not JSON", reg.ref("badconfig:1"), "malformed image config (not JSON)"},
+		{"config missing", reg.ref("noconfig:1"), "image config missing from the registry"},
 		{"config without os", reg.ref("noos:1"), "image config names no OS"},
 		{"closed port", unreachable + "/app:1", unreachable + ": connection refused"},
 		{"invalid reference", "Upper/Case:1", "invalid image reference"},
