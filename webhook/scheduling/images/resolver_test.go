@@ -431,6 +431,17 @@ func TestPrivateRegistry(t *testing.T) {
 	})
 }
 
+func TestPanicInLookupContained(t *testing.T) {
+	// A background lookup's panic would end the webhook; it ends the lookup instead.
+	r := newResolver(t, Config{PodPullSecrets: func(context.Context, string, []string) (authn.Keychain, error) {
+		panic("boom")
+	}})
+	got := lookupOne(r, Request{Namespace: "team", PullSecrets: []string{"s"}, Images: []string{"127.0.0.1:1/app:1"}})
+	if got.Err != "internal error reading the image" {
+		t.Errorf("Err %q", got.Err)
+	}
+}
+
 func TestDockerConfigKeychainRefuses(t *testing.T) {
 	opaque := dockerConfigSecret("ns", "opaque", "r.example.com", "u", "p")
 	opaque.Type = corev1.SecretTypeOpaque
