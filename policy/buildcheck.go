@@ -22,7 +22,7 @@ type BuildCheck struct {
 // migration (2019 → 2022 → 2025). It changes nothing.
 func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, builds []string) BuildCheck {
 	var check BuildCheck
-	allowedByPins := pinnedBuilds(spec)
+	allowedByPins := PinnedBuilds(spec)
 	containers := p.containerImages(spec, Facts{Images: images})
 	for _, b := range builds {
 		if allowedByPins != nil && !slices.Contains(allowedByPins, b) {
@@ -60,9 +60,9 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 	return check
 }
 
-// pinnedBuilds is the set of Windows builds the pod's nodeSelector and required node affinity allow, or
+// PinnedBuilds is the set of Windows builds the pod's nodeSelector and required node affinity allow, or
 // nil when they do not limit it. Terms are alternatives: a term that says nothing of the build allows all.
-func pinnedBuilds(spec *corev1.PodSpec) []string {
+func PinnedBuilds(spec *corev1.PodSpec) []string {
 	var pinned []string
 	if v, ok := spec.NodeSelector[labelWindowsBuild]; ok {
 		pinned = []string{v}

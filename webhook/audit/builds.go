@@ -202,7 +202,7 @@ func (a *auditor) hasWindowsEntry(img policy.Image) bool {
 // pins are the builds spec may run on by its nodeSelector and required node affinity, else by the
 // wincompat.io/build annotation (a request wincompat honours when it admits the pod), and what pins them.
 func (a *auditor) pins(spec *corev1.PodSpec, annotations map[string]string) ([]string, string) {
-	if pins := hardPins(spec); pins != nil {
+	if pins := policy.PinnedBuilds(spec); pins != nil {
 		if _, ok := spec.NodeSelector[corev1.LabelWindowsBuild]; ok {
 			return pins, "its nodeSelector"
 		}
@@ -215,46 +215,6 @@ func (a *auditor) pins(spec *corev1.PodSpec, annotations map[string]string) ([]s
 		}
 	}
 	return pins, "its " + policy.AnnotationBuild + " annotation"
-}
-
-// hardPins is the set of builds spec's nodeSelector and required node affinity allow, nil when they do
-// not limit the build. Affinity terms are alternatives: one that says nothing of the build allows all.
-func hardPins(spec *corev1.PodSpec) []string {
-	var pins []string
-	if v, ok := spec.NodeSelector[corev1.LabelWindowsBuild]; ok {
-		pins = []string{v}
-	}
-	var union []string
-	for _, t := range requiredTerms(spec) {
-		var term []string
-		limited := false
-		for _, e := range t.MatchExpressions {
-			if e.Key != corev1.LabelWindowsBuild || e.Operator != corev1.NodeSelectorOpIn {
-				continue
-			}
-			if limited {
-				term = slices.DeleteFunc(term, func(v string) bool { return !slices.Contains(e.Values, v) })
-			} else {
-				term, limited = slices.Clone(e.Values), true
-			}
-		}
-		if !limited {
-			return pins
-		}
-		for _, v := range term {
-			if !slices.Contains(union, v) {
-				union = append(union, v)
-			}
-		}
-	}
-	switch {
-	case union == nil:
-		return pins
-	case pins != nil:
-		return slices.DeleteFunc(union, func(v string) bool { return !slices.Contains(pins, v) })
-	default:
-		return union
-	}
 }
 
 func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {

@@ -358,7 +358,7 @@ func TestHardPins(t *testing.T) {
 		"contradicting pins":           {spec(b2025, []corev1.NodeSelectorRequirement{in(b2019)}), []string{}},
 		"nodeSelector, open affinity":  {spec(b2022, []corev1.NodeSelectorRequirement{zone}), []string{b2022}},
 	} {
-		if got := hardPins(c.spec); !slices.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+		if got := policy.PinnedBuilds(c.spec); !slices.Equal(got, c.want) || (got == nil) != (c.want == nil) {
 			t.Errorf("%s: %q, want %q", name, got, c.want)
 		}
 	}
