@@ -30,6 +30,9 @@ func (r *Resolver) explain(registry string, err error) string {
 		x509H  x509.HostnameError
 		op     *net.OpError
 	)
+	if errors.As(err, &secret) {
+		return r.explain(registry, secret.err) + "; the pod's pull secrets are unreadable: " + brief(secret.secrets)
+	}
 	switch {
 	// Before the others: a registry reached over https that failed, then refused over http, is
 	// best explained by the refusal.
@@ -41,8 +44,6 @@ func (r *Resolver) explain(registry string, err error) string {
 		return registry + ": too many redirects"
 	case errors.As(err, &bad):
 		return bad.msg
-	case errors.As(err, &secret):
-		return "cannot read the pod's pull secrets: " + brief(secret.err)
 	case errors.As(err, &status):
 		return r.explainStatus(registry, status)
 	case errors.Is(err, context.DeadlineExceeded):

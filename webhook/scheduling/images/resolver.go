@@ -372,21 +372,33 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	return img
 }
 
-// pullSecretError is a failure to read the pod's pull secrets, not the registry's.
-type pullSecretError struct{ err error }
+// pullSecretError is a lookup that failed after the pod's pull secrets could not be read.
+type pullSecretError struct{ secrets, err error }
 
-func (e *pullSecretError) Error() string { return "reading pull secrets: " + e.err.Error() }
+func (e *pullSecretError) Error() string {
+	return e.err.Error() + " (pod's pull secrets unreadable: " + e.secrets.Error() + ")"
+}
 func (e *pullSecretError) Unwrap() error { return e.err }
 
 func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	keychain := r.c.Keychain
 	if l.creds.secrets != nil {
+		// Unreadable pull secrets (no RBAC, say) must not fail public images: go on with Config.Keychain,
+		// and say why if the registry then refuses.
 		pod, err := r.c.PodPullSecrets(ctx, l.creds.namespace, l.creds.secrets)
 		if err != nil {
-			return policy.Image{}, &pullSecretError{err: err}
+			img, lookupErr := r.readWith(ctx, l, keychain)
+			if lookupErr != nil {
+				lookupErr = &pullSecretError{secrets: err, err: lookupErr}
+			}
+			return img, lookupErr
 		}
 		keychain = authn.NewMultiKeychain(pod, keychain)
 	}
+	return r.readWith(ctx, l, keychain)
+}
+
+func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keychain) (policy.Image, error) {
 	// One puller per lookup: the ping and token exchange serve every request of the lookup.
 	puller, err := remote.NewPuller(
 		remote.WithAuthFromKeychain(keychain),

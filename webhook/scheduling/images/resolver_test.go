@@ -414,11 +414,21 @@ func TestPrivateRegistry(t *testing.T) {
 		ok(t, lookupOne(r, Request{Namespace: "other", Images: []string{image}}))
 	})
 	t.Run("pull secrets unreadable", func(t *testing.T) {
-		r := newResolver(t, Config{PodPullSecrets: func(context.Context, string, []string) (authn.Keychain, error) {
+		unreadable := func(context.Context, string, []string) (authn.Keychain, error) {
 			return nil, errors.New(`secrets "regcred" is forbidden`)
-		}})
-		got := lookupOne(r, Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}})
-		if want := `cannot read the pod's pull secrets: secrets "regcred" is forbidden`; got.Err != want {
+		}
+		req := Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}}
+		// The server's credentials still serve.
+		kc, err := DockerConfigKeychain(dockerConfigSecret("wincompat", "registry", reg.host, "user", "secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok(t, lookupOne(newResolver(t, Config{Keychain: kc, PodPullSecrets: unreadable}), req))
+		// Without them, the refusal says why the pod's did not help.
+		got := lookupOne(newResolver(t, Config{PodPullSecrets: unreadable}), req)
+		want := reg.host + ": unauthorized (set imageResolver.pullSecret or the pod's imagePullSecrets); " +
+			`the pod's pull secrets are unreadable: secrets "regcred" is forbidden`
+		if got.Err != want {
 			t.Errorf("Err %q, want %q", got.Err, want)
 		}
 	})
