@@ -183,8 +183,19 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 		if ready := slices.DeleteFunc(slices.Clone(c.Builds), func(b string) bool { return !runnable(b) }); len(ready) > 0 {
 			return p.choice(ready, source), true
 		}
-		// No ready node can run the pod. Pin the catalog builds that could, so that an autoscaler adds
-		// the right node; schedule says the pod will wait.
+		// No ready node can run the pod. Pin the catalog builds the images were made for (else those
+		// that could run them), so that an autoscaler adds the right node; schedule says the pod waits.
+		native := func(host string) bool {
+			for _, ci := range q.images {
+				if ci.constrains() && !slices.ContainsFunc(ci.versions, func(v string) bool { return buildOf(v) == host }) {
+					return false
+				}
+			}
+			return true
+		}
+		if fit := slices.DeleteFunc(slices.Clone(catalog), func(b string) bool { return !native(b) }); len(fit) > 0 {
+			return p.choice(fit, source), true
+		}
 		if fit := slices.DeleteFunc(catalog, func(b string) bool { return !runnable(b) }); len(fit) > 0 {
 			return p.choice(fit, source), true
 		}
