@@ -15,13 +15,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
 // testRegistry is go-containerregistry's in-memory registry on 127.0.0.1, with a log of the requests
@@ -137,42 +135,24 @@ func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) string {
 	return h.String()
 }
 
-// testImage is a small random image whose config names p.
+// testImage is imagestest.Image, failing t on error.
 func testImage(t testing.TB, p policy.Platform, oci bool) v1.Image {
 	t.Helper()
-	img, err := random.Image(64, 1)
+	img, err := imagestest.Image(p, oci)
 	if err != nil {
 		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.OSVersion = p.OS, p.Architecture, p.OSVersion
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	if oci {
-		img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON)
 	}
 	return img
 }
 
-// testIndex is an index of mediaType with one image per platform, each entry carrying its platform.
+// testIndex is imagestest.Index, failing t on error.
 func testIndex(t testing.TB, mediaType types.MediaType, platforms ...policy.Platform) v1.ImageIndex {
 	t.Helper()
-	oci := mediaType == types.OCIImageIndex
-	var adds []mutate.IndexAddendum
-	for _, p := range platforms {
-		adds = append(adds, mutate.IndexAddendum{
-			Add: testImage(t, p, oci),
-			Descriptor: v1.Descriptor{Platform: &v1.Platform{
-				OS: p.OS, Architecture: p.Architecture, OSVersion: p.OSVersion,
-			}},
-		})
+	idx, err := imagestest.Index(mediaType, platforms...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, mediaType), adds...)
+	return idx
 }
 
 // clock is a settable Config.Now.

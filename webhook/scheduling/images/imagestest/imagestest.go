@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/wincompat/wincompat/policy"
 )
 
 // Registry is an in-memory registry on 127.0.0.1 (plain HTTP, which clients allow for loopback only).
@@ -55,31 +57,25 @@ func (r *Registry) Close() { r.srv.Close() }
 // SetDelay makes every later manifest request take d longer.
 func (r *Registry) SetDelay(d time.Duration) { r.delay.Store(int64(d)) }
 
-// Platform is one entry to push.
-type Platform struct{ OS, Architecture, OSVersion string }
+// Platform is one entry to push, as the policy describes an image's entries.
+type Platform = policy.Platform
 
 // Windows is an amd64 Windows entry of the given os.version (10.0.20348.2227; "" for none).
-func Windows(osVersion string) Platform { return Platform{"windows", "amd64", osVersion} }
+func Windows(osVersion string) Platform {
+	return Platform{OS: "windows", Architecture: "amd64", OSVersion: osVersion}
+}
 
 // Linux is a linux entry of arch.
-func Linux(arch string) Platform { return Platform{"linux", arch, ""} }
+func Linux(arch string) Platform { return Platform{OS: "linux", Architecture: arch} }
 
-// PushIndex pushes an index of mediaType (types.OCIImageIndex or types.DockerManifestList) with one small
-// image per platform under repo:tag and returns the reference as a pod would name it.
+// PushIndex pushes Index(mediaType, platforms...) under repo:tag and returns the reference as a pod
+// would name it.
 func (r *Registry) PushIndex(repo, tag string, mediaType types.MediaType, platforms ...Platform) (string, error) {
-	oci := mediaType == types.OCIImageIndex
-	var adds []mutate.IndexAddendum
-	for _, p := range platforms {
-		img, err := image(p, oci)
-		if err != nil {
-			return "", err
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: p.OS, Architecture: p.Architecture, OSVersion: p.OSVersion}}})
+	idx, err := Index(mediaType, platforms...)
+	if err != nil {
+		return "", err
 	}
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, mediaType), adds...)
-	ref := r.Host + "/" + repo + ":" + tag
-	parsed, err := name.ParseReference(ref)
+	ref, parsed, err := r.reference(repo, tag)
 	if err != nil {
 		return "", err
 	}
@@ -89,14 +85,13 @@ func (r *Registry) PushIndex(repo, tag string, mediaType types.MediaType, platfo
 	return ref, nil
 }
 
-// PushImage pushes a single-platform image (its platform only in the config) under repo:tag.
+// PushImage pushes a single-platform OCI image (its platform only in the config) under repo:tag.
 func (r *Registry) PushImage(repo, tag string, p Platform) (string, error) {
-	img, err := image(p, true)
+	img, err := Image(p, true)
 	if err != nil {
 		return "", err
 	}
-	ref := r.Host + "/" + repo + ":" + tag
-	parsed, err := name.ParseReference(ref)
+	ref, parsed, err := r.reference(repo, tag)
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +101,31 @@ func (r *Registry) PushImage(repo, tag string, p Platform) (string, error) {
 	return ref, nil
 }
 
-func image(p Platform, oci bool) (v1.Image, error) {
+func (r *Registry) reference(repo, tag string) (string, name.Reference, error) {
+	ref := r.Host + "/" + repo + ":" + tag
+	parsed, err := name.ParseReference(ref)
+	return ref, parsed, err
+}
+
+// Index is an index of mediaType (types.OCIImageIndex or types.DockerManifestList) with one small image
+// per platform, each entry carrying its platform.
+func Index(mediaType types.MediaType, platforms ...Platform) (v1.ImageIndex, error) {
+	oci := mediaType == types.OCIImageIndex
+	var adds []mutate.IndexAddendum
+	for _, p := range platforms {
+		img, err := Image(p, oci)
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: p.OS, Architecture: p.Architecture, OSVersion: p.OSVersion}}})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, mediaType), adds...), nil
+}
+
+// Image is a small random image whose config names p (an OCI manifest and config when oci, else Docker
+// schema 2).
+func Image(p Platform, oci bool) (v1.Image, error) {
 	img, err := random.Image(64, 1)
 	if err != nil {
 		return nil, err
