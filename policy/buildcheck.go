@@ -28,7 +28,7 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 		if allowedByPins != nil && !slices.Contains(allowedByPins, b) {
 			continue
 		}
-		if slices.ContainsFunc(containers, func(ci containerImage) bool { return ci.constrains() && !p.runs(ci, b) }) {
+		if !p.runsAll(containers, b) {
 			continue
 		}
 		check.Runnable = append(check.Runnable, b)

@@ -167,39 +167,25 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	if constraining == 0 {
 		return buildChoice{}, false
 	}
-	runnable := func(host string) bool {
-		for _, ci := range q.images {
-			if ci.constrains() && !p.runs(ci, host) {
-				return false
-			}
-		}
-		return true
-	}
-	var catalog []string
-	for _, b := range p.Builds {
-		catalog = append(catalog, b.Number)
-	}
+	runnable := func(host string) bool { return p.runsAll(q.images, host) }
+	catalog := numbers(p.Builds)
 	if c := q.facts.Cluster; c != nil {
-		if ready := slices.DeleteFunc(slices.Clone(c.Builds), func(b string) bool { return !runnable(b) }); len(ready) > 0 {
-			return p.choice(ready, source), true
+		if fit := keep(c.Builds, runnable); len(fit) > 0 {
+			return p.choice(fit, source), true
 		}
-		// No ready node can run the pod. Pin the catalog builds the images were made for (else those
-		// that could run them), so that an autoscaler adds the right node; schedule says the pod waits.
+		// No ready node can run the pod. Pin the catalog builds the images were made for (else, below,
+		// those that could run them), so that an autoscaler adds the right node; schedule says the pod
+		// waits.
 		native := func(host string) bool {
-			for _, ci := range q.images {
-				if ci.constrains() && !slices.ContainsFunc(ci.versions, func(v string) bool { return buildOf(v) == host }) {
-					return false
-				}
-			}
-			return true
+			return !slices.ContainsFunc(q.images, func(ci containerImage) bool {
+				return ci.constrains() && !slices.ContainsFunc(ci.versions, func(v string) bool { return buildOf(v) == host })
+			})
 		}
-		if fit := slices.DeleteFunc(slices.Clone(catalog), func(b string) bool { return !native(b) }); len(fit) > 0 {
+		if fit := keep(catalog, native); len(fit) > 0 {
 			return p.choice(fit, source), true
 		}
-		if fit := slices.DeleteFunc(catalog, func(b string) bool { return !runnable(b) }); len(fit) > 0 {
-			return p.choice(fit, source), true
-		}
-	} else if fit := slices.DeleteFunc(catalog, func(b string) bool { return !runnable(b) }); len(fit) > 0 {
+	}
+	if fit := keep(catalog, runnable); len(fit) > 0 {
 		return p.choice(fit, source), true
 	}
 	if slices.ContainsFunc(q.images, containerImage.linuxOnly) {
@@ -253,6 +239,11 @@ func (p *Policy) defaultBuild(q *buildQuery) (buildChoice, bool) {
 		return buildChoice{}, false
 	}
 	return one(p.catalogEntry(p.DefaultBuild), SourceDefault)
+}
+
+// keep is the builds of list for which ok holds, in list's order; list is not changed.
+func keep(list []string, ok func(string) bool) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(b string) bool { return !ok(b) })
 }
 
 func numbers(builds []Build) []string {

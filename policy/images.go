@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // containerImage is what one container's image tells about the node builds that can run it.
@@ -34,6 +35,11 @@ func (ci containerImage) linuxOnly() bool {
 
 func (p *Policy) runs(ci containerImage, host string) bool {
 	return slices.ContainsFunc(ci.versions, func(v string) bool { return p.HostRuns(host, v) })
+}
+
+// runsAll reports whether a node of build host can run every image that limits where the pod runs.
+func (p *Policy) runsAll(images []containerImage, host string) bool {
+	return !slices.ContainsFunc(images, func(ci containerImage) bool { return ci.constrains() && !p.runs(ci, host) })
 }
 
 // describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
@@ -107,20 +113,20 @@ type ImageLookup struct {
 // out of scope, not Windows, a HostProcess pod, or a pod whose build an earlier pass already recorded.
 // It changes nothing.
 func (p *Policy) ImagesToLookUp(obj any, facts Facts) ImageLookup {
-	var meta *corev1.PodTemplateSpec
+	var meta *metav1.ObjectMeta
+	var spec *corev1.PodSpec
 	wait := false
 	if pod, ok := obj.(*corev1.Pod); ok {
 		if facts.Operation != Create || pod.Annotations[AnnotationBuildSource] != "" {
 			return ImageLookup{}
 		}
-		meta, wait = &corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}, true
+		meta, spec, wait = &pod.ObjectMeta, &pod.Spec, true
 	} else if tpl, err := PodTemplateOf(obj); err == nil && tpl != nil {
-		meta = tpl
+		meta, spec = &tpl.ObjectMeta, &tpl.Spec
 	} else {
 		return ImageLookup{}
 	}
-	spec := &meta.Spec
-	if p.inScope(&meta.ObjectMeta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || hostProcess(spec) {
+	if p.inScope(meta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || hostProcess(spec) {
 		return ImageLookup{}
 	}
 	var l ImageLookup
