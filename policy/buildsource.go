@@ -81,7 +81,7 @@ func (p *Policy) recordedBuild(q *buildQuery) (buildChoice, bool) {
 	}
 	var builds []Build
 	for _, v := range strings.Split(q.pod.Annotations[AnnotationBuild], ",") {
-		b, ok := p.resolveBuild(v)
+		b, ok := p.ResolveBuild(v)
 		if !ok {
 			return buildChoice{}, false
 		}

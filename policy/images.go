@@ -126,7 +126,7 @@ func (p *Policy) ImagesToLookUp(obj any, facts Facts) ImageLookup {
 	} else {
 		return ImageLookup{}
 	}
-	if p.inScope(meta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || hostProcess(spec) {
+	if p.inScope(meta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || HostProcess(spec) {
 		return ImageLookup{}
 	}
 	var l ImageLookup

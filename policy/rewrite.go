@@ -18,7 +18,7 @@ const (
 // stripLinuxOnly because it reads the values the strip removes. HostProcess pods choose their own
 // (system) account and are left alone.
 func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
-	if p.NonRootUserName == "" || hostProcess(spec) {
+	if p.NonRootUserName == "" || HostProcess(spec) {
 		return
 	}
 	const reason = "keeps the non-root intent of the removed runAsUser"
@@ -92,7 +92,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 				Reason: "raw block volumes are not supported on Windows; left unchanged"})
 		}
 	})
-	if spec.HostNetwork && !hostProcess(spec) {
+	if spec.HostNetwork && !HostProcess(spec) {
 		rec.add(Change{Action: Warn, Path: "spec.hostNetwork",
 			Reason: "hostNetwork without hostProcess containers is not supported on Windows; left unchanged"})
 	}
@@ -126,7 +126,7 @@ func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
 // none is, because most Windows images otherwise run as ContainerAdministrator and would fail the check
 // at start.
 func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *recorder) {
-	if !p.PodSecurityRestricted || ns.Labels[labelPodSecurityEnforce] != "restricted" || hostProcess(spec) {
+	if !p.PodSecurityRestricted || ns.Labels[labelPodSecurityEnforce] != "restricted" || HostProcess(spec) {
 		return
 	}
 	const reason = "Pod Security restricted requires runAsNonRoot"

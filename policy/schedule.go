@@ -43,7 +43,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	}
 	p.tolerateWindowsTaints(spec, rec)
 
-	if hostProcess(spec) {
+	if HostProcess(spec) {
 		// HostProcess containers run directly on the host and work on any Windows build.
 		return "", ""
 	}
@@ -168,9 +168,10 @@ func (p *Policy) overriddenRequest(pod *corev1.Pod, chosen Build, why string, re
 		Reason: "requested build " + jsonString(v) + " ignored: " + why})
 }
 
-// resolveBuild is lookupBuild that also accepts a well-formed build number missing from the catalog
-// (a node of a newer build than the policy knows).
-func (p *Policy) resolveBuild(s string) (Build, bool) {
+// ResolveBuild resolves a build number or catalog name (case-insensitive) to its catalog entry, and also
+// accepts a well-formed build number missing from the catalog (a node of a newer build than the policy
+// knows), as an entry with no names and no RuntimeClass.
+func (p *Policy) ResolveBuild(s string) (Build, bool) {
 	if b, ok := p.lookupBuild(s); ok {
 		return b, true
 	}

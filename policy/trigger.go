@@ -108,9 +108,9 @@ func (p *Policy) setWindowsOS(spec *corev1.PodSpec, rec *recorder, reason string
 	rec.add(Change{Action: Inject, Path: "spec.os.name", To: jsonValue(corev1.Windows), Reason: reason})
 }
 
-// hostProcess reports whether the pod runs Windows HostProcess containers. The API server requires all
+// HostProcess reports whether the pod runs Windows HostProcess containers. The API server requires all
 // containers to agree, so the pod-level value or any container's decides.
-func hostProcess(spec *corev1.PodSpec) bool {
+func HostProcess(spec *corev1.PodSpec) bool {
 	if sc := spec.SecurityContext; sc != nil && hostProcessSet(sc.WindowsOptions) {
 		return true
 	}

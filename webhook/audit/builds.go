@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -46,8 +45,6 @@ type ReasonRow struct {
 // otherReasons collects the reasons beyond maxFindingsPerKind distinct ones, which bounds memory.
 const otherReasons = "(other reasons)"
 
-var buildNumber = regexp.MustCompile(`^10\.0\.\d{5}$`)
-
 // ParseBuilds reads a comma-separated list of Windows builds as the policy names them: numbers
 // (10.0.26100) or the catalog's names (ltsc2025, 2025). A well-formed number missing from the catalog
 // is accepted, as a node of a newer build would carry it.
@@ -72,12 +69,8 @@ func ParseBuilds(p *policy.Policy, s string) ([]string, error) {
 
 // catalogBuild resolves a build number or catalog name to its number, as the policy does.
 func catalogBuild(p *policy.Policy, s string) (string, bool) {
-	for _, b := range p.Builds {
-		if strings.EqualFold(b.Number, s) || slices.ContainsFunc(b.Names, func(n string) bool { return strings.EqualFold(n, s) }) {
-			return b.Number, true
-		}
-	}
-	return s, buildNumber.MatchString(s)
+	b, ok := p.ResolveBuild(s)
+	return b.Number, ok
 }
 
 // splitBuilds reads wincompat.io/build as wincompat records it: one build, or several joined by commas
@@ -180,7 +173,7 @@ func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotation
 		a.finding(LinuxOnlyImage, ns, obj, strings.Join(linux, "; "))
 		return
 	}
-	if hostProcess(spec) {
+	if policy.HostProcess(spec) {
 		return // HostProcess containers run on the host, whatever its build
 	}
 	pins, by := a.pins(spec, annotations)
@@ -222,23 +215,6 @@ func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {
 		return na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	}
 	return nil
-}
-
-func hostProcess(spec *corev1.PodSpec) bool {
-	set := func(wo *corev1.WindowsSecurityContextOptions) bool {
-		return wo != nil && wo.HostProcess != nil && *wo.HostProcess
-	}
-	if sc := spec.SecurityContext; sc != nil && set(sc.WindowsOptions) {
-		return true
-	}
-	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for _, c := range list {
-			if c.SecurityContext != nil && set(c.SecurityContext.WindowsOptions) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // withoutDerivedPins is a pod's spec without the build pins wincompat derived from its images or the
@@ -324,7 +300,7 @@ func (a *auditor) checkBuilds(ns, obj string, spec *corev1.PodSpec, pod bool) {
 		}
 	}
 	count(&s.Pods, &s.Templates)
-	if hostProcess(spec) {
+	if policy.HostProcess(spec) {
 		// HostProcess containers run on the host, whatever its build: only the pins count.
 		bare := *spec
 		bare.InitContainers, bare.Containers = nil, nil
