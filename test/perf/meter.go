@@ -105,6 +105,12 @@ func MergePhases(results []*load.Result, phases []Phase) (Phase, error) {
 		for k, v := range p.Wincompat.ByResult {
 			m.Wincompat.ByResult[k] += v
 		}
+		for k, v := range p.Wincompat.ImageLookups {
+			if m.Wincompat.ImageLookups == nil {
+				m.Wincompat.ImageLookups = map[string]float64{}
+			}
+			m.Wincompat.ImageLookups[k] += v
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(phases[0].Processes)) {
 		var u Usage

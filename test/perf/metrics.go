@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -18,11 +19,14 @@ type Admissions struct {
 	// without TLS, HTTP and the review's decoding and encoding.
 	HandlerSeconds float64 `json:"handlerSeconds"`
 	Count          float64 `json:"count"`
+	// ImageLookups is wincompat_image_lookups_total by result (hit, miss, error, timeout): the images
+	// the reviews asked the resolver for. Empty when wincompat serves without image resolution.
+	ImageLookups map[string]float64 `json:"imageLookups,omitempty"`
 }
 
 // ScrapeAdmissions reads wincompat's admission counters from its metrics endpoint.
 func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
-	a := Admissions{ByResult: map[string]float64{}}
+	a := Admissions{ByResult: map[string]float64{}, ImageLookups: map[string]float64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return a, err
@@ -40,15 +44,8 @@ func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
 	if err != nil {
 		return a, fmt.Errorf("GET %s: %w", url, err)
 	}
-	if f := families["wincompat_admission_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" {
-					a.ByResult[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
+	sumByResult(families["wincompat_admission_total"], a.ByResult)
+	sumByResult(families["wincompat_image_lookups_total"], a.ImageLookups)
 	if f := families["wincompat_admission_duration_seconds"]; f != nil {
 		for _, m := range f.GetMetric() {
 			a.HandlerSeconds += m.GetHistogram().GetSampleSum()
@@ -58,12 +55,31 @@ func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
 	return a, nil
 }
 
+// sumByResult adds counter family f's values into by, by their "result" label; f may be nil.
+func sumByResult(f *dto.MetricFamily, by map[string]float64) {
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "result" {
+				by[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+}
+
 // Sub returns what happened between before and a.
 func (a Admissions) Sub(before Admissions) Admissions {
-	d := Admissions{ByResult: map[string]float64{}, HandlerSeconds: a.HandlerSeconds - before.HandlerSeconds, Count: a.Count - before.Count}
-	for k, v := range a.ByResult {
-		if n := v - before.ByResult[k]; n != 0 {
-			d.ByResult[k] = n
+	return Admissions{
+		ByResult: subCounts(a.ByResult, before.ByResult), ImageLookups: subCounts(a.ImageLookups, before.ImageLookups),
+		HandlerSeconds: a.HandlerSeconds - before.HandlerSeconds, Count: a.Count - before.Count,
+	}
+}
+
+// subCounts is after - before for each label value, without the values that did not change.
+func subCounts(after, before map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
 		}
 	}
 	return d

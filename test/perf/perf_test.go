@@ -30,6 +30,20 @@ func TestChartPod(t *testing.T) {
 	}
 }
 
+func TestWindowsChartPod(t *testing.T) {
+	pod, err := TypedPod(WindowsChartPod("ns", "r.example/a:1", "r.example/b:2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, c := range pod.Spec.Containers {
+		images = append(images, c.Image)
+	}
+	if !reflect.DeepEqual(images, []string{"r.example/a:1", "r.example/b:2"}) || pod.Spec.OS == nil || pod.Spec.OS.Name != corev1.Windows {
+		t.Errorf("images %v, os %v", images, pod.Spec.OS)
+	}
+}
+
 func TestCorpusPod(t *testing.T) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -77,6 +91,35 @@ func TestNewReview(t *testing.T) {
 	}
 }
 
+func TestOneShotReview(t *testing.T) {
+	pods := [][]byte{WindowsChartPod("ns", "a"), WindowsChartPod("ns", "b"), WindowsChartPod("ns", "c")}
+	r, err := NewOneShotReview("fresh", "", pods, "ns", WithPatch, "mutated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &ReviewClient{next: make([]int, 2)}
+	// Whichever worker asks, each pod goes once and in order; then the review says it ran out.
+	for want, worker := range []int{1, 0, 1} {
+		i, err := r.take(c, worker)
+		if err != nil || i != want {
+			t.Fatalf("take %d: body %d, %v", want, i, err)
+		}
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(r.bodies[i], &review); err != nil {
+			t.Fatal(err)
+		}
+		var got, sent any
+		_ = json.Unmarshal(review.Request.Object.Raw, &got)
+		_ = json.Unmarshal(pods[want], &sent)
+		if !reflect.DeepEqual(got, sent) {
+			t.Errorf("body %d carries another pod", i)
+		}
+	}
+	if _, err := r.take(c, 0); err != errNoneLeft {
+		t.Errorf("a fourth take: %v, want %v", err, errNoneLeft)
+	}
+}
+
 func TestWritePlot(t *testing.T) {
 	res := &load.Result{Latency: load.NewHistogram(), SendLag: load.NewHistogram(), OK: 1000}
 	for i := int64(1); i <= 1000; i++ {
@@ -86,6 +129,7 @@ func TestWritePlot(t *testing.T) {
 	r := &Results{
 		Reviews:   &ReviewResults{GOMAXPROCS: 1, LoadFraction: 0.7, Scenarios: []ReviewScenario{{Name: "a", Fixed: phase}}},
 		APIServer: &APIResults{Creators: 8, Kinds: []APIKind{{Name: "b", Max: Comparison{With: phase, Without: phase}}}},
+		Images:    &ImageResults{GOMAXPROCS: 1, Phases: []ImagePhase{{Scenario: "c", Load: "max", Phase: phase}, {Scenario: "c", Load: "10/s", Phase: phase}}},
 	}
 	path := filepath.Join(t.TempDir(), "latency.png")
 	if err := WritePlot(r, path); err != nil {
@@ -100,7 +144,7 @@ func TestWritePlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := img.Bounds(); b.Dx() <= b.Dy() {
-		t.Errorf("two panels side by side in %v", b)
+	if b := img.Bounds(); b.Dx() <= 2*b.Dy() {
+		t.Errorf("three panels side by side in %v", b)
 	}
 }

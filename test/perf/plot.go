@@ -18,8 +18,8 @@ import (
 )
 
 // WritePlot draws the latency distributions of r into a PNG at path: on the left the reviews at the
-// fixed rate, on the right pod creation through the API server with (solid) and without (dashed) the
-// webhook, at the fixed rate when there is one. The x axis is the percentile on a log scale of 1/(1-p), so the tail gets as much room as
+// fixed rate, in the middle pod creation through the API server with (solid) and without (dashed) the
+// webhook, at the fixed rate when there is one, on the right the image-resolution phases at their rates. The x axis is the percentile on a log scale of 1/(1-p), so the tail gets as much room as
 // the median; the y axis is the latency on a log scale.
 func WritePlot(r *Results, path string) error {
 	var row []*plot.Plot
@@ -51,6 +51,20 @@ func WritePlot(r *Results, path string) error {
 			if err := addLine(p, k.Name+", without", c.Without.Distribution, i, true); err != nil {
 				return err
 			}
+		}
+		row = append(row, p)
+	}
+	if im := r.Images; im != nil {
+		p := newPercentilePlot(fmt.Sprintf("image resolution, GOMAXPROCS=%d: fixed-rate phases (lookup deadline %.0f ms)", im.GOMAXPROCS, im.LookupTimeoutMs))
+		i := 0
+		for _, ph := range im.Phases {
+			if ph.Load == "max" {
+				continue // closed loop: the latency is queueing
+			}
+			if err := addLine(p, ph.Scenario+", "+ph.Load, ph.Distribution, i, false); err != nil {
+				return err
+			}
+			i++
 		}
 		row = append(row, p)
 	}

@@ -23,13 +23,28 @@ import (
 // defaults of real charts, resources, probes, env and mounts. With windows false it is the same pod for
 // Linux: no spec.os and a Linux image.
 func ChartPod(n int, ns string, windows bool) []byte {
-	image, os, config, cache := "registry.example/web:1.4.2", "", "/config", "/cache"
+	image := "registry.example/web:1.4.2"
 	if windows {
-		image, os = "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", `"os":{"name":"windows"},`
+		image = "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"
+	}
+	images := make([]string, n)
+	for i := range images {
+		images[i] = image
+	}
+	return chartPod(ns, windows, images)
+}
+
+// WindowsChartPod is ChartPod(len(images), ns, true) with container i running images[i].
+func WindowsChartPod(ns string, images ...string) []byte { return chartPod(ns, true, images) }
+
+func chartPod(ns string, windows bool, images []string) []byte {
+	os, config, cache := "", "/config", "/cache"
+	if windows {
+		os = `"os":{"name":"windows"},`
 		config, cache = `C:\\config`, `C:\\cache` // JSON-escaped
 	}
-	containers := make([]string, n)
-	for i := range containers {
+	containers := make([]string, len(images))
+	for i, image := range images {
 		containers[i] = fmt.Sprintf(`{"name":"c%d","image":%q,
 		"ports":[{"name":"http","containerPort":%d,"protocol":"TCP"}],
 		"env":[{"name":"LOG_LEVEL","value":"info"},{"name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}}],

@@ -20,6 +20,7 @@ type Results struct {
 	Kubernetes string         `json:"kubernetes"`
 	Reviews    *ReviewResults `json:"reviews,omitempty"`
 	APIServer  *APIResults    `json:"apiServer,omitempty"`
+	Images     *ImageResults  `json:"images,omitempty"`
 	Goals      []Goal         `json:"goals,omitempty"`
 }
 
@@ -82,6 +83,29 @@ type ReviewScenario struct {
 	BodyBytes   int    `json:"bodyBytes"`
 	Max         Phase  `json:"max"`
 	Fixed       Phase  `json:"fixed"`
+}
+
+// ImageResults are reviews of pods whose images wincompat reads from a registry (on loopback, in the
+// generator's process), answered by a second `wincompat serve` with image resolution on.
+type ImageResults struct {
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	Connections  int     `json:"connections"`
+	PhaseSeconds float64 `json:"phaseSeconds"`
+	// LookupTimeoutMs is the server's per-review lookup deadline (--image-lookup-timeout), and
+	// SlowRegistryDelayMs what the registry added to every manifest request in the "slow" phase.
+	LookupTimeoutMs     float64      `json:"lookupTimeoutMs"`
+	SlowRegistryDelayMs float64      `json:"slowRegistryDelayMs"`
+	Phases              []ImagePhase `json:"phases"`
+}
+
+// ImagePhase is one kind of review at one load.
+type ImagePhase struct {
+	Scenario    string `json:"scenario"`
+	Description string `json:"description"`
+	BodyBytes   int    `json:"bodyBytes"`
+	// Load is "max" (closed loop) or the fixed rate as "N/s" (open loop).
+	Load string `json:"load"`
+	Phase
 }
 
 // Phase is one measured stretch of load with what the processes involved spent on it.

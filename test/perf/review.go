@@ -28,7 +28,8 @@ import (
 )
 
 // Review is one kind of AdmissionReview for the load: the same request under several uids, prepared
-// once so that the generator spends nothing on encoding.
+// once so that the generator spends nothing on encoding; or, when one-shot, a different request each
+// time.
 type Review struct {
 	Name        string
 	Description string
@@ -38,6 +39,9 @@ type Review struct {
 	WantResult string
 	bodies     [][]byte
 	uids       [][]byte // `"uid":"…"` as it appears in the response
+	// oneShot reviews send each body once, whichever worker takes it; sent counts them.
+	oneShot bool
+	sent    atomic.Int64
 }
 
 // PatchExpectation is what an answer must carry besides "allowed".
@@ -58,16 +62,38 @@ const bodiesPerReview = 16
 // NewReview wraps pod (JSON) in AdmissionReviews for namespace ns as the API server sends them for a
 // Pod CREATE by the ReplicaSet controller, or with operation op.
 func NewReview(name, description string, pod []byte, ns string, op admissionv1.Operation, want PatchExpectation, wantResult string) (*Review, error) {
-	var meta struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
+	pods := make([][]byte, bodiesPerReview)
+	for i := range pods {
+		pods[i] = pod
 	}
-	if err := json.Unmarshal(pod, &meta); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	return newReview(name, description, pods, ns, op, want, wantResult)
+}
+
+// NewOneShotReview is a review of each of pods, sent once each and in order across the workers: for
+// load whose every request must be new to wincompat, such as images no cache has seen. A review sent
+// after the last pod fails, so prepare more pods than the phases can send.
+func NewOneShotReview(name, description string, pods [][]byte, ns string, want PatchExpectation, wantResult string) (*Review, error) {
+	r, err := newReview(name, description, pods, ns, admissionv1.Create, want, wantResult)
+	if r != nil {
+		r.oneShot = true
+	}
+	return r, err
+}
+
+func newReview(name, description string, pods [][]byte, ns string, op admissionv1.Operation, want PatchExpectation, wantResult string) (*Review, error) {
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("%s: no pods", name)
 	}
 	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	r := &Review{Name: name, Description: description, Patch: want, WantResult: wantResult}
-	for i := range bodiesPerReview {
+	for i, pod := range pods {
+		var meta struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(pod, &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		uid := types.UID(fmt.Sprintf("0b6c1f0e-6b5a-4f5e-9d3c-%012d", i))
 		review := admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -92,6 +118,23 @@ func NewReview(name, description string, pod []byte, ns string, op admissionv1.O
 		r.uids = append(r.uids, []byte(`"uid":`+strconv.Quote(string(uid))))
 	}
 	return r, nil
+}
+
+// errNoneLeft is a one-shot review sent more often than it has pods.
+var errNoneLeft = errors.New("no unsent pod left in a one-shot review: prepare more")
+
+// take is the index of the body to send next: the worker's next in rotation, or the next unsent one.
+func (r *Review) take(c *ReviewClient, worker int) (int, error) {
+	if r.oneShot {
+		i := r.sent.Add(1) - 1
+		if i >= int64(len(r.bodies)) {
+			return 0, errNoneLeft
+		}
+		return int(i), nil
+	}
+	i := c.next[worker]
+	c.next[worker] = (i + 1) % len(r.bodies)
+	return i, nil
 }
 
 // BodyBytes is the size of one request body.
@@ -150,8 +193,10 @@ var patch = []byte(`"patch":`)
 // the generator's cost stays small next to the server's.
 func (c *ReviewClient) Op(r *Review) load.Op {
 	return func(ctx context.Context, worker int) error {
-		i := c.next[worker]
-		c.next[worker] = (i + 1) % len(r.bodies)
+		i, err := r.take(c, worker)
+		if err != nil {
+			return err
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(r.bodies[i]))
 		if err != nil {
 			return err
@@ -184,10 +229,17 @@ func (c *ReviewClient) Op(r *Review) load.Op {
 	}
 }
 
-// Answer posts one review of r and returns wincompat's response, decoded: for preparing pods from what
-// wincompat actually does.
+// Answer posts one review of r (the first, or a one-shot review's next) and returns wincompat's
+// response, decoded: for preparing pods from what wincompat actually does.
 func (c *ReviewClient) Answer(ctx context.Context, r *Review) (*admissionv1.AdmissionResponse, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(r.bodies[0]))
+	i := 0
+	if r.oneShot {
+		var err error
+		if i, err = r.take(c, 0); err != nil {
+			return nil, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(r.bodies[i]))
 	if err != nil {
 		return nil, err
 	}

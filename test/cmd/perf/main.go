@@ -5,7 +5,9 @@
 //     keep-alive on 127.0.0.1, first as fast as it can (closed loop), then at a fixed fraction of that
 //     maximum (open loop, latency from the scheduled send time);
 //   - apiserver: pods created through a real kube-apiserver with wincompat's MutatingWebhookConfiguration
-//     installed and with no webhook at all, in alternating phases of the same run.
+//     installed and with no webhook at all, in alternating phases of the same run;
+//   - images: a second `wincompat serve` with image resolution on, answering reviews of pods whose images
+//     it reads from a registry on loopback: cached, new, and on a registry slower than the deadline.
 //
 // Usage (from test/, after `make build k8s`; `make perf` does all of it):
 //
@@ -47,7 +49,8 @@ type config struct {
 	apiDuration                   time.Duration
 	apiRate                       float64
 	apiRounds, creators           int
-	reviews, apiServer            bool
+	reviews, apiServer, images    bool
+	imageMissRate                 float64
 	serverFlags                   []string
 }
 
@@ -68,12 +71,14 @@ func main() {
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
 	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
+	fl.BoolVar(&c.images, "images", true, "run the image-resolution reviews: a second wincompat serve reading images from a registry on loopback")
+	fl.Float64Var(&c.imageMissRate, "image-miss-rate", 100, "reviews per second of the image-miss phase, each naming two images no review named before")
 	fl.Func("server-flag", "a further flag for wincompat serve, e.g. --pprof-bind-address=127.0.0.1:6060 to profile it under load; repeatable", func(v string) error {
 		c.serverFlags = append(c.serverFlags, v)
 		return nil
 	})
 	_ = fl.Parse(os.Args[1:])
-	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.loadFraction <= 0 || c.loadFraction > 1 {
+	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.imageMissRate <= 0 || c.loadFraction <= 0 || c.loadFraction > 1 {
 		fl.Usage()
 		os.Exit(2)
 	}
@@ -154,6 +159,11 @@ func run(ctx context.Context, c config) (err error) {
 			return err
 		}
 	}
+	if c.images {
+		if e.results.Images, err = e.runImages(ctx); err != nil {
+			return err
+		}
+	}
 	// An interrupted run has partial figures: keep the last complete results instead.
 	if err := ctx.Err(); err != nil {
 		return err
@@ -186,56 +196,68 @@ func (e *env) setUpNamespace(ctx context.Context) error {
 
 // startServer runs `wincompat serve` where envtest pointed the webhook configuration, with the serving
 // certificate envtest made for 127.0.0.1, GOMAXPROCS=1 for per-core figures, and no RuntimeClass
-// management (nothing but admission should use the server's core).
-func (e *env) startServer(ctx context.Context) error {
-	kubeconfig, err := e.cp.KubeConfig("wincompat", "system:masters")
-	if err != nil {
-		return err
-	}
+// management (nothing but admission should use the server's core). Image resolution is off: the pods
+// of these parts name public images, and load goes nowhere but loopback (the image part has its own
+// server and registry).
+func (e *env) startServer(ctx context.Context) (err error) {
+	e.port, e.caPEM = e.cp.Webhook.Port, e.cp.Webhook.CAData
+	e.server, e.meter, err = e.launch(ctx, "wincompat", e.port, "--resolve-images=false")
+	return err
+}
+
+// launch runs a `wincompat serve` answering on port, with flags added to the shared ones, waits until
+// it is ready and returns it with a meter of it, the generator, kube-apiserver and etcd.
+func (e *env) launch(ctx context.Context, name string, port int, flags ...string) (*perf.Server, *perf.Meter, error) {
 	kubeconfigPath := filepath.Join(e.workDir, "wincompat.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return err
+	if _, err := os.Stat(kubeconfigPath); err != nil {
+		kubeconfig, err := e.cp.KubeConfig("wincompat", "system:masters")
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+			return nil, nil, err
+		}
 	}
 	metricsPort, err := controlplane.FreePort()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	probePort, err := controlplane.FreePort()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	wh := e.cp.Webhook
-	e.port, e.caPEM = wh.Port, wh.CAData
-	args := []string{"serve", "--resolve-images=false",
-		"--cert-dir", wh.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(wh.Port), "--kubeconfig", kubeconfigPath,
+	args := append([]string{"serve"}, flags...)
+	args = append(args,
+		"--cert-dir", e.cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metricsPort),
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
-	}
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort),
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort),
+	)
 	args = append(args, e.serverFlags...)
-	fmt.Printf("wincompat: GOMAXPROCS=1 %s %s\n", e.wincompat, joinWords(args))
-	if e.server, err = perf.StartServer(e.wincompat, args, []string{"GOMAXPROCS=1"}, filepath.Join(e.workDir, "wincompat.log")); err != nil {
-		return err
+	fmt.Printf("%s: GOMAXPROCS=1 %s %s\n", name, e.wincompat, joinWords(args))
+	server, err := perf.StartServer(e.wincompat, args, []string{"GOMAXPROCS=1"}, filepath.Join(e.workDir, name+".log"))
+	if err != nil {
+		return nil, nil, err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := e.server.WaitReady(readyCtx, fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)); err != nil {
-		return err
+	if err := server.WaitReady(readyCtx, fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)); err != nil {
+		return nil, nil, errors.Join(err, server.Stop(5*time.Second))
 	}
 	children, err := load.Children(os.Getpid())
 	if err != nil {
-		return err
+		return nil, nil, errors.Join(err, server.Stop(5*time.Second))
 	}
-	e.meter = &perf.Meter{
-		Pids:       map[string]int{"wincompat": e.server.Pid, "perf": os.Getpid()},
+	meter := &perf.Meter{
+		Pids:       map[string]int{"wincompat": server.Pid, "perf": os.Getpid()},
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if pid, ok := children[name]; ok {
-			e.meter.Pids[name] = pid
+			meter.Pids[name] = pid
 		}
 	}
-	return nil
+	return server, meter, nil
 }
 
 // write saves results.json and latency.png and prints the summary.

@@ -26,7 +26,7 @@ func printPhase(name string, p perf.Phase) {
 		name, p.Throughput, p.Latency.P50, p.Latency.P99, p.Latency.P999, p.Errors+p.Missed, w.Cores, w.CPUMicrosPerOp, w.RSSPeakMiB, p.OtherCores)
 }
 
-// goals evaluates issue 7's goals on r; a goal whose figures were not measured is left out.
+// goals evaluates issue 7's and issue 13's goals on r; a goal whose figures were not measured is left out.
 func goals(r *perf.Results) []perf.Goal {
 	var out []perf.Goal
 	if r.Reviews != nil && len(r.Reviews.Scenarios) > 0 {
@@ -66,7 +66,48 @@ func goals(r *perf.Results) []perf.Goal {
 			})
 		}
 	}
+	return append(out, imageGoals(r)...)
+}
+
+// imageGoals are issue 13's: the warm cache costs within 5% of the tags-only review, and a cold cache
+// on a slow registry is answered within the deadline plus 100 ms.
+func imageGoals(r *perf.Results) []perf.Goal {
+	if r.Images == nil {
+		return nil
+	}
+	var out []perf.Goal
+	hit, hitOK := imagePhase(r.Images, "image-hit", "max")
+	if r.Reviews != nil && len(r.Reviews.Scenarios) > 0 && hitOK {
+		tags := r.Reviews.Scenarios[0] // the chart pod, its build from the image tag
+		perHit, perTag := hit.Processes["wincompat"].CPUMicrosPerOp, tags.Max.Processes["wincompat"].CPUMicrosPerOp
+		out = append(out, perf.Goal{
+			Goal: fmt.Sprintf("image-hit: wincompat's CPU per review at the maximum within 5%% of %s's (build from the tag, no resolver)", tags.Name),
+			Measured: fmt.Sprintf("%.0f µs against %.0f µs (%+.1f%%); %.0f/s against %.0f/s",
+				perHit, perTag, 100*(perHit/perTag-1), hit.Throughput, tags.Max.Throughput),
+			Met: perHit <= 1.05*perTag,
+		})
+	}
+	for _, p := range r.Images.Phases {
+		if p.Scenario != "image-slow" {
+			continue
+		}
+		limit := r.Images.LookupTimeoutMs + 100
+		out = append(out, perf.Goal{
+			Goal:     fmt.Sprintf("image-slow: every review answered within the %.0f ms deadline + 100 ms on a registry %.0f ms slower than it", r.Images.LookupTimeoutMs, r.Images.SlowRegistryDelayMs-r.Images.LookupTimeoutMs),
+			Measured: fmt.Sprintf("max %.1f ms, p50 %.1f ms, %d errors, %d missed", p.Latency.Max, p.Latency.P50, p.Errors, p.Missed),
+			Met:      p.Latency.Max <= limit && p.Errors+p.Missed == 0 && p.OK > 0,
+		})
+	}
 	return out
+}
+
+func imagePhase(r *perf.ImageResults, scenario, load string) (perf.ImagePhase, bool) {
+	for _, p := range r.Phases {
+		if p.Scenario == scenario && p.Load == load {
+			return p, true
+		}
+	}
+	return perf.ImagePhase{}, false
 }
 
 // printSummary prints the run's tables.
@@ -123,8 +164,27 @@ func printSummary(out io.Writer, r *perf.Results) {
 		}
 		tw.Flush()
 	}
+	if im := r.Images; im != nil {
+		fmt.Fprintf(out, "\nimage resolution, a second wincompat serve GOMAXPROCS=%d, %d keep-alive connections, %gs phases, lookup deadline %.0f ms; latency in ms; lookups per review\n",
+			im.GOMAXPROCS, im.Connections, im.PhaseSeconds, im.LookupTimeoutMs)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "review\tphase\treviews/s\tp50\tp90\tp99\tp99.9\tmax\terrors\tmissed\thit\tmiss\ttimeout\terror\tCPU µs/review\tRSS peak MiB\tgenerator+registry cores\tother cores\t")
+		for _, p := range im.Phases {
+			l, w := p.Latency, p.Processes["wincompat"]
+			per := func(result string) float64 {
+				if p.OK == 0 {
+					return 0
+				}
+				return p.Wincompat.ImageLookups[result] / float64(p.OK)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
+				p.Scenario, p.Load, p.Throughput, l.P50, l.P90, l.P99, l.P999, l.Max, p.Errors, p.Missed,
+				per("hit"), per("miss"), per("timeout"), per("error"), w.CPUMicrosPerOp, w.RSSPeakMiB, p.Processes["perf"].Cores, p.OtherCores)
+		}
+		tw.Flush()
+	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintln(out, "\ngoals (issue 7)")
+		fmt.Fprintln(out, "\ngoals (issues 7 and 13)")
 		for _, g := range r.Goals {
 			verdict := "not met"
 			if g.Met {

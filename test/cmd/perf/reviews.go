@@ -133,39 +133,11 @@ func changesNothing(ctx context.Context, client *perf.ReviewClient, r *perf.Revi
 // then runs an open loop at e.loadFraction of that maximum.
 func (e *env) runReviews(ctx context.Context, p *prepared) (*perf.ReviewResults, error) {
 	rr := &perf.ReviewResults{GOMAXPROCS: 1, Connections: e.connections, PhaseSeconds: e.duration.Seconds(), LoadFraction: e.loadFraction}
-	// An open loop that falls behind by more than this has found the server's limit; the rest is missed.
-	grace := time.Second + e.duration/10
 	for _, r := range p.reviews {
-		client, err := perf.NewReviewClient(e.port, webhook.PodPath, e.caPEM, e.connections)
+		s, err := e.maxAndFixed(ctx, target{e.port, e.meter}, r)
 		if err != nil {
 			return nil, err
 		}
-		op := client.Op(r)
-		s := perf.ReviewScenario{Name: r.Name, Description: r.Description, BodyBytes: r.BodyBytes()}
-
-		load.Closed(ctx, e.connections, e.warmup, op)
-		var res *load.Result
-		if s.Max, res, err = e.measureReviews(ctx, client, func() *load.Result {
-			return load.Closed(ctx, e.connections, e.duration, op)
-		}); err != nil {
-			return nil, err
-		}
-		e.checkReviews(r, "max", s.Max)
-		printPhase(r.Name+", max", s.Max)
-
-		rate := e.loadFraction * res.Throughput()
-		if rate < 1 {
-			return nil, fmt.Errorf("%s: a maximum of %.1f reviews/s leaves no rate to run at", r.Name, res.Throughput())
-		}
-		load.Open(ctx, e.connections, rate, e.warmup, grace, op)
-		if s.Fixed, _, err = e.measureReviews(ctx, client, func() *load.Result {
-			return load.Open(ctx, e.connections, rate, e.duration, grace, op)
-		}); err != nil {
-			return nil, err
-		}
-		e.checkReviews(r, "fixed", s.Fixed)
-		printPhase(fmt.Sprintf("%s, %.0f%%", r.Name, 100*e.loadFraction), s.Fixed)
-		client.Close()
 		rr.Scenarios = append(rr.Scenarios, s)
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -174,8 +146,61 @@ func (e *env) runReviews(ctx context.Context, p *prepared) (*perf.ReviewResults,
 	return rr, nil
 }
 
-func (e *env) measureReviews(ctx context.Context, client *perf.ReviewClient, run func() *load.Result) (perf.Phase, *load.Result, error) {
-	span, err := e.meter.Start(ctx)
+// target is a running `wincompat serve` to send reviews to, and the meter of it.
+type target struct {
+	port  int
+	meter *perf.Meter
+}
+
+// maxAndFixed measures r's maximum with a closed loop, then an open loop at e.loadFraction of it.
+func (e *env) maxAndFixed(ctx context.Context, t target, r *perf.Review) (perf.ReviewScenario, error) {
+	s := perf.ReviewScenario{Name: r.Name, Description: r.Description, BodyBytes: r.BodyBytes()}
+	client, err := perf.NewReviewClient(t.port, webhook.PodPath, e.caPEM, e.connections)
+	if err != nil {
+		return s, err
+	}
+	defer client.Close()
+	op := client.Op(r)
+	load.Closed(ctx, e.connections, e.warmup, op)
+	var res *load.Result
+	if s.Max, res, err = e.measureReviews(ctx, t.meter, client, func() *load.Result {
+		return load.Closed(ctx, e.connections, e.duration, op)
+	}); err != nil {
+		return s, err
+	}
+	e.checkReviews(r, "max", s.Max)
+	printPhase(r.Name+", max", s.Max)
+
+	rate := e.loadFraction * res.Throughput()
+	if rate < 1 {
+		return s, fmt.Errorf("%s: a maximum of %.1f reviews/s leaves no rate to run at", r.Name, res.Throughput())
+	}
+	if s.Fixed, err = e.atRate(ctx, t, client, r, rate); err != nil {
+		return s, err
+	}
+	printPhase(fmt.Sprintf("%s, %.0f%%", r.Name, 100*e.loadFraction), s.Fixed)
+	return s, nil
+}
+
+// atRate measures r in an open loop at rate reviews/s, after a warm-up at the same rate.
+func (e *env) atRate(ctx context.Context, t target, client *perf.ReviewClient, r *perf.Review, rate float64) (perf.Phase, error) {
+	op := client.Op(r)
+	load.Open(ctx, e.connections, rate, e.warmup, e.grace(), op)
+	p, _, err := e.measureReviews(ctx, t.meter, client, func() *load.Result {
+		return load.Open(ctx, e.connections, rate, e.duration, e.grace(), op)
+	})
+	if err == nil {
+		e.checkReviews(r, "fixed", p)
+	}
+	return p, err
+}
+
+// grace is how far an open loop may fall behind: one that does has found the server's limit, and the
+// rest is missed.
+func (e *env) grace() time.Duration { return time.Second + e.duration/10 }
+
+func (e *env) measureReviews(ctx context.Context, meter *perf.Meter, client *perf.ReviewClient, run func() *load.Result) (perf.Phase, *load.Result, error) {
+	span, err := meter.Start(ctx)
 	if err != nil {
 		return perf.Phase{}, nil, err
 	}

@@ -101,6 +101,28 @@ func (r *Registry) PushImage(repo, tag string, p Platform) (string, error) {
 	return ref, nil
 }
 
+// Tag puts the manifest ref names under each of tags in the same repository, with one read of it: many
+// references no cache has seen, for load that must miss. It returns the new references.
+func (r *Registry) Tag(ref string, tags ...string) ([]string, error) {
+	src, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := remote.Get(src)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	out := make([]string, 0, len(tags))
+	for _, tag := range tags {
+		dst := src.Context().Tag(tag)
+		if err := remote.Tag(dst, desc); err != nil {
+			return nil, fmt.Errorf("tagging %s as %s: %w", ref, dst, err)
+		}
+		out = append(out, dst.String())
+	}
+	return out, nil
+}
+
 func (r *Registry) reference(repo, tag string) (string, name.Reference, error) {
 	ref := r.Host + "/" + repo + ":" + tag
 	parsed, err := name.ParseReference(ref)
