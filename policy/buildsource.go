@@ -258,7 +258,13 @@ func numbers(builds []Build) []string {
 // affinity (terms are alternatives, so each must carry it), or creates the one term. The pod's own
 // terms and expressions are never dropped, edited or reordered.
 func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
-	req := corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds}
+	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
+		"the pod's images run on Windows builds "+strings.Join(builds, ", "), rec)
+}
+
+// requireInEveryTerm adds req to every term of the pod's required node affinity (terms are
+// alternatives, so each must carry it), or makes it the only term when there is none.
+func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement, reason string, rec *recorder) {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -273,7 +279,7 @@ func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
 	const path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 	if len(*terms) == 0 {
 		*terms = append(*terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}})
-		rec.add(Change{Action: Inject, Path: path, To: jsonValue((*terms)[0]), Reason: "the pod's images run on Windows builds " + strings.Join(builds, ", ")})
+		rec.add(Change{Action: Inject, Path: path, To: jsonValue((*terms)[0]), Reason: reason})
 		return
 	}
 	for i := range *terms {
@@ -284,6 +290,6 @@ func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
 			continue
 		}
 		t.MatchExpressions = append(t.MatchExpressions, req)
-		rec.add(Change{Action: Inject, Path: path + "[" + strconv.Itoa(i) + "].matchExpressions", To: jsonValue(req), Reason: "the pod's images run on Windows builds " + strings.Join(builds, ", ")})
+		rec.add(Change{Action: Inject, Path: path + "[" + strconv.Itoa(i) + "].matchExpressions", To: jsonValue(req), Reason: reason})
 	}
 }

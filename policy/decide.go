@@ -70,8 +70,10 @@ type Facts struct {
 
 // Decision says what Decide did.
 type Decision struct {
-	// Windows is true when the object is a Windows pod (or template) in scope; otherwise Skipped says why.
+	// Windows is true when the object is a Windows pod (or template) in scope; Linux when it chose no
+	// operating system and was pinned to Linux; otherwise Skipped says why.
 	Windows bool
+	Linux   bool
 	Skipped string
 	// Changes found in this pass, including warnings; already recorded in the object's annotations.
 	Changes []Change
@@ -83,6 +85,9 @@ type Decision struct {
 	// as it came.
 	Denied string
 }
+
+// Handled reports whether wincompat decided on the object, as a Windows or as a Linux one.
+func (d Decision) Handled() bool { return d.Windows || d.Linux }
 
 // Warnings renders the decision's admission warnings.
 func (d Decision) Warnings() []string { return Warnings(d.Changes) }
@@ -156,6 +161,9 @@ func (p *Policy) inScope(meta *metav1.ObjectMeta, ns Namespace) string {
 // before any Pod exists) and the removal of mount propagation (Bidirectional is invalid once privileged
 // is stripped). Scheduling and the other rewrites happen when the Pod itself is created.
 func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decision {
+	if d, handled := p.decideLinux(&tpl.ObjectMeta, &tpl.Spec, facts, false); handled {
+		return d
+	}
 	if why := p.inScope(&tpl.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}
@@ -171,6 +179,9 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 }
 
 func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
+	if d, handled := p.decideLinux(&pod.ObjectMeta, &pod.Spec, facts, true); handled {
+		return d
+	}
 	if why := p.inScope(&pod.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}

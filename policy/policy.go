@@ -44,6 +44,10 @@ type Policy struct {
 	WindowsCompatibility    string
 	ImagesWithoutWindows    string
 	PodImagePullSecrets     bool
+	// LinuxByDefault pins objects with no OS signal to Linux in every namespace not labelled
+	// wincompat.io/default-os but those of LinuxByDefaultExcludedNamespaces.
+	LinuxByDefault                   bool
+	LinuxByDefaultExcludedNamespaces []string
 }
 
 // Values of ImagesWithoutWindows.
@@ -85,6 +89,8 @@ type file struct {
 	WindowsCompatibility    *string     `yaml:"windowsCompatibility"`
 	ImagesWithoutWindows    *string     `yaml:"imagesWithoutWindows"`
 	PodImagePullSecrets     *bool       `yaml:"podImagePullSecrets"`
+	LinuxByDefault          *bool       `yaml:"linuxByDefault"`
+	LinuxByDefaultExcluded  []string    `yaml:"linuxByDefaultExcludedNamespaces"`
 }
 
 type fileTaint struct {
@@ -179,6 +185,10 @@ func (f *file) overlay(u *file) {
 	setIf(&f.WindowsCompatibility, u.WindowsCompatibility)
 	setIf(&f.ImagesWithoutWindows, u.ImagesWithoutWindows)
 	setIf(&f.PodImagePullSecrets, u.PodImagePullSecrets)
+	setIf(&f.LinuxByDefault, u.LinuxByDefault)
+	if u.LinuxByDefaultExcluded != nil {
+		f.LinuxByDefaultExcluded = u.LinuxByDefaultExcluded
+	}
 	if u.WindowsNodeTaints != nil {
 		f.WindowsNodeTaints = u.WindowsNodeTaints
 	}
@@ -200,17 +210,19 @@ var validEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.Tai
 
 func (f *file) validate() (*Policy, error) {
 	p := &Policy{
-		InferOSFromNodeSelector: *f.InferOSFromNodeSelector,
-		NonRootUserName:         *f.NonRootUserName,
-		PodSecurityRestricted:   *f.PodSecurityRestricted,
-		SetRuntimeClassName:     *f.SetRuntimeClassName,
-		Arch:                    *f.Arch,
-		RuntimeClassHandler:     *f.RuntimeClassHandler,
-		RuntimeClassesFor:       *f.RuntimeClassesFor,
-		ExcludedNamespaces:      f.ExcludedNamespaces,
-		WindowsCompatibility:    *f.WindowsCompatibility,
-		ImagesWithoutWindows:    *f.ImagesWithoutWindows,
-		PodImagePullSecrets:     *f.PodImagePullSecrets,
+		InferOSFromNodeSelector:          *f.InferOSFromNodeSelector,
+		NonRootUserName:                  *f.NonRootUserName,
+		PodSecurityRestricted:            *f.PodSecurityRestricted,
+		SetRuntimeClassName:              *f.SetRuntimeClassName,
+		Arch:                             *f.Arch,
+		RuntimeClassHandler:              *f.RuntimeClassHandler,
+		RuntimeClassesFor:                *f.RuntimeClassesFor,
+		ExcludedNamespaces:               f.ExcludedNamespaces,
+		WindowsCompatibility:             *f.WindowsCompatibility,
+		ImagesWithoutWindows:             *f.ImagesWithoutWindows,
+		PodImagePullSecrets:              *f.PodImagePullSecrets,
+		LinuxByDefault:                   *f.LinuxByDefault,
+		LinuxByDefaultExcludedNamespaces: f.LinuxByDefaultExcluded,
 	}
 	var errs []error
 	fail := func(key, format string, args ...any) {
@@ -247,9 +259,14 @@ func (f *file) validate() (*Policy, error) {
 		}
 		p.WindowsNodeTaints = append(p.WindowsNodeTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	for _, ns := range p.ExcludedNamespaces {
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			fail("excludedNamespaces", "%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"excludedNamespaces", p.ExcludedNamespaces}, {"linuxByDefaultExcludedNamespaces", p.LinuxByDefaultExcludedNamespaces}} {
+		for _, ns := range l.names {
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				fail(l.key, "%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+			}
 		}
 	}
 	if len(f.Builds) == 0 {
@@ -305,6 +322,8 @@ func (p *Policy) YAML() []byte {
 		WindowsCompatibility:    &p.WindowsCompatibility,
 		ImagesWithoutWindows:    &p.ImagesWithoutWindows,
 		PodImagePullSecrets:     &p.PodImagePullSecrets,
+		LinuxByDefault:          &p.LinuxByDefault,
+		LinuxByDefaultExcluded:  p.LinuxByDefaultExcludedNamespaces,
 	}
 	for _, t := range p.WindowsNodeTaints {
 		f.WindowsNodeTaints = append(f.WindowsNodeTaints, fileTaint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

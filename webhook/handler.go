@@ -133,7 +133,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 	case err != nil:
 		return "error", admission.Errored(http.StatusBadRequest, err), policy.Decision{}
 	}
-	if !res.Decision.Windows {
+	if !res.Decision.Handled() {
 		return "skipped", admission.Allowed(""), res.Decision
 	}
 	if res.Decision.Denied != "" {
@@ -144,7 +144,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 	if len(res.Patch) == 0 {
 		resp := admission.Allowed("")
 		resp.Warnings = warnings
-		if res.Kind != "" {
+		if res.Kind != "" && res.Decision.Windows {
 			// The API server sends webhooks its object rendered as JSON, where an empty list is left
 			// out, but validates the object it holds, where "supplementalGroups: []" is still a
 			// Linux-only field. Only a patch makes it decode the object again from JSON, so a Windows

@@ -109,7 +109,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	before := obj.(runtime.Object).DeepCopyObject()
 	emptyGroups := hasEmptySupplementalGroups(obj)
 	decision, err := pol.Decide(obj, facts)
-	if err != nil || !decision.Windows {
+	if err != nil || !decision.Handled() {
 		return Result{Decision: decision}, err
 	}
 	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind}

@@ -44,13 +44,19 @@ var policyMetrics = sync.OnceValues(func() (*prometheus.CounterVec, prometheus.G
 	return reloads, valid
 })
 
-// withOwnNamespace excludes wincompat's own namespace from mutation, whatever the policy file says.
+// withOwnNamespace excludes wincompat's own namespace from mutation, and from the cluster-wide Linux
+// pin, whatever the policy file says (a default-os label on it still counts: that is asking by name).
 func withOwnNamespace(p *policy.Policy, ns string) *policy.Policy {
-	if ns == "" || slices.Contains(p.ExcludedNamespaces, ns) {
+	if ns == "" || (slices.Contains(p.ExcludedNamespaces, ns) && slices.Contains(p.LinuxByDefaultExcludedNamespaces, ns)) {
 		return p
 	}
 	copied := *p
-	copied.ExcludedNamespaces = append(slices.Clone(p.ExcludedNamespaces), ns)
+	if !slices.Contains(p.ExcludedNamespaces, ns) {
+		copied.ExcludedNamespaces = append(slices.Clone(p.ExcludedNamespaces), ns)
+	}
+	if !slices.Contains(p.LinuxByDefaultExcludedNamespaces, ns) {
+		copied.LinuxByDefaultExcludedNamespaces = append(slices.Clone(p.LinuxByDefaultExcludedNamespaces), ns)
+	}
 	return &copied
 }
 
