@@ -148,7 +148,8 @@ func Warnings(changes []Change) []string {
 	type class struct {
 		action Action
 		field  string
-		// reason tells warnings apart: each says something of its own (which image, which build).
+		// reason tells warnings apart: each says something of its own (which image, which build, which
+		// taint); the same rule on several containers gives the same reason and one warning.
 		reason string
 	}
 	type group struct {
@@ -159,10 +160,7 @@ func Warnings(changes []Change) []string {
 	groups := map[class]*group{}
 	for _, c := range changes {
 		owner, field := splitOwner(c.Path)
-		k := class{c.Action, field, ""}
-		if c.Action == Warn {
-			k.reason = c.Reason
-		}
+		k := class{c.Action, field, c.Reason}
 		g, ok := groups[k]
 		if !ok {
 			g = &group{first: c, owners: map[string]bool{}}

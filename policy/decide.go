@@ -47,6 +47,9 @@ type Cluster struct {
 	Builds []string
 	// RuntimeClasses are the RuntimeClasses that exist, by name.
 	RuntimeClasses map[string]RuntimeClass
+	// WindowsTaints are the distinct taints of ready Windows nodes, sorted; the policy decides which a
+	// Windows pod tolerates (WindowsPodsTolerate).
+	WindowsTaints []corev1.Taint
 }
 
 // RuntimeClass is what scheduling decisions need of a RuntimeClass.

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -41,7 +40,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 			pin(corev1.LabelArchStable, p.Arch)
 		}
 	}
-	p.tolerateWindowsTaints(spec, rec)
+	p.tolerateWindowsTaints(spec, facts.Cluster, rec)
 
 	if HostProcess(spec) {
 		// HostProcess containers run directly on the host and work on any Windows build.
@@ -135,22 +134,6 @@ func (p *Policy) pinNodeLabel(spec *corev1.PodSpec, key, value string, rec *reco
 		return
 	}
 	rec.add(Change{Action: Inject, Path: path, To: jsonValue(value), Reason: "schedules onto Windows nodes"})
-}
-
-// tolerateWindowsTaints appends a toleration for each Windows node taint the pod does not tolerate yet.
-// Existing tolerations are never edited or reordered.
-func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, rec *recorder) {
-	for _, taint := range p.WindowsNodeTaints {
-		tolerated := slices.ContainsFunc(spec.Tolerations, func(t corev1.Toleration) bool {
-			return t.ToleratesTaint(logr.Discard(), &taint, false)
-		})
-		if tolerated {
-			continue
-		}
-		t := corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}
-		spec.Tolerations = append(spec.Tolerations, t)
-		rec.add(Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(t), Reason: "tolerates the Windows node taint " + taint.ToString()})
-	}
 }
 
 // overriddenRequest records a warning when the user asked for a build in the pod's annotation but the

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -41,6 +42,8 @@ type goldenCase struct {
 		Builds []string `json:"builds"`
 		// RuntimeClasses maps each existing class to its scheduling.nodeSelector.
 		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
+		// Taints are the taints of ready Windows nodes, as the inventory reports them.
+		Taints []corev1.Taint `json:"taints"`
 	} `json:"cluster"`
 	// Images is what the registry says of each image, as the resolver would report it.
 	Images map[string]goldenImage `json:"images"`
@@ -86,7 +89,7 @@ func (c *goldenCase) facts() policy.Facts {
 		f.Images[ref] = pi
 	}
 	if c.Cluster != nil {
-		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]policy.RuntimeClass{}}
+		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]policy.RuntimeClass{}, WindowsTaints: c.Cluster.Taints}
 		for name, selector := range c.Cluster.RuntimeClasses {
 			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: selector}
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,13 @@ func TestNodesReport(t *testing.T) {
 	create(ctx, t, cl.c, untainted)
 	create(ctx, t, cl.c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-unlabelled", Labels: map[string]string{corev1.LabelOSStable: "windows"}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}}})
+	// GKE's operating-system taint beside a team's taint: the first is tolerated, the second not.
+	create(ctx, t, cl.c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win2022-gke", Labels: map[string]string{
+		corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: build2022}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: "node.kubernetes.io/os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "dedicated", Value: "team-a", Effect: corev1.TaintEffectNoSchedule},
+		}}})
 	create(ctx, t, cl.c, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "windows-2022", Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}}, Handler: "runhcs-wcow-process"})
 	create(ctx, t, cl.c, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "windows-2025"}, Handler: "runhcs-wcow-process"})
 
@@ -44,19 +52,19 @@ func TestNodesReport(t *testing.T) {
 		nodes, ready int
 		state        string
 	}{
-		build2019: {2, 1, "missing"}, build2022: {2, 2, "managed"}, "10.0.26100": {0, 0, "unmanaged"},
+		build2019: {2, 1, "missing"}, build2022: {3, 2, "managed"}, "10.0.26100": {0, 0, "unmanaged"},
 	} {
 		r := got[build]
 		if r.Nodes != want.nodes || r.Ready != want.ready || r.ClassState != want.state {
 			t.Errorf("build %s: %d/%d nodes ready, class %s; want %d/%d, %s", build, r.Ready, r.Nodes, r.ClassState, want.ready, want.nodes, want.state)
 		}
 	}
-	if taints := got[build2022].Taints; len(taints) != 1 || taints[0] != "os=windows:NoSchedule" {
-		t.Errorf("2022 taints: %v", taints)
+	if taints, want := got[build2022].Taints, []string{"dedicated=team-a:NoSchedule", "node.kubernetes.io/os=windows:NoSchedule (tolerated)", "os=windows:NoSchedule (tolerated)"}; !slices.Equal(taints, want) {
+		t.Errorf("2022 taints: %q, want %q", taints, want)
 	}
 	all := strings.Join(findings, "\n")
 	for _, want := range []string{
-		"node win2019-bare is Windows but not tainted os=windows:NoSchedule",
+		"node win2019-bare is Windows but has no operating-system taint",
 		"node win-unlabelled is Windows but has no node.kubernetes.io/windows-build label",
 		"build 10.0.17763 has nodes but no RuntimeClass windows-2019",
 		"RuntimeClass windows-2025 is for build 10.0.26100, which has no node",
@@ -65,7 +73,7 @@ func TestNodesReport(t *testing.T) {
 			t.Errorf("findings lack %q:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "win2022-0") || strings.Contains(all, "linux-0") {
+	if strings.Contains(all, "win2022-0") || strings.Contains(all, "win2022-gke") || strings.Contains(all, "linux-0") {
 		t.Errorf("findings name a node that is fine:\n%s", all)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -21,7 +22,7 @@ type Inventory struct {
 	Reader client.Reader
 }
 
-// Cluster returns the Windows builds of ready nodes and the RuntimeClasses that exist.
+// Cluster returns the Windows builds and taints of ready nodes and the RuntimeClasses that exist.
 func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	// Read-only, on the admission path: skip the cache's deep copies, and copy only Windows nodes.
 	var nodes corev1.NodeList
@@ -42,8 +43,14 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 		if !slices.Contains(c.Builds, build) {
 			c.Builds = append(c.Builds, build)
 		}
+		for _, t := range n.Spec.Taints {
+			if !slices.ContainsFunc(c.WindowsTaints, func(o corev1.Taint) bool { return o.Key == t.Key && o.Value == t.Value && o.Effect == t.Effect }) {
+				c.WindowsTaints = append(c.WindowsTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+			}
+		}
 	}
 	slices.Sort(c.Builds)
+	slices.SortFunc(c.WindowsTaints, func(a, b corev1.Taint) int { return strings.Compare(a.ToString(), b.ToString()) })
 	for _, rc := range classes.Items {
 		var selector map[string]string
 		if rc.Scheduling != nil {

@@ -19,7 +19,7 @@ type BuildRow struct {
 	Names        string // catalog names, e.g. ltsc2022
 	Nodes, Ready int
 	Archs        []string
-	Taints       []string // distinct taints of its nodes
+	Taints       []string // distinct taints of its nodes, "(tolerated)" after those Windows pods get a toleration for
 	RuntimeClass string   // the catalog's class for the build
 	ClassState   string   // "managed", "unmanaged", "missing" or "-" (no class in the catalog)
 }
@@ -70,19 +70,19 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		if arch := n.Labels[corev1.LabelArchStable]; arch != "" && !slices.Contains(r.Archs, arch) {
 			r.Archs = append(r.Archs, arch)
 		}
-		tainted := false
+		osTainted := false
 		for _, t := range n.Spec.Taints {
-			if !slices.Contains(r.Taints, t.ToString()) {
-				r.Taints = append(r.Taints, t.ToString())
+			s := t.ToString()
+			if p.WindowsPodsTolerate(t) {
+				osTainted = osTainted || t.Effect != corev1.TaintEffectPreferNoSchedule
+				s += " (tolerated)"
 			}
-			for _, want := range p.WindowsNodeTaints {
-				if t.MatchTaint(&want) && t.Value == want.Value {
-					tainted = true
-				}
+			if !slices.Contains(r.Taints, s) {
+				r.Taints = append(r.Taints, s)
 			}
 		}
-		if !tainted && len(p.WindowsNodeTaints) > 0 {
-			findings = append(findings, fmt.Sprintf("node %s is Windows but not tainted %s: Linux pods may be scheduled onto it", n.Name, p.WindowsNodeTaints[0].ToString()))
+		if !osTainted {
+			findings = append(findings, fmt.Sprintf("node %s is Windows but has no operating-system taint (%s=windows): pods that choose no operating system may be scheduled onto it; label their namespaces %s=linux, or set linuxByDefault", n.Name, strings.Join(policy.OSTaintKeys(), "|"), policy.LabelDefaultOS))
 		}
 	}
 	byName := map[string]nodev1.RuntimeClass{}
