@@ -27,10 +27,10 @@ func (p *Policy) linuxByDefault(ns Namespace) string {
 	return ""
 }
 
-// osSignal says how a pod spec already chooses its operating system, "" when it does not: spec.os, an
+// OSSignal says how a pod spec already chooses its operating system, "" when it does not: spec.os, an
 // OS key in the nodeSelector or in required node affinity (whatever its operator), or a RuntimeClass
 // that selects an OS (a catalog class, or a cluster class whose nodeSelector names kubernetes.io/os).
-func (p *Policy) osSignal(spec *corev1.PodSpec, cluster *Cluster) string {
+func (p *Policy) OSSignal(spec *corev1.PodSpec, cluster *Cluster) string {
 	if spec.OS != nil {
 		return "spec.os.name is " + string(spec.OS.Name)
 	}
@@ -76,7 +76,7 @@ func (p *Policy) decideLinux(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fact
 		return Decision{}, false // pods/ephemeralcontainers: the node is already chosen
 	}
 	why := p.linuxByDefault(facts.Namespace)
-	if why == "" || p.osSignal(spec, facts.Cluster) != "" {
+	if why == "" || p.OSSignal(spec, facts.Cluster) != "" {
 		return Decision{}, false
 	}
 	if meta.Labels[LabelSkip] == "true" {

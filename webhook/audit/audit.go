@@ -204,6 +204,9 @@ type auditor struct {
 	classBuilds  map[string]string
 	classNoted   bool
 	reasons      map[string]*ReasonRow
+	// windowsNodes are the ready Windows nodes, for the Linux-side findings (linux.go).
+	windowsNodes    []*windowsNode
+	windowsPodsSeen bool
 }
 
 // changeTally counts changes per (action, field): in how many pods and templates, and namespaces. The
@@ -322,6 +325,9 @@ func (a *auditor) readNamespaces(ctx context.Context) error {
 func (a *auditor) readNodes(ctx context.Context) {
 	err := a.paginate(ctx, "", func() client.ObjectList { return &corev1.NodeList{} }, nil, func(l client.ObjectList) {
 		for _, n := range l.(*corev1.NodeList).Items {
+			if n.Labels[corev1.LabelOSStable] == string(corev1.Windows) && inventory.NodeReady(&n) {
+				a.keepWindowsNode(&n)
+			}
 			if b := n.Labels[corev1.LabelWindowsBuild]; b != "" && n.Labels[corev1.LabelOSStable] == string(corev1.Windows) {
 				a.nodeBuild[n.Name] = b
 				if inventory.NodeReady(&n) {
@@ -475,6 +481,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	if !windowsPod(p) {
 		return
 	}
+	a.noteTolerations(&p.Spec)
 	_, recorded := p.Annotations[policy.AnnotationVersion]
 	r := a.row(p.Namespace)
 	r.WindowsPods++
@@ -543,6 +550,9 @@ func (a *auditor) whyNotCovered(p *corev1.Pod) string {
 
 func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	windows := isWindows(&t.tpl.Spec)
+	if !windows {
+		a.linuxTemplate(kind, t)
+	}
 	s, recorded := t.tpl.Annotations[policy.AnnotationTemplateChanges]
 	if !windows && !recorded {
 		return
@@ -594,6 +604,7 @@ func (a *auditor) finish() {
 	}
 	a.report.Changes = a.changes.rows()
 	a.finishBuilds()
+	a.finishTaints()
 	slices.SortStableFunc(a.report.Findings, func(x, y Finding) int {
 		return strings.Compare(x.Kind+"\x00"+x.Namespace+"\x00"+x.Object, y.Kind+"\x00"+y.Namespace+"\x00"+y.Object)
 	})
