@@ -481,7 +481,10 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	if !windowsPod(p) {
 		return
 	}
-	a.noteTolerations(&p.Spec)
+	if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.Kind != "DaemonSet" {
+		// A daemon pod tolerates whatever its node carries; it says nothing of where workloads can go.
+		a.noteTolerations(&p.Spec)
+	}
 	_, recorded := p.Annotations[policy.AnnotationVersion]
 	r := a.row(p.Namespace)
 	r.WindowsPods++

@@ -21,7 +21,8 @@ const (
 	// DaemonSetOnWindows: a DaemonSet that is not Windows, yet targets Windows nodes: the DaemonSet
 	// controller makes a pod for each, and each fails there.
 	DaemonSetOnWindows = "daemonset-on-windows"
-	// WindowsTaintUntolerated: a ready Windows node's taint that no Windows pod tolerates.
+	// WindowsTaintUntolerated: a ready Windows node's taint that no Windows pod (DaemonSet pods aside)
+	// tolerates.
 	WindowsTaintUntolerated = "windows-taint-untolerated"
 )
 
@@ -116,8 +117,9 @@ func (a *auditor) linuxTemplate(kind string, t templateOf) {
 	a.finding(NoOSPin, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and its pods may be scheduled onto Windows %s; %s", nodes, fix))
 }
 
-// finishTaints reports the hard taints of ready Windows nodes that no Windows pod tolerates: Windows
-// pods cannot be scheduled there. Without any Windows pod there is nothing to say.
+// finishTaints reports the hard taints of ready Windows nodes that no Windows pod tolerates (DaemonSet
+// pods aside: they tolerate what their node carries): Windows workloads cannot be scheduled there.
+// Without any such Windows pod there is nothing to say.
 func (a *auditor) finishTaints() {
 	if !a.windowsPodsSeen {
 		return
