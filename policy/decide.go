@@ -177,6 +177,9 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	p.keepNonRootIntent(&tpl.Spec, rec)
 	stripLinuxOnly(&tpl.Spec, rec)
 	dropMountPropagation(&tpl.Spec, rec)
+	// On the template, so that every pod carries the opt-outs when it is created: injectors' webhooks
+	// may run before wincompat's on the pod itself.
+	p.optOutOfInjectors(&tpl.ObjectMeta, rec)
 	recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
 	return Decision{Windows: true, Changes: rec.changes}
 }
@@ -219,6 +222,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	stripLinuxOnly(&pod.Spec, rec)
 	rewriteForWindows(pod, rec)
 	p.satisfyRestricted(&pod.Spec, facts.Namespace, rec)
+	p.optOutOfInjectors(&pod.ObjectMeta, rec)
 	build, source := p.schedule(pod, facts, images, rec)
 
 	if pod.Annotations == nil {

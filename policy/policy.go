@@ -48,6 +48,8 @@ type Policy struct {
 	// wincompat.io/default-os but those of LinuxByDefaultExcludedNamespaces.
 	LinuxByDefault                   bool
 	LinuxByDefaultExcludedNamespaces []string
+	// InjectorOptOuts names the Linux-only injectors (Injectors) whose opt-out Windows pods get.
+	InjectorOptOuts []string
 }
 
 // Values of ImagesWithoutWindows.
@@ -91,6 +93,7 @@ type file struct {
 	PodImagePullSecrets     *bool       `yaml:"podImagePullSecrets"`
 	LinuxByDefault          *bool       `yaml:"linuxByDefault"`
 	LinuxByDefaultExcluded  []string    `yaml:"linuxByDefaultExcludedNamespaces"`
+	InjectorOptOuts         []string    `yaml:"injectorOptOuts"`
 }
 
 type fileTaint struct {
@@ -189,6 +192,9 @@ func (f *file) overlay(u *file) {
 	if u.LinuxByDefaultExcluded != nil {
 		f.LinuxByDefaultExcluded = u.LinuxByDefaultExcluded
 	}
+	if u.InjectorOptOuts != nil {
+		f.InjectorOptOuts = u.InjectorOptOuts
+	}
 	if u.WindowsNodeTaints != nil {
 		f.WindowsNodeTaints = u.WindowsNodeTaints
 	}
@@ -223,6 +229,7 @@ func (f *file) validate() (*Policy, error) {
 		PodImagePullSecrets:              *f.PodImagePullSecrets,
 		LinuxByDefault:                   *f.LinuxByDefault,
 		LinuxByDefaultExcludedNamespaces: f.LinuxByDefaultExcluded,
+		InjectorOptOuts:                  f.InjectorOptOuts,
 	}
 	var errs []error
 	fail := func(key, format string, args ...any) {
@@ -267,6 +274,15 @@ func (f *file) validate() (*Policy, error) {
 			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 				fail(l.key, "%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
 			}
+		}
+	}
+	for i, name := range p.InjectorOptOuts {
+		if _, ok := injectorNamed(name); !ok {
+			var known []string
+			for _, in := range linuxOnlyInjectors {
+				known = append(known, in.Name)
+			}
+			fail(fmt.Sprintf("injectorOptOuts[%d]", i), "%q is not an injector wincompat knows: use some of %s, or [] for none", name, strings.Join(known, ", "))
 		}
 	}
 	if len(f.Builds) == 0 {
@@ -324,6 +340,7 @@ func (p *Policy) YAML() []byte {
 		PodImagePullSecrets:     &p.PodImagePullSecrets,
 		LinuxByDefault:          &p.LinuxByDefault,
 		LinuxByDefaultExcluded:  p.LinuxByDefaultExcludedNamespaces,
+		InjectorOptOuts:         p.InjectorOptOuts,
 	}
 	for _, t := range p.WindowsNodeTaints {
 		f.WindowsNodeTaints = append(f.WindowsNodeTaints, fileTaint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

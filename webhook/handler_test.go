@@ -131,7 +131,10 @@ func TestHandlerAnswers(t *testing.T) {
 			r.Operation = admissionv1.Delete
 			return r
 		}(), pod: true, allowed: true, result: "ignored"},
-		"nothing to change": {req: podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","annotations":{"wincompat.io/version":"unit"}},
+		"nothing to change": {req: podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a",
+			"labels":{"admission.datadoghq.com/enabled":"false","instana-autotrace":"false","kuma.io/sidecar-injection":"disabled","sidecar.istio.io/inject":"false"},
+			"annotations":{"wincompat.io/version":"unit","appmesh.k8s.aws/sidecarInjectorWebhook":"disabled","consul.hashicorp.com/connect-inject":"false",
+				"dynatrace.com/inject":"false","linkerd.io/inject":"disabled","openservicemesh.io/sidecar-injection":"disabled"}},
 			"spec":{"os":{"name":"windows"},"nodeSelector":{"kubernetes.io/os":"windows"},"tolerations":[{"key":"os","operator":"Exists"}],"containers":[{"name":"a","image":"a"}]}}`),
 			// Still a patch, one that changes nothing: it makes the API server decode the object again
 			// from JSON, dropping empty Linux-only lists it would otherwise validate.

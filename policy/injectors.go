@@ -1,0 +1,113 @@
+package policy
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Injector is a mutating webhook that adds Linux-only containers to the pods it sees, and the per-pod
+// switch it documents to leave a pod alone.
+type Injector struct {
+	Name string
+	// Key is set to Value on the pod's labels (Label) or annotations: the form the injector reads.
+	Key   string
+	Value string
+	Label bool
+	// Why its containers cannot run on Windows, and where the key and value are defined.
+	Why    string
+	Source string
+}
+
+// linuxOnlyInjectors are the injectors that inject by default (in a namespace or cluster they are
+// enabled for) and whose containers have no Windows build. Opt-in injectors (Dapr, Vault agent) need no
+// opt-out: they act only on pods that ask. A Windows pod or template gets each opt-out the user did not
+// set either way.
+var linuxOnlyInjectors = []Injector{
+	{Name: "istio", Key: "sidecar.istio.io/inject", Value: "false", Label: true,
+		Why:    "istio-proxy and the iptables istio-init have no Windows build (istio/istio#27893); the label is read first and the annotation is deprecated",
+		Source: "istio/api label/labels.yaml; istio/istio pkg/kube/inject/inject.go injectRequired"},
+	{Name: "linkerd", Key: "linkerd.io/inject", Value: "disabled",
+		Why:    "the proxy does not run on Windows nodes, yet injection still happens (linkerd/linkerd2#2882)",
+		Source: "linkerd/linkerd2 pkg/k8s/labels.go ProxyInjectAnnotation, ProxyInjectDisabled"},
+	{Name: "kuma", Key: "kuma.io/sidecar-injection", Value: "disabled", Label: true,
+		Why:    "kuma-dp and kuma-init (iptables) are built for Linux and macOS only",
+		Source: "kumahq/kuma pkg/plugins/runtime/k8s/metadata/annotations.go; webhooks/injector/precheck.go needToInject"},
+	{Name: "appmesh", Key: "appmesh.k8s.aws/sidecarInjectorWebhook", Value: "disabled",
+		Why:    "the Envoy sidecar and the iptables proxy-route-manager init container are Linux images; without a matching VirtualNode the pod would be refused",
+		Source: "aws/aws-app-mesh-controller-for-k8s pkg/inject/constants.go, inject.go determineSidecarInjectMode"},
+	{Name: "osm", Key: "openservicemesh.io/sidecar-injection", Value: "disabled",
+		Why:    "Open Service Mesh picks its Windows sidecar only from a kubernetes.io/os nodeSelector; pods that reach Windows otherwise get the Linux images",
+		Source: "openservicemesh/osm pkg/constants/constants.go; pkg/injector/patch.go"},
+	{Name: "consul", Key: "consul.hashicorp.com/connect-inject", Value: "false",
+		Why:    "consul-dataplane injection has no Windows path in consul-k8s (connectInject.default: true injects every pod)",
+		Source: "hashicorp/consul-k8s control-plane/connect-inject/constants/annotations_and_labels.go; webhook/mesh_webhook.go shouldInject"},
+	{Name: "datadog", Key: "admission.datadoghq.com/enabled", Value: "false", Label: true,
+		Why:    "APM library injection adds Linux init containers; the label also turns off Datadog's environment and tag injection for the pod",
+		Source: "DataDog/datadog-agent pkg/clusteragent/admission/common/const.go EnabledLabelKey; mutate/common/filter.go"},
+	{Name: "dynatrace", Key: "dynatrace.com/inject", Value: "false",
+		Why:    "the OneAgent init container is the operator image, built for Linux platforms only",
+		Source: "Dynatrace/dynatrace-operator pkg/webhook/mutation/pod/mutator/config.go; webhook.go mutationRequired"},
+	{Name: "instana", Key: "instana-autotrace", Value: "false", Label: true,
+		Why:    "AutoTrace supports linux/amd64 nodes only",
+		Source: "instana/instana-autotrace-webhook README; IBM Instana docs, AutoTrace webhook"},
+}
+
+// Injectors lists the Linux-only injectors wincompat knows, for docs and `wincompat policy`.
+func Injectors() []Injector { return slices.Clone(linuxOnlyInjectors) }
+
+func injectorNamed(name string) (Injector, bool) {
+	i := slices.IndexFunc(linuxOnlyInjectors, func(in Injector) bool { return in.Name == name })
+	if i < 0 {
+		return Injector{}, false
+	}
+	return linuxOnlyInjectors[i], true
+}
+
+// optOutOfInjectors gives a Windows pod or template the opt-out of each injector the policy names,
+// unless the object already says something under that key (as a label or an annotation: the user's
+// word, even "true", stands). The opt-outs are recorded as one change per form, labels and annotations,
+// so that a pod carries two warnings rather than one per injector.
+func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
+	labels, annotations := map[string]string{}, map[string]string{}
+	var labelled, annotated []string
+	for _, name := range p.InjectorOptOuts {
+		in, ok := injectorNamed(name)
+		if !ok {
+			continue // validated at load
+		}
+		if _, set := meta.Labels[in.Key]; set {
+			continue
+		}
+		if _, set := meta.Annotations[in.Key]; set {
+			continue
+		}
+		if in.Label {
+			labels[in.Key] = in.Value
+			labelled = append(labelled, in.Name)
+		} else {
+			annotations[in.Key] = in.Value
+			annotated = append(annotated, in.Name)
+		}
+	}
+	if len(labels) > 0 {
+		if meta.Labels == nil {
+			meta.Labels = map[string]string{}
+		}
+		maps.Copy(meta.Labels, labels)
+		rec.add(Change{Action: Inject, Path: "metadata.labels", To: jsonValue(labels), Reason: injectorReason(labelled)})
+	}
+	if len(annotations) > 0 {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		maps.Copy(meta.Annotations, annotations)
+		rec.add(Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(annotations), Reason: injectorReason(annotated)})
+	}
+}
+
+func injectorReason(names []string) string {
+	return "opts out of Linux-only sidecar injectors (" + strings.Join(names, ", ") + ")"
+}
