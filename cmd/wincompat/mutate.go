@@ -52,7 +52,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
-	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows")
+	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, or "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux")
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
 	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
