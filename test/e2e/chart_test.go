@@ -367,3 +367,73 @@ func TestHelmChartImageResolver(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmChartLinuxByDefault: issue 14. The Linux webhooks are always rendered, failurePolicy Ignore,
+// for namespaces labelled default-os=linux; allNamespaces adds two for every unlabelled namespace but the
+// excluded ones and sets the policy's linuxByDefault, which the policy value cannot set alone. Rendering
+// only: TestHelmChart compares the default rendering with deploy/webhook, which the e2e tests install.
+func TestHelmChartLinuxByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		webhooks     []string // the Linux webhooks and their namespace selectors
+		linuxAll     bool
+		excluded     []string
+	}{
+		{"default values", "", []string{
+			`pods-linux.wincompat.io Ignore [wincompat.io/default-os In [linux]]`,
+			`workloads-linux.wincompat.io Ignore [wincompat.io/default-os In [linux]]`,
+		}, false, []string{"kube-system"}},
+		{"all namespaces", "linuxByDefault: {allNamespaces: true, excludedNamespaces: [kube-system, monitoring], failurePolicy: Fail}\n", []string{
+			`pods-linux.wincompat.io Fail [wincompat.io/default-os In [linux]]`,
+			`workloads-linux.wincompat.io Fail [wincompat.io/default-os In [linux]]`,
+			`pods-linux-all.wincompat.io Fail [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [kube-system monitoring wincompat-system]]`,
+			`workloads-linux-all.wincompat.io Fail [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [kube-system monitoring wincompat-system]]`,
+		}, true, []string{"kube-system", "monitoring"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var webhooks []string
+			var pol *policy.Policy
+			for _, obj := range renderChart(t, valuesFile(t, tc.values)) {
+				switch obj.GetKind() {
+				case "MutatingWebhookConfiguration":
+					var wc admissionregistrationv1.MutatingWebhookConfiguration
+					js, _ := obj.MarshalJSON()
+					if err := json.Unmarshal(js, &wc); err != nil {
+						t.Fatal(err)
+					}
+					for _, w := range wc.Webhooks {
+						if !strings.Contains(w.Name, "linux") {
+							if *w.FailurePolicy != admissionregistrationv1.Fail {
+								t.Errorf("%s: failurePolicy %s, want the Windows webhooks' Fail", w.Name, *w.FailurePolicy)
+							}
+							continue
+						}
+						var sel []string
+						for _, e := range w.NamespaceSelector.MatchExpressions {
+							sel = append(sel, fmt.Sprintf("%s %s %v", e.Key, e.Operator, e.Values))
+						}
+						webhooks = append(webhooks, fmt.Sprintf("%s %s [%s]", w.Name, *w.FailurePolicy, strings.Join(sel, " ")))
+					}
+				case "ConfigMap":
+					data, _, _ := unstructured.NestedString(obj.Object, "data", "policy.yaml")
+					var err error
+					if pol, err = policy.Load([]byte(data)); err != nil {
+						t.Fatalf("the policy ConfigMap does not load: %v\n%s", err, data)
+					}
+				}
+			}
+			if !slices.Equal(webhooks, tc.webhooks) {
+				t.Errorf("Linux webhooks:\n%s\nwant:\n%s", strings.Join(webhooks, "\n"), strings.Join(tc.webhooks, "\n"))
+			}
+			if pol == nil || pol.LinuxByDefault != tc.linuxAll || !slices.Equal(pol.LinuxByDefaultExcludedNamespaces, tc.excluded) {
+				t.Errorf("policy: %+v", pol)
+			}
+		})
+	}
+	t.Run("policy.linuxByDefault alone", func(t *testing.T) {
+		out, stderr, err := runHelm(t, templateArgs(valuesFile(t, "policy: {linuxByDefault: true}\n"))...)
+		if want := "policy.linuxByDefault is set by linuxByDefault.allNamespaces"; err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("helm template: err %v, stderr %q, want an error with %q\n%.200s", err, stderr, want, out)
+		}
+	})
+}
