@@ -228,7 +228,10 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.report(); err != nil {
 		return err
 	}
-	return d.fromImages(ctx)
+	if err := d.fromImages(ctx); err != nil {
+		return err
+	}
+	return d.mixedClusters(ctx)
 }
 
 // addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
