@@ -5,12 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -42,6 +46,117 @@ func fuzzKindIndex(kind string) uint8 {
 		}
 	}
 	panic("no fuzz kind " + kind)
+}
+
+// Bits of the sides knob: the Linux side and the taints found on nodes.
+const (
+	sideDefaultLinux = 1 << iota // the namespace is labelled default-os=linux
+	sideLinuxEverywhere          // the policy's linuxByDefault
+	sideTaints                   // ready Windows nodes carry OS taints and a team's taint
+)
+
+// teamTaint is a taint of a Windows node that says nothing of the operating system.
+var teamTaint = corev1.Taint{Key: "dedicated", Value: "team-a", Effect: corev1.TaintEffectNoSchedule}
+
+func withSides(pol *Policy, facts *Facts, sides uint8) *Policy {
+	if sides&sideDefaultLinux != 0 {
+		facts.Namespace.Labels[LabelDefaultOS] = "linux"
+	}
+	if sides&sideTaints != 0 {
+		if facts.Cluster == nil {
+			facts.Cluster = &Cluster{RuntimeClasses: map[string]RuntimeClass{}}
+		}
+		facts.Cluster.WindowsTaints = []corev1.Taint{
+			{Key: "node.kubernetes.io/os", Value: "windows", Effect: corev1.TaintEffectNoExecute},
+			{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule},
+			teamTaint,
+			{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
+		}
+	}
+	if sides&sideLinuxEverywhere != 0 {
+		variant := *pol
+		variant.LinuxByDefault = true
+		return &variant
+	}
+	return pol
+}
+
+// checkLinuxPin: a Linux decision adds kubernetes.io/os=linux (to the nodeSelector, or to every
+// required affinity term) and its record, and nothing else; the object chose no operating system
+// before and has chosen Linux after; a second pass leaves it alone.
+func checkLinuxPin(t *testing.T, pol *Policy, facts Facts, obj, before any, d Decision) {
+	t.Helper()
+	spec, inSpec := podSpecIn(t, obj), podSpecIn(t, before)
+	if why := pol.OSSignal(inSpec, facts.Cluster); why != "" {
+		t.Fatalf("pinned to Linux an object that chose its OS (%s)", why)
+	}
+	if allowedOS(spec) != (osSet{linux: true}) {
+		t.Fatalf("pinned to Linux, but its node constraints allow %+v", allowedOS(spec))
+	}
+	if len(d.Changes) == 0 {
+		t.Fatal("a Linux pin with no change recorded")
+	}
+	// Undo exactly the pin and the record: what is left must be the object as it came.
+	undone := obj.(runtime.Object).DeepCopyObject()
+	us := podSpecIn(t, undone)
+	if _, had := inSpec.NodeSelector[corev1.LabelOSStable]; !had {
+		delete(us.NodeSelector, corev1.LabelOSStable)
+	}
+	for i := range requiredTerms(us) {
+		term := &us.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i]
+		if n := len(term.MatchExpressions); n > 0 && term.MatchExpressions[n-1].Key == corev1.LabelOSStable {
+			term.MatchExpressions = term.MatchExpressions[:n-1]
+		}
+	}
+	meta, _ := apimeta.Accessor(undone)
+	if isPod(obj) {
+		delete(meta.GetAnnotations(), AnnotationChanges)
+	} else if tpl, _ := PodTemplateOf(undone); tpl != nil {
+		delete(tpl.Annotations, AnnotationTemplateChanges)
+	}
+	if got, want := normalJSON(t, undone), normalJSON(t, before); got != want {
+		t.Fatalf("a Linux pin changed more than the OS pin and its record\nbefore: %s\nundone: %s", want, got)
+	}
+	again := obj.(runtime.Object).DeepCopyObject()
+	after := mustJSON(t, obj)
+	if d2, err := pol.Decide(again, facts); err != nil || d2.Linux || mustJSON(t, again) != after {
+		t.Fatalf("a second pass on a pinned object: %v %+v", err, d2)
+	}
+}
+
+// normalJSON is the object as JSON with empty maps, lists and objects dropped, so that a map emptied by
+// an undo compares equal to one never made.
+func normalJSON(t *testing.T, obj any) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(mustJSON(t, obj)), &v); err != nil {
+		t.Fatal(err)
+	}
+	var prune func(any) any
+	prune = func(x any) any {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if e = prune(e); e == nil {
+					delete(x, k)
+				} else {
+					x[k] = e
+				}
+			}
+			if len(x) == 0 {
+				return nil
+			}
+		case []any:
+			if len(x) == 0 {
+				return nil
+			}
+			for i := range x {
+				x[i] = prune(x[i])
+			}
+		}
+		return x
+	}
+	return mustJSON(t, prune(v))
 }
 
 // Bits of the namespace and cluster knob.
@@ -146,18 +261,23 @@ const everyLinuxOnlyFieldPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"nam
 // decided one keeps no field the API server rejects on Windows, grants nothing its input did not (the
 // invariant of DESIGN §4), records every change it made, and deciding it again changes nothing.
 func FuzzDecide(f *testing.F) {
-	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled), "", uint8(0))
-	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsRestricted|nsClusterTwoBuilds), "ltsc2019", uint8(0x7f))
-	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsUpdate), "", uint8(0))
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled), "", uint8(0), uint8(0))
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsRestricted|nsClusterTwoBuilds), "ltsc2019", uint8(0x7f), uint8(0))
+	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsUpdate), "", uint8(0), uint8(0))
 	// With what registries say of the images (policyBits 0x80): every answer of fuzzImages's menu.
-	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"containers":[{"name":"a","image":"a"},{"name":"b","image":"bb"},{"name":"c","image":"ccc"}]}}`), uint8(0), uint8(nsEnabled|nsClusterTwoBuilds), "", uint8(0x80))
-	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"initContainers":[{"name":"i","image":"iiii"}],"containers":[{"name":"a","image":"aaaaa"},{"name":"b","image":"bbbbbb"},{"name":"c","image":"ccccccc"},{"name":"d","image":"dddddddd"}]}}`), uint8(0), uint8(nsEnabled|nsClusterOneBuild), "ltsc2019", uint8(0x81))
-	f.Add([]byte(`{"metadata":{"annotations":{"wincompat.io/build":"2019"}},"spec":{"os":{"name":"windows"},"nodeSelector":{"node.kubernetes.io/windows-build":"10.0.26100"},"containers":[{"name":"a","image":"a"}]}}`), uint8(0), uint8(nsEnabled), "", uint8(0x80))
+	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"containers":[{"name":"a","image":"a"},{"name":"b","image":"bb"},{"name":"c","image":"ccc"}]}}`), uint8(0), uint8(nsEnabled|nsClusterTwoBuilds), "", uint8(0x80), uint8(0))
+	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"initContainers":[{"name":"i","image":"iiii"}],"containers":[{"name":"a","image":"aaaaa"},{"name":"b","image":"bbbbbb"},{"name":"c","image":"ccccccc"},{"name":"d","image":"dddddddd"}]}}`), uint8(0), uint8(nsEnabled|nsClusterOneBuild), "ltsc2019", uint8(0x81), uint8(0))
+	f.Add([]byte(`{"metadata":{"annotations":{"wincompat.io/build":"2019"}},"spec":{"os":{"name":"windows"},"nodeSelector":{"node.kubernetes.io/windows-build":"10.0.26100"},"containers":[{"name":"a","image":"a"}]}}`), uint8(0), uint8(nsEnabled), "", uint8(0x80), uint8(0))
 	f.Add([]byte(`{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/os":"windows"},"containers":[{"name":"a","securityContext":{"runAsUser":1}}]}}}}`),
-		fuzzKindIndex("Deployment"), uint8(nsEnabled), "", uint8(0))
-	f.Add([]byte(`{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"a"}]}}}}}}`), fuzzKindIndex("CronJob"), uint8(nsEnabled|nsDefaultOS), "2022", uint8(0))
-	f.Add([]byte(`{"spec":{}}`), fuzzKindIndex("ReplicationController"), uint8(nsEnabled|nsDefaultOS), "", uint8(0))
-	f.Add([]byte(`{"spec":{"ports":[{"port":80}]}}`), fuzzKindIndex("Service"), uint8(nsEnabled), "", uint8(0))
+		fuzzKindIndex("Deployment"), uint8(nsEnabled), "", uint8(0), uint8(0))
+	f.Add([]byte(`{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"a"}]}}}}}}`), fuzzKindIndex("CronJob"), uint8(nsEnabled|nsDefaultOS), "2022", uint8(0), uint8(0))
+	f.Add([]byte(`{"spec":{}}`), fuzzKindIndex("ReplicationController"), uint8(nsEnabled|nsDefaultOS), "", uint8(0), uint8(0))
+	f.Add([]byte(`{"spec":{"ports":[{"port":80}]}}`), fuzzKindIndex("Service"), uint8(nsEnabled), "", uint8(0), uint8(0))
+	// The Linux side: an unpinned DaemonSet, a pod with affinity terms, a pod pinned by Exists.
+	f.Add([]byte(`{"spec":{"template":{"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"a"}]}}}}`), fuzzKindIndex("DaemonSet"), uint8(0), "", uint8(0), uint8(sideDefaultLinux))
+	f.Add([]byte(`{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Exists"}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n"]}]}]}}},"containers":[{"name":"a"}]}}`), uint8(0), uint8(0), "", uint8(0), uint8(sideLinuxEverywhere))
+	f.Add([]byte(`{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/os","operator":"Exists"}]}]}}},"containers":[{"name":"a"}]}}`), uint8(0), uint8(nsEnabled), "", uint8(0), uint8(sideDefaultLinux))
+	f.Add([]byte(`{"spec":{"os":{"name":"windows"},"tolerations":[{"key":"os","operator":"Exists"}],"containers":[{"name":"a"}]}}`), uint8(0), uint8(nsEnabled|nsClusterOneBuild), "", uint8(0), uint8(sideTaints))
 	// The webhook's golden inputs are the widest set of real shapes; they live with the webhook.
 	goldens, _ := filepath.Glob(filepath.Join("..", "webhook", "testdata", "golden", "*.yaml"))
 	for _, path := range goldens {
@@ -191,17 +311,22 @@ func FuzzDecide(f *testing.F) {
 		if c.Operation == "UPDATE" {
 			knobs |= nsUpdate
 		}
-		f.Add([]byte(c.Object), fuzzKindIndex(tm.Kind), knobs, c.Namespace.Annotations[AnnotationBuild], uint8(0))
+		sides := uint8(0)
+		if c.Namespace.Labels[LabelDefaultOS] == "linux" {
+			sides |= sideDefaultLinux
+		}
+		f.Add([]byte(c.Object), fuzzKindIndex(tm.Kind), knobs, c.Namespace.Annotations[AnnotationBuild], uint8(0), sides)
 	}
 
 	variants := policyVariants(f)
-	f.Fuzz(func(t *testing.T, raw []byte, kind, knobs uint8, nsBuild string, policyBits uint8) {
+	f.Fuzz(func(t *testing.T, raw []byte, kind, knobs uint8, nsBuild string, policyBits, sides uint8) {
 		obj := fuzzKinds[int(kind)%len(fuzzKinds)].newObject()
 		if sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj) != nil {
 			return
 		}
 		pol := variants[int(policyBits)%len(variants)]
 		facts := fuzzFacts(knobs, nsBuild)
+		pol = withSides(pol, &facts, sides)
 		if policyBits&0x80 != 0 {
 			facts.Images = fuzzImages(obj)
 			// The image knobs, turned by the input's length (the policy byte has no bit left).
@@ -235,6 +360,10 @@ func FuzzDecide(f *testing.F) {
 			}
 			return
 		}
+		if d.Linux {
+			checkLinuxPin(t, pol, facts, obj, before, d)
+			return
+		}
 		if !d.Windows {
 			if after != beforeJSON || len(d.Changes) != 0 || d.Skipped == "" {
 				t.Fatalf("an object left alone (%q) was changed (%d changes)\nbefore: %s\nafter:  %s", d.Skipped, len(d.Changes), beforeJSON, after)
@@ -254,6 +383,11 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("the decision widened privileges: %s\nbefore: %s\nafter:  %s", strings.Join(widened, "; "), beforeJSON, after)
 		}
 		checkRecorded(t, obj, d, onlyEphemeral)
+		for _, tol := range spec.Tolerations {
+			if tol.ToleratesTaint(logr.Discard(), &teamTaint, false) && !slices.ContainsFunc(inSpec.Tolerations, func(o corev1.Toleration) bool { return o.ToleratesTaint(logr.Discard(), &teamTaint, false) }) {
+				t.Fatalf("a Windows pod was made to tolerate a node's team taint %s: %+v", teamTaint.ToString(), tol)
+			}
+		}
 
 		again := obj.DeepCopyObject()
 		d2, err := pol.Decide(again, facts)
