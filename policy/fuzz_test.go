@@ -50,9 +50,9 @@ func fuzzKindIndex(kind string) uint8 {
 
 // Bits of the sides knob: the Linux side and the taints found on nodes.
 const (
-	sideDefaultLinux = 1 << iota // the namespace is labelled default-os=linux
-	sideLinuxEverywhere          // the policy's linuxByDefault
-	sideTaints                   // ready Windows nodes carry OS taints and a team's taint
+	sideDefaultLinux    = 1 << iota // the namespace is labelled default-os=linux
+	sideLinuxEverywhere             // the policy's linuxByDefault
+	sideTaints                      // ready Windows nodes carry OS taints and a team's taint
 )
 
 // teamTaint is a taint of a Windows node that says nothing of the operating system.
