@@ -718,6 +718,25 @@ func applyChange(root map[string]any, c policy.Change) (found bool, err error) {
 			parent[member] = append(list, to)
 			return true, nil
 		}
+		if c.Path == "metadata.labels" || c.Path == "metadata.annotations" {
+			// The injector opt-outs: members merged into the map, none of which the input has.
+			add, ok := to.(map[string]any)
+			if !ok {
+				return false, fmt.Errorf("injects %T into %s, want members", to, c.Path)
+			}
+			m, _ := cur.(map[string]any)
+			if m == nil {
+				m = map[string]any{}
+			}
+			for k, v := range add {
+				if _, has := m[k]; has {
+					return false, fmt.Errorf("injects %s, which the input already has", k)
+				}
+				m[k] = v
+			}
+			parent[member] = m
+			return true, nil
+		}
 		if exists {
 			return false, fmt.Errorf("injects a member the input already has: %v", cur)
 		}
@@ -1296,6 +1315,25 @@ func firstContainer(spec map[string]any) map[string]any {
 	return spec["containers"].([]any)[0].(map[string]any)
 }
 
+// injectorOptOutsOnly says why members injected into labels (or annotations) are not exactly opt-outs of
+// Linux-only injectors in the form each reads, as policy/README.md publishes them ("" when they are).
+func injectorOptOutsOnly(labels bool, raw []byte) string {
+	var members map[string]string
+	if err := utiljson.Unmarshal(raw, &members); err != nil {
+		return "injects something other than string members: " + err.Error()
+	}
+	for k, v := range members {
+		i := slices.IndexFunc(policy.Injectors(), func(in policy.Injector) bool { return in.Key == k })
+		if i < 0 {
+			return "injects " + k + ", which is no injector's opt-out"
+		}
+		if in := policy.Injectors()[i]; in.Value != v || in.Label != labels {
+			return fmt.Sprintf("injects %s=%s, not %s's opt-out %q in the form it reads", k, v, in.Name, in.Value)
+		}
+	}
+	return ""
+}
+
 // disallowedChange says why a recorded change is not one DESIGN §3-§5 allows ("" when it is): strips
 // only of strip-table rows; rewrites and injections only of the fields and to the values DESIGN names;
 // templates get only the strip table, the removal of mount propagation, the non-root user and spec.os.
@@ -1340,6 +1378,9 @@ func disallowedChange(kind string, c policy.Change, rows []policy.LinuxOnlyField
 		}
 		return "not a rewrite DESIGN §4/§5 names, or not to the value it names"
 	case policy.Inject:
+		if field == "metadata.labels" || field == "metadata.annotations" {
+			return injectorOptOutsOnly(field == "metadata.labels", c.To)
+		}
 		switch {
 		case field == "spec.os.name" && to == `"windows"`,
 			strings.HasSuffix(field, "securityContext.windowsOptions.runAsUserName") && to == `"ContainerUser"`:
