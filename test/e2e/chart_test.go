@@ -333,11 +333,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 						t.Errorf("%s findings: %q, want %q", obj.GetKind(), got, want)
 					}
 				case "ConfigMap":
-					data, _, _ := unstructured.NestedString(obj.Object, "data", "policy.yaml")
-					var err error
-					if pol, err = policy.Load([]byte(data)); err != nil {
-						t.Fatalf("the policy ConfigMap does not load: %v\n%s", err, data)
-					}
+					pol = chartPolicy(t, obj)
 				}
 			}
 			if !slices.Equal(imageArgs, tc.imageArgs) {
@@ -415,11 +411,7 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 						webhooks = append(webhooks, fmt.Sprintf("%s %s [%s]", w.Name, *w.FailurePolicy, strings.Join(sel, " ")))
 					}
 				case "ConfigMap":
-					data, _, _ := unstructured.NestedString(obj.Object, "data", "policy.yaml")
-					var err error
-					if pol, err = policy.Load([]byte(data)); err != nil {
-						t.Fatalf("the policy ConfigMap does not load: %v\n%s", err, data)
-					}
+					pol = chartPolicy(t, obj)
 				}
 			}
 			if !slices.Equal(webhooks, tc.webhooks) {
@@ -436,4 +428,15 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 			t.Errorf("helm template: err %v, stderr %q, want an error with %q\n%.200s", err, stderr, want, out)
 		}
 	})
+}
+
+// chartPolicy loads the policy file the chart's ConfigMap holds.
+func chartPolicy(t *testing.T, cm *unstructured.Unstructured) *policy.Policy {
+	t.Helper()
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "policy.yaml")
+	pol, err := policy.Load([]byte(data))
+	if err != nil {
+		t.Fatalf("the policy ConfigMap does not load: %v\n%s", err, data)
+	}
+	return pol
 }
