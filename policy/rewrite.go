@@ -108,13 +108,16 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 // dropMountPropagation removes mount propagation, which Windows does not support. Templates need it as
 // much as pods: the API server allows Bidirectional only on privileged containers, and stripping
 // privileged (CSI node plugins set both) would otherwise leave an invalid template.
+// ReasonMountPropagation is recorded when mountPropagation is removed.
+const ReasonMountPropagation = "mount propagation is not supported on Windows"
+
 func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
 	forEachContainer(spec, func(path string, c *corev1.Container) {
 		for i := range c.VolumeMounts {
 			m := &c.VolumeMounts[i]
 			if m.MountPropagation != nil {
 				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
-					From: jsonValue(*m.MountPropagation), Reason: "mount propagation is not supported on Windows"})
+					From: jsonValue(*m.MountPropagation), Reason: ReasonMountPropagation})
 				m.MountPropagation = nil
 			}
 		}

@@ -179,19 +179,20 @@ func LinuxOnlyFields() []LinuxOnlyField {
 	return out
 }
 
-const reasonLinuxOnly = "not supported on Windows"
+// ReasonLinuxOnly is the reason recorded for every strip-table removal.
+const ReasonLinuxOnly = "not supported on Windows"
 
 // stripLinuxOnly applies the strip table to a pod spec and records one Change per removed value.
 func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 	for _, r := range podRows {
 		if v, ok := r.take(spec); ok {
-			rec.add(Change{Action: Strip, Path: "spec." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+			rec.add(Change{Action: Strip, Path: "spec." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
 		}
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		for _, r := range podSecurityContextRows {
 			if v, ok := r.take(sc); ok {
-				rec.add(Change{Action: Strip, Path: "spec.securityContext." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+				rec.add(Change{Action: Strip, Path: "spec.securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
 			}
 		}
 	}
@@ -201,7 +202,7 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 		}
 		for _, r := range containerSecurityContextRows {
 			if v, ok := r.take(c.SecurityContext); ok {
-				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: reasonLinuxOnly})
+				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
 			}
 		}
 	})

@@ -253,33 +253,6 @@ func parseKeyValues(s string) (map[string]string, error) {
 	return m, nil
 }
 
-const policyUsage = `Usage: wincompat policy [--policy FILE]
-
-Validates the policy file and prints the effective policy (your file over the defaults). With no file,
-prints the documented defaults.
-
-Flags:
-`
-
-func runPolicy(args []string, stdout, stderr io.Writer) int {
-	fl := newFlagSet("policy", policyUsage, stderr)
-	policyFile := fl.String("policy", "", "policy file to validate (default: the built-in policy)")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
-	}
-	if *policyFile == "" {
-		_, _ = stdout.Write(policy.DefaultPolicyYAML)
-		return 0
-	}
-	p, err := loadPolicy(*policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "wincompat policy: %v\n", err)
-		return 1
-	}
-	_, _ = stdout.Write(p.YAML())
-	return 0
-}
-
 // streamWriter concatenates the streams of several files into one valid multi-document stream.
 type streamWriter struct {
 	w       io.Writer

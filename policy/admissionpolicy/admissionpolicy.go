@@ -1,0 +1,445 @@
+// Package admissionpolicy renders the part of wincompat's decisions that needs no cluster state as
+// MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA in Kubernetes 1.36): CEL JSONPatch
+// mutations the API server evaluates itself, with no network hop, certificate or replica to lose. The
+// CEL is generated from the same tables the Go decisions use (policy.LinuxOnlyFields, the catalog's
+// taints, the policy's values), never written out by hand, so that one table keeps driving Go, CEL,
+// docs and tests.
+//
+// What the admission policies do, for pods and the pod templates of the eight workload kinds in
+// namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or (with
+// inferOSFromNodeSelector) pins kubernetes.io/os=windows in its nodeSelector, gets spec.os, the non-root
+// intent rule, the strip table in every container, init and ephemeral container, and the change record
+// and wincompat.io/version in the same format as the webhook; pods also get the OS nodeSelector and the
+// configured tolerations. The build, RuntimeClass, image resolution, the rewrites and Pod Security
+// adjustments stay with the webhook (see README.md here for what differs and why).
+package admissionpolicy
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// shape is where a kind of object holds its pod spec.
+type shape struct {
+	name  string
+	rules []admissionregistrationv1.NamedRuleWithOperations
+	// spec and meta are CEL expressions of the pod spec and the metadata the record goes on; specPtr
+	// and metaPtr the same as JSON pointers.
+	spec, specPtr, meta, metaPtr string
+	pod                          bool
+}
+
+func rule(group string, ops []admissionregistrationv1.OperationType, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
+	scope := admissionregistrationv1.NamespacedScope
+	return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: ops,
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: resources, Scope: &scope},
+	}}
+}
+
+var (
+	create         = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createOrUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+)
+
+// shapes are the objects wincompat mutates, by where their pod spec sits: the same eight workload kinds
+// and Pods as the webhook (deploy/webhook).
+var shapes = []shape{
+	{name: "pods", rules: []admissionregistrationv1.NamedRuleWithOperations{rule("", create, "pods")},
+		spec: "object.spec", specPtr: "/spec", meta: "object.metadata", metaPtr: "/metadata", pod: true},
+	{name: "workloads", rules: []admissionregistrationv1.NamedRuleWithOperations{
+		rule("apps", createOrUpdate, "deployments", "replicasets", "statefulsets", "daemonsets"),
+		rule("batch", createOrUpdate, "jobs"),
+		rule("", createOrUpdate, "replicationcontrollers"),
+	}, spec: "object.spec.template.spec", specPtr: "/spec/template/spec", meta: "object.spec.template.metadata", metaPtr: "/spec/template/metadata"},
+	{name: "cronjobs", rules: []admissionregistrationv1.NamedRuleWithOperations{rule("batch", createOrUpdate, "cronjobs")},
+		spec: "object.spec.jobTemplate.spec.template.spec", specPtr: "/spec/jobTemplate/spec/template/spec",
+		meta: "object.spec.jobTemplate.spec.template.metadata", metaPtr: "/spec/jobTemplate/spec/template/metadata"},
+	{name: "podtemplates", rules: []admissionregistrationv1.NamedRuleWithOperations{rule("", createOrUpdate, "podtemplates")},
+		spec: "object.template.spec", specPtr: "/template/spec", meta: "object.template.metadata", metaPtr: "/template/metadata"},
+}
+
+// Options say how to render.
+type Options struct {
+	// Version is stamped into wincompat.io/version, as the webhook stamps its own.
+	Version string
+	// ExcludedNamespaces are never bound, besides the policy's excludedNamespaces.
+	ExcludedNamespaces []string
+}
+
+// Render returns a MutatingAdmissionPolicy and its binding for each shape of object, for pol.
+func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.MutatingAdmissionPolicy, []admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	var policies []admissionregistrationv1.MutatingAdmissionPolicy
+	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
+	for _, s := range shapes {
+		name := "wincompat-" + s.name
+		fail := admissionregistrationv1.Fail
+		vars, patch := render(s, pol, opts)
+		policies = append(policies, admissionregistrationv1.MutatingAdmissionPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
+				MatchConditions: []admissionregistrationv1.MatchCondition{
+					{Name: "windows", Expression: trigger(s, pol)},
+					{Name: "not-skipped", Expression: notSkipped(s)},
+				},
+				Variables: vars,
+				Mutations: []admissionregistrationv1.Mutation{{
+					PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+					JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
+				}},
+				// Fail: a broken expression must not let a Windows pod through unvalidated; the API
+				// server then rejects it with the evaluation error, as it would the unmutated pod.
+				FailurePolicy:      &fail,
+				ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			},
+		})
+		bindings = append(bindings, admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+				PolicyName: name,
+				MatchResources: &admissionregistrationv1.MatchResources{
+					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: policy.LabelEnabled, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
+						{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
+					}},
+				},
+			},
+		})
+	}
+	return policies, bindings
+}
+
+// notSkipped: neither the object nor its pod template is labelled wincompat.io/skip=true (the webhook's
+// objectSelector reads the object's labels, the policy the template's).
+func notSkipped(s shape) string {
+	cond := fmt.Sprintf("object.metadata.?labels[?%s].orValue('') != 'true'", quote(policy.LabelSkip))
+	if !s.pod {
+		cond += fmt.Sprintf(" && %s.?labels[?%s].orValue('') != 'true'", optional(s.meta), quote(policy.LabelSkip))
+	}
+	return cond
+}
+
+// trigger is the Windows test: spec.os.name=windows, or (inferOSFromNodeSelector) no spec.os and
+// kubernetes.io/os=windows in the nodeSelector. Pods pinned to Windows by required node affinity alone
+// are the webhook's: the exact test of allowedOS is not worth its CEL.
+func trigger(s shape, pol *policy.Policy) string {
+	declared := fmt.Sprintf("%s.?os.?name.orValue('') == 'windows'", optional(s.spec))
+	if !pol.InferOSFromNodeSelector {
+		return declared
+	}
+	return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s)", declared, optional(s.spec), pinnedWindows(s.spec))
+}
+
+func pinnedWindows(spec string) string {
+	return fmt.Sprintf("(%s.?nodeSelector[?'kubernetes.io/os'].orValue('') == 'windows' || %s.?nodeSelector[?'beta.kubernetes.io/os'].orValue('') == 'windows')",
+		optional(spec), optional(spec))
+}
+
+// optional turns a path such as object.spec.template.spec into its optional form
+// object.?spec.?template.?spec, which is absent rather than an error when a member is missing.
+func optional(path string) string {
+	parts := strings.Split(path, ".")
+	return parts[0] + ".?" + strings.Join(parts[1:], ".?")
+}
+
+// quote renders s as a CEL string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// jsonString renders s as a JSON string inside a CEL string literal.
+func jsonString(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// part is one possible change as two CEL expressions over the same condition: its record entry (a
+// list of zero or one JSON object strings) and its JSONPatch operations (a list). CEL map literals must
+// be homogeneous, so the two cannot share one map.
+type part struct{ records, ops string }
+
+func change(cond, action, pathExpr, fromExpr, toJSON, reason, ops string) part {
+	entry := fmt.Sprintf(`'{"action":"%s","path":"' + %s + '"' + %s + %s + ',"reason":"%s"}'`,
+		action, pathExpr, fromField(fromExpr), toField(toJSON), jsonString(reason))
+	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
+}
+
+func fromField(fromExpr string) string {
+	if fromExpr == "" {
+		return "''"
+	}
+	return "',\"from\":' + " + fromExpr
+}
+
+func toField(toJSON string) string {
+	if toJSON == "" {
+		return "''"
+	}
+	return quote(`,"to":` + toJSON)
+}
+
+// join concatenates parts into one part.
+func join(parts ...part) part {
+	var r, o []string
+	for _, p := range parts {
+		r, o = append(r, p.records), append(o, p.ops)
+	}
+	return part{records: "(" + strings.Join(r, " + ") + ")", ops: "(" + strings.Join(o, " + ") + ")"}
+}
+
+// scalarJSON renders a field's value as JSON for the record's "from": numbers and booleans as they are,
+// strings quoted; "" for lists and objects, which CEL cannot render as JSON (the record then has no
+// "from" for them).
+func scalarJSON(value string, kind reflect.Kind) string {
+	switch kind {
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Bool:
+		return "string(" + value + ")"
+	case reflect.String:
+		return `'"' + ` + value + ` + '"'`
+	default:
+		return ""
+	}
+}
+
+// kindOf is the kind of the Go field with JSON name name in t, pointers followed.
+func kindOf(t reflect.Type, name string) reflect.Kind {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if strings.Split(f.Tag.Get("json"), ",")[0] != name {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		return ft.Kind()
+	}
+	return reflect.Invalid
+}
+
+var scopeTypes = map[policy.Scope]reflect.Type{
+	policy.PodScope:                      reflect.TypeFor[corev1.PodSpec](),
+	policy.PodSecurityContextScope:       reflect.TypeFor[corev1.PodSecurityContext](),
+	policy.ContainerSecurityContextScope: reflect.TypeFor[corev1.SecurityContext](),
+}
+
+// render returns the policy's variables and its JSONPatch expression. The JSONPatch type exists only in
+// the mutation's own expression, so the variables hold data (what to remove, the record) and the
+// expression builds the operations.
+func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv1.Variable, string) {
+	// In the Go decision's order: spec.os, the non-root intent, the strip table, scheduling.
+	before := []part{inferOS(s)}
+	if pol.NonRootUserName != "" {
+		before = append(before, nonRootIntent(s, pol.NonRootUserName)...)
+	}
+	removals := part{records: "variables.removals.map(r, r.record)", ops: `variables.removals.map(r, JSONPatch{op: "remove", path: r.ptr})`}
+	parts := append(before, removals)
+	prelude := "[]"
+	if s.pod {
+		parts = append(parts, osNodeSelector(s))
+		for _, t := range pol.WindowsNodeTaints {
+			parts = append(parts, toleration(s, t))
+		}
+		// A pod without tolerations gets the list first; every toleration then appends to it.
+		if len(pol.WindowsNodeTaints) > 0 {
+			var missing []string
+			for _, t := range pol.WindowsNodeTaints {
+				missing = append(missing, "!"+tolerates(s, t))
+			}
+			prelude = fmt.Sprintf(`(!%s.?tolerations.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: []}] : [])`,
+				optional(s.spec), strings.Join(missing, " || "), quote(s.specPtr+"/tolerations"))
+		}
+	}
+	all := join(parts...)
+	recordKey := policy.AnnotationTemplateChanges
+	if s.pod {
+		recordKey = policy.AnnotationChanges
+	}
+	meta := optional(s.meta)
+	annotate := fmt.Sprintf(`%[1]s.?annotations.hasValue() ?
+    [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: variables.record}] :
+    (%[1]s.hasValue() ?
+      [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: variables.record}}] :
+      [JSONPatch{op: "add", path: %[2]s, value: {"annotations": {%[3]s: variables.record}}}])`,
+		meta, quote(s.metaPtr), quote(recordKey))
+	if s.pod {
+		// Every Windows pod wincompat saw carries its version, as the webhook stamps it.
+		annotate = fmt.Sprintf(`%[1]s.?annotations.hasValue() ?
+    [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: variables.record}] +
+      (%[1]s.?annotations[?%[4]s].orValue('') == %[5]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[4]s), value: %[5]s}]) :
+    [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: variables.record, %[4]s: %[5]s}}]`,
+			meta, quote(s.metaPtr), quote(recordKey), quote(policy.AnnotationVersion), quote(opts.Version))
+	}
+	// A Windows pod with nothing to change still gets wincompat.io/version, as from the webhook: the
+	// audit counts it as seen.
+	unchanged := "[]"
+	if s.pod {
+		unchanged = fmt.Sprintf(`(%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] :
+    %[1]s.?annotations.hasValue() ?
+      [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}] :
+      [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
+			meta, quote(s.metaPtr), quote(policy.AnnotationVersion), quote(opts.Version))
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: "hostProcess", Expression: hostProcessExpr(s)},
+		{Name: "removals", Expression: strips(s)},
+		{Name: "records", Expression: all.records},
+		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
+		// The webhook's JSON list, the new changes after any recorded before.
+		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
+  variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
+  '[' + variables.records.join(',') + ']'`},
+	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  (%s)", unchanged, prelude, all.ops, annotate)
+}
+
+// hostProcessExpr: the pod or any container runs as a Windows HostProcess container (policy.HostProcess).
+func hostProcessExpr(s shape) string {
+	spec := optional(s.spec)
+	expr := spec + ".?securityContext.?windowsOptions.?hostProcess.orValue(false)"
+	for _, l := range containerLists {
+		expr += fmt.Sprintf(" ||\n  %s.?%s.orValue([]).exists(c, c.?securityContext.?windowsOptions.?hostProcess.orValue(false))", spec, l)
+	}
+	return expr
+}
+
+// inferOS sets spec.os for a pod pinned to Windows by its nodeSelector.
+func inferOS(s shape) part {
+	return change("!"+optional(s.spec)+".?os.hasValue()", "inject", "'spec.os.name'", "", `"windows"`,
+		"pod is pinned to Windows nodes",
+		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: {"name": "windows"}}]`, quote(s.specPtr+"/os")))
+}
+
+// containerLists are the lists of containers the strip table and the non-root rule visit, in the Go
+// decision's order.
+var containerLists = []string{"initContainers", "containers", "ephemeralContainers"}
+
+// eachContainer renders a per-container part: body gets CEL expressions of the container (c), its JSON
+// pointer and its record path, and returns the part for one container.
+func eachContainer(s shape, body func(c, ptr, path string) part) part {
+	var parts []part
+	for _, l := range containerLists {
+		p := body("c", fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l))
+		over := func(e string) string {
+			return fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, e)
+		}
+		parts = append(parts, part{records: over(p.records), ops: over(p.ops)})
+	}
+	return join(parts...)
+}
+
+// strips is the strip table as a CEL list of removals, each a map of its JSON pointer ("ptr") and its
+// record entry ("record"): strings both, so one expression per row yields the patch and the record.
+func strips(s shape) string {
+	var out []string
+	for _, f := range policy.LinuxOnlyFields() {
+		switch f.Scope {
+		case policy.PodScope:
+			out = append(out, stripOne(optional(s.spec), quote(s.specPtr), "'spec'", f))
+		case policy.PodSecurityContextScope:
+			out = append(out, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), "'spec.securityContext'", f))
+		}
+	}
+	for _, l := range containerLists {
+		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+		var rows []string
+		for _, f := range policy.LinuxOnlyFields() {
+			if f.Scope == policy.ContainerSecurityContextScope {
+				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path+" + '.securityContext'", f))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, strings.Join(rows, " + ")))
+	}
+	// Mount propagation goes too: Bidirectional is valid only for privileged containers, which the
+	// strip table just ended, and Windows has none of it.
+	for _, l := range containerLists {
+		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + m.mountPath.replace('\\', '\\\\').replace('"', '\\"') + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
+			path, jsonString(policy.ReasonMountPropagation))
+		out = append(out, fmt.Sprintf(`%s.?%s.orValue([]).transformList(i, c, c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()).flatten()`,
+			optional(s.spec), l, ptr, entry))
+	}
+	return strings.Join(out, " +\n")
+}
+
+// stripOne removes field f of the object at parent (an optional CEL expression) when the API server
+// would reject it; parentPtr and parentPath are CEL strings.
+func stripOne(parent, parentPtr, parentPath string, f policy.LinuxOnlyField) string {
+	value := parent + ".?" + f.Name
+	var cond string
+	switch f.RejectedIf {
+	case policy.WhenTrue:
+		cond = value + ".orValue(false) == true"
+	case policy.WhenNonEmpty:
+		cond = "size(" + value + ".orValue([])) > 0"
+	default:
+		cond = value + ".hasValue()"
+	}
+	entry := fmt.Sprintf(`'{"action":"strip","path":"' + %s + '.%s"' + %s + ',"reason":"%s"}'`,
+		parentPath, f.Name, fromField(scalarJSON(value+".value()", kindOf(scopeTypes[f.Scope], f.Name))), jsonString(policy.ReasonLinuxOnly))
+	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "record": %s}] : [])`, cond, parentPtr, f.Name, entry)
+}
+
+// nonRootIntent keeps a non-zero runAsUser's intent as windowsOptions.runAsUserName before the strip
+// table removes runAsUser: at pod level when the pod names no Windows user, else per container without
+// its own. HostProcess pods are left alone.
+func nonRootIntent(s shape, user string) []part {
+	const reason = "keeps the non-root intent of the removed runAsUser"
+	sc := optional(s.spec) + ".?securityContext"
+	const hostProcess = "variables.hostProcess"
+	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
+	to := `"` + jsonString(user) + `"`
+	pod := change(fmt.Sprintf("!%s && !%s && %s.?runAsUser.orValue(0) != 0", hostProcess, podUser, sc),
+		"inject", "'spec.securityContext.windowsOptions.runAsUserName'", "", to, reason,
+		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
+			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
+	// A pod-level user, given or just set, covers every container without its own.
+	podCovers := fmt.Sprintf("(%s || %s.?runAsUser.orValue(0) != 0)", podUser, sc)
+	containers := eachContainer(s, func(c, ptr, path string) part {
+		cond := fmt.Sprintf("!%s && !%s && !%s.?securityContext.?windowsOptions.?runAsUserName.hasValue() && %s.?securityContext.?runAsUser.orValue(0) != 0",
+			hostProcess, podCovers, c, c)
+		ops := fmt.Sprintf(`(%s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions/runAsUserName', value: %s}] : [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions', value: {"runAsUserName": %s}}])`,
+			c, ptr, quote(user), ptr, quote(user))
+		return change(cond, "inject", path+" + '.securityContext.windowsOptions.runAsUserName'", "", to, reason, ops)
+	})
+	return []part{pod, containers}
+}
+
+// osNodeSelector pins kubernetes.io/os=windows, replacing another value.
+func osNodeSelector(s shape) part {
+	ns := optional(s.spec) + ".?nodeSelector"
+	key := quote(corev1.LabelOSStable)
+	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), "inject", quote("spec.nodeSelector["+corev1.LabelOSStable+"]"), "", `"windows"`,
+		"schedules onto Windows nodes",
+		fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: "windows"}] : [JSONPatch{op: "add", path: %s, value: {%s: "windows"}}])`,
+			ns, quote(s.specPtr+"/nodeSelector/"), key, quote(s.specPtr+"/nodeSelector"), key))
+	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), "rewrite", quote("spec.nodeSelector["+corev1.LabelOSStable+"]"),
+		fmt.Sprintf(`'"' + %s[?%s].value() + '"'`, ns, key), `"windows"`, "conflicted with a Windows pod",
+		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + jsonpatch.escapeKey(%s), value: "windows"}]`, quote(s.specPtr+"/nodeSelector/"), key))
+	return join(add, replace)
+}
+
+// tolerates is true when a toleration the pod has tolerates taint t, read as corev1.Toleration's
+// ToleratesTaint reads it: the effect empty or equal, the key empty or equal, Exists or an equal value.
+func tolerates(s shape, t corev1.Taint) string {
+	return fmt.Sprintf("%s.?tolerations.orValue([]).exists(t, (t.?effect.orValue('') == '' || t.effect == %s) && (t.?key.orValue('') == '' || t.key == %s) && (t.?operator.orValue('Equal') == 'Exists' || t.?value.orValue('') == %s))",
+		optional(s.spec), quote(string(t.Effect)), quote(t.Key), quote(t.Value))
+}
+
+// toleration appends a toleration of taint t unless the pod tolerates it; the list exists by then (see
+// the prelude in variables).
+func toleration(s shape, t corev1.Taint) part {
+	value := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
+	to := fmt.Sprintf(`{"key":"%s","operator":"Equal","value":"%s","effect":"%s"}`, jsonString(t.Key), jsonString(t.Value), jsonString(string(t.Effect)))
+	return change("!"+tolerates(s, t), "inject", "'spec.tolerations'", "", to, "tolerates the Windows node taint "+t.ToString(),
+		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), value))
+}

@@ -1,0 +1,83 @@
+package admissionpolicy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// render is what `wincompat policy export` prints for pol.
+func renderYAML(t *testing.T, pol *policy.Policy) []byte {
+	t.Helper()
+	policies, bindings := Render(pol, Options{Version: "v0.0.0-golden"})
+	var b bytes.Buffer
+	for i := range policies {
+		for _, o := range []any{&policies[i], &bindings[i]} {
+			y, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+	}
+	return b.Bytes()
+}
+
+// The rendered policies of the default policy are pinned, so that a change of the generated CEL is
+// seen in review; the e2e test (test/e2e/admissionpolicy_test.go) proves it on the real API server.
+func TestRenderGolden(t *testing.T) {
+	got := renderYAML(t, policy.Default())
+	path := filepath.Join("testdata", "default.yaml")
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", path)
+	}
+}
+
+// One table drives Go and CEL: every row of the strip table is in the CEL of every shape, and the
+// policy's values reach it.
+func TestRenderFollowsTheTables(t *testing.T) {
+	pol, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: WinUser\nwindowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: os, value: Windows, effect: NoSchedule}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, _ := Render(pol, Options{Version: "v1"})
+	if len(policies) != len(shapes) {
+		t.Fatalf("%d policies for %d shapes", len(policies), len(shapes))
+	}
+	for _, p := range policies {
+		var all strings.Builder
+		for _, v := range p.Spec.Variables {
+			all.WriteString(v.Expression + "\n")
+		}
+		all.WriteString(p.Spec.Mutations[0].JSONPatch.Expression)
+		cel := all.String()
+		for _, f := range policy.LinuxOnlyFields() {
+			if !strings.Contains(cel, ".?"+f.Name) || !strings.Contains(cel, "/"+f.Name+"'") {
+				t.Errorf("%s: strip-table row %s is not in the CEL", p.Name, f.Path())
+			}
+		}
+		if !strings.Contains(cel, "'WinUser'") {
+			t.Errorf("%s: nonRootUserName is not in the CEL", p.Name)
+		}
+		pod := p.Name == "wincompat-pods"
+		if got := strings.Contains(cel, "t.key == 'sku'") && strings.Contains(cel, "'NoExecute'") && strings.Contains(cel, "'Windows'"); got != pod {
+			t.Errorf("%s: the policy's taints in the CEL: %v, want %v (pods only)", p.Name, got, pod)
+		}
+	}
+}

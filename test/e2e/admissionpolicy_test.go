@@ -1,0 +1,319 @@
+package e2e
+
+// Issue 15, the admission-policy engine: the MutatingAdmissionPolicies `wincompat policy export`
+// renders, applied to the real kube-apiserver with no webhook at all. Every corpus chart workload,
+// declared Windows, and every pod and workload of the golden cases in an opted-in namespace must be
+// admitted (the API server's own Windows validation is the judge) and recorded; the changes the CEL made
+// must be the ones the Go decision makes for the same object in what both engines do (spec.os, the
+// non-root intent, the strip table, the OS nodeSelector and the policy's tolerations), and a second pass
+// must change nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
+	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/webhook"
+)
+
+const nsMAP = "map-only"
+
+// notForAdmissionPolicy are the golden cases the admission policy alone cannot admit or record as the
+// webhook does, and why. Each is the webhook's on purpose (see policy/admissionpolicy/README.md).
+var notForAdmissionPolicy = map[string]string{
+	"rewrite-hugepages.yaml":              "the input is valid only once the hugepages rewrite (webhook) removed them",
+	"rewrite-deprecated-annotations.yaml": "the input carries an annotation name only the webhook's removal of deprecated annotations makes valid",
+	"workload-job.yaml":                   "the golden input has no restartPolicy, which the API server requires of a Job",
+	"build-runtime-class-unknown.yaml":    "it names a RuntimeClass this cluster does not have",
+	"infer-os-node-affinity.yaml":         "pinned to Windows by required node affinity alone: the admission policy's trigger reads the nodeSelector only",
+}
+
+// sharedChange says whether a change of the Go decision is one the admission policy makes too.
+func sharedChange(c policy.Change) bool {
+	switch {
+	case c.Action == policy.Strip:
+		return true
+	case c.Action == policy.Inject && (c.Path == "spec.os.name" || strings.HasSuffix(c.Path, "windowsOptions.runAsUserName") ||
+		c.Path == "spec.nodeSelector[kubernetes.io/os]" || c.Path == "spec.tolerations"):
+		return true
+	case c.Action == policy.Rewrite && (c.Path == "spec.nodeSelector[kubernetes.io/os]" || strings.HasSuffix(c.Path, ".mountPropagation")):
+		return true
+	}
+	return false
+}
+
+func TestAdmissionPolicyEngine(t *testing.T) {
+	ctx := context.Background()
+	_, c := controlplane.Start(t)
+	pol := policy.Default()
+	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-map"})
+	for i := range policies {
+		create(ctx, t, c, &policies[i])
+		create(ctx, t, c, &bindings[i])
+	}
+	// Declared Windows; two renderings of a chart may hold the same workload: the first is kept.
+	var workloads []workload
+	seen := map[string]bool{}
+	for _, w := range loadCorpus(t) {
+		if id := w.obj.GetKind() + "/" + w.obj.GetName(); !seen[id] {
+			seen[id] = true
+			w.obj.SetNamespace(nsMAP)
+			workloads = append(workloads, w)
+		}
+	}
+	workloads = append(workloads, goldenWorkloads(t)...)
+	setUpNamespace(ctx, t, c, nsMAP, map[string]string{policy.LabelEnabled: "true"}, workloads)
+	setUpClusterWide(ctx, t, c, workloads)
+	waitForAdmissionPolicy(t, c)
+
+	facts := policy.Facts{Operation: policy.Create, Version: "e2e-map",
+		Namespace: policy.Namespace{Name: nsMAP, Labels: map[string]string{policy.LabelEnabled: "true"}}}
+	considered, admitted, same := 0, 0, 0
+	for _, w := range workloads {
+		if why, ok := notForAdmissionPolicy[w.file]; ok && w.file != "" {
+			t.Logf("%v: left to the webhook: %s", w, why)
+			continue
+		}
+		kind := w.obj.GetKind()
+		raw, err := w.obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the Go decision does with the same object, limited to what both engines do.
+		res, err := webhook.Mutate(pol, w.obj.GroupVersionKind(), raw, facts)
+		if err != nil {
+			t.Fatalf("%v: %v", w, err)
+		}
+		if !res.Decision.Windows {
+			continue
+		}
+		considered++
+		var want []string
+		for _, ch := range res.Decision.Changes {
+			if ch.Path == "spec.securityContext.supplementalGroups" && string(ch.From) == "[]" {
+				// An empty list reaches the admission policy as absent (the API server's object,
+				// rendered for CEL, has no empty lists): nothing to remove, and the stored pod is the
+				// same.
+				continue
+			}
+			if unstructuredHas(w.obj, append(podSpecPath(kind), "runtimeClassName")) && (ch.Path == "spec.nodeSelector[kubernetes.io/os]" || ch.Path == "spec.tolerations") {
+				// The RuntimeClass admission plugin, which runs before admission policies and webhooks
+				// alike, merged the class's nodeSelector and tolerations already.
+				continue
+			}
+			if sharedChange(ch) {
+				// CEL cannot render lists and objects as JSON: the admission policy records "from"
+				// for scalars only.
+				if len(ch.From) > 0 && (ch.From[0] == '{' || ch.From[0] == '[') {
+					ch.From = nil
+				}
+				want = append(want, changeKey(ch))
+			}
+		}
+
+		obj := w.obj.DeepCopy()
+		if err := c.Create(ctx, obj); err != nil {
+			t.Errorf("%v: refused through the admission policy: %v", w, err)
+			continue
+		}
+		admitted++
+		recordKey := policy.AnnotationChanges
+		if kind != "Pod" {
+			recordKey = policy.AnnotationTemplateChanges
+		}
+		meta, _, _ := unstructured.NestedStringMap(obj.Object, append(metaPath(kind), "annotations")...)
+		recorded, err := policy.DecodeChanges(meta[recordKey])
+		if meta[recordKey] == "" {
+			recorded, err = nil, nil // nothing to change
+		}
+		if err != nil {
+			t.Errorf("%v: the record %s does not parse: %v\n%s", w, recordKey, err, meta[recordKey])
+			continue
+		}
+		before, _, _ := unstructured.NestedStringMap(w.obj.Object, append(metaPath(kind), "annotations")...)
+		earlier, _ := policy.DecodeChanges(before[recordKey])
+		var got []string
+		for _, ch := range recorded[min(len(earlier), len(recorded)):] {
+			got = append(got, changeKey(ch))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: the admission policy recorded\n  %s\nthe Go decision\n  %s", w, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		} else {
+			same++
+		}
+		if kind == "Pod" && meta[policy.AnnotationVersion] != "e2e-map" {
+			t.Errorf("%v: wincompat.io/version %q", w, meta[policy.AnnotationVersion])
+		}
+		// Idempotence: the input with the stored pod spec and record, created again (dry run), comes
+		// back unchanged. The stored object itself is not re-created: a Job's defaulted selector and
+		// labels would not validate again.
+		storedSpec, _, _ := unstructured.NestedMap(obj.Object, podSpecPath(kind)...)
+		again := w.obj.DeepCopy()
+		again.SetName(obj.GetName() + "-again")
+		if err := unstructured.SetNestedMap(again.Object, storedSpec, podSpecPath(kind)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedStringMap(again.Object, meta, append(metaPath(kind), "annotations")...); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, again, client.DryRunAll); err != nil {
+			t.Errorf("%v: its stored spec is refused when created again: %v", w, err)
+			continue
+		}
+		specAfter, _, _ := unstructured.NestedMap(again.Object, podSpecPath(kind)...)
+		metaAfter, _, _ := unstructured.NestedStringMap(again.Object, append(metaPath(kind), "annotations")...)
+		if js(storedSpec) != js(specAfter) || metaAfter[recordKey] != meta[recordKey] {
+			t.Errorf("%v: a second pass changed it:\nspec %s\n  -> %s\nrecord %s\n  -> %s", w, js(storedSpec), js(specAfter), meta[recordKey], metaAfter[recordKey])
+		}
+	}
+	t.Logf("admission policy only: %d of %d Windows workloads and pods (corpus charts and golden cases) admitted; %d recorded exactly the changes the Go decision makes in what both engines do; %d golden cases left to the webhook", admitted, considered, same, len(notForAdmissionPolicy))
+	if admitted == 0 {
+		t.Fatal("nothing was admitted through the admission policy")
+	}
+}
+
+func unstructuredHas(obj *unstructured.Unstructured, path []string) bool {
+	_, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	return found
+}
+
+func changeKey(c policy.Change) string {
+	k := string(c.Action) + " " + c.Path
+	if len(c.To) > 0 {
+		k += " = " + string(c.To)
+	}
+	if len(c.From) > 0 {
+		k += " (from " + string(c.From) + ")"
+	}
+	return k
+}
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// metaPath is where the record of an object of kind lives: the pod's metadata or its template's.
+func metaPath(kind string) []string {
+	if kind == "Pod" {
+		return []string{"metadata"}
+	}
+	return append(slices.Clone(templatePaths[kind]), "metadata")
+}
+
+// goldenWorkloads are the objects of the golden cases whose namespace is opted in and that need no
+// cluster or registry facts, in namespace nsMAP.
+func goldenWorkloads(t *testing.T) []workload {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(root, "webhook", "testdata", "golden", "*.yaml"))
+	var out []workload
+	for _, path := range paths {
+		if strings.HasSuffix(path, ".out.yaml") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gc struct {
+			Namespace struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"namespace"`
+			Operation string          `json:"operation"`
+			Policy    string          `json:"policy"`
+			Cluster   any             `json:"cluster"`
+			Images    any             `json:"images"`
+			Object    json.RawMessage `json:"object"`
+		}
+		if err := yaml.Unmarshal(data, &gc); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if gc.Namespace.Labels[policy.LabelEnabled] != "true" || gc.Namespace.Labels[policy.LabelDefaultOS] != "" ||
+			gc.Operation != "" || gc.Policy != "" || gc.Cluster != nil || gc.Images != nil {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(gc.Object); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if _, ok := templatePaths[obj.GetKind()]; !ok {
+			continue
+		}
+		obj.SetNamespace(nsMAP)
+		obj.SetName(strings.TrimSuffix(filepath.Base(path), ".yaml"))
+		out = append(out, workload{file: filepath.Base(path), obj: obj})
+	}
+	return out
+}
+
+// waitForAdmissionPolicy waits until the API server applies every admission policy: it loads them from
+// its informer a moment after they are created, each on its own. One probe per shape of object.
+func waitForAdmissionPolicy(t *testing.T, c client.Client) {
+	t.Helper()
+	spec := func() corev1.PodSpec {
+		return corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows},
+			Containers: []corev1.Container{{Name: "probe", Image: "probe", SecurityContext: &corev1.SecurityContext{RunAsGroup: new(int64(1))}}}}
+	}
+	labels := map[string]string{"app": "probe"}
+	tpl := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec()}
+	}
+	jobTpl := func() corev1.PodTemplateSpec {
+		t := tpl()
+		t.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		return t
+	}
+	probes := []struct {
+		make        func() client.Object
+		annotations func(client.Object) map[string]string
+	}{
+		{func() client.Object {
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: nsMAP}, Spec: spec()}
+		},
+			func(o client.Object) map[string]string { return o.GetAnnotations() }},
+		{func() client.Object {
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: nsMAP},
+				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tpl()}}
+		}, func(o client.Object) map[string]string { return o.(*appsv1.Deployment).Spec.Template.Annotations }},
+		{func() client.Object {
+			return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: nsMAP},
+				Spec: batchv1.CronJobSpec{Schedule: "0 * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTpl()}}}}
+		}, func(o client.Object) map[string]string {
+			return o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template.Annotations
+		}},
+		{func() client.Object {
+			return &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: nsMAP}, Template: tpl()}
+		}, func(o client.Object) map[string]string { return o.(*corev1.PodTemplate).Template.Annotations }},
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range probes {
+		for {
+			obj := p.make()
+			err := c.Create(context.Background(), obj, client.DryRunAll)
+			if a := p.annotations(obj); err == nil && (a[policy.AnnotationChanges] != "" || a[policy.AnnotationTemplateChanges] != "") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the admission policy does not mutate a Windows %T after 30s: %v", obj, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
