@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
@@ -208,5 +210,41 @@ func TestMutateResolveImages(t *testing.T) {
 	code, _, errOut = runCLI(t, withSidecar, "mutate", "--resolve-images", "--policy", policyFile)
 	if code != 1 || !strings.Contains(errOut, "containers[exporter]: image "+sidecar+" (linux/amd64, linux/arm64) has no Windows entry") {
 		t.Errorf("deny: exit %d: %s", code, errOut)
+	}
+}
+
+func TestPolicyExport(t *testing.T) {
+	code, out, stderr := runCLI(t, "", "policy", "export", "--exclude-namespace", "wincompat-system")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs := strings.Split(out, "\n---\n")
+	kinds := map[string]int{}
+	for _, d := range docs {
+		var o struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				MatchResources struct {
+					NamespaceSelector struct {
+						MatchExpressions []struct {
+							Values []string `json:"values"`
+						} `json:"matchExpressions"`
+					} `json:"namespaceSelector"`
+				} `json:"matchResources"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
+		kinds[o.Kind]++
+		if o.Kind == "MutatingAdmissionPolicyBinding" && !strings.Contains(fmt.Sprint(o.Spec.MatchResources.NamespaceSelector.MatchExpressions), "wincompat-system") {
+			t.Errorf("a binding does not exclude wincompat-system: %+v", o.Spec.MatchResources)
+		}
+	}
+	if kinds["MutatingAdmissionPolicy"] != 4 || kinds["MutatingAdmissionPolicyBinding"] != 4 {
+		t.Errorf("kinds %v, want 4 policies and 4 bindings", kinds)
+	}
+	if code, _, _ := runCLI(t, "", "policy", "export", "--policy", "/nonexistent"); code != 1 {
+		t.Errorf("a missing policy file: exit %d, want 1", code)
 	}
 }
