@@ -48,6 +48,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Go profiling (net/http/pprof) address, for diagnosing CPU and memory use; 0 disables. Keep it on localhost: profiles reveal internals")
 	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
 	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (off by default: the API server needs only HTTP/1.1, and HTTP/2 adds attack surface such as rapid reset)")
+	fl.StringVar(&o.Engine, "engine", server.EngineWebhook, "webhook: every decision in this server; hybrid: the leader also keeps MutatingAdmissionPolicies (Kubernetes 1.36 and later) that do spec.os, the non-root rule, the strip table, the OS nodeSelector and tolerations inside the API server, so that Windows pods stay admissible while no replica answers (use with failurePolicy Ignore; see policy/admissionpolicy/README.md)")
 	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (labelled app.kubernetes.io/managed-by=wincompat; others are never touched)")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
@@ -59,6 +60,9 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
+	// Engine is EngineWebhook, or EngineHybrid: the leader also keeps the MutatingAdmissionPolicies that
+	// do the static part inside the API server (policy/admissionpolicy), current with the policy.
+	Engine string
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
 	Policy *policy.Policy
@@ -71,6 +75,12 @@ type Options struct {
 	Version            string
 	Log                logr.Logger
 }
+
+// Engines.
+const (
+	EngineWebhook = "webhook"
+	EngineHybrid  = "hybrid"
+)
 
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
 
@@ -97,6 +107,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Policy == nil {
 		errs = append(errs, errors.New("no policy"))
+	}
+	if o.Engine != "" && o.Engine != EngineWebhook && o.Engine != EngineHybrid {
+		errs = append(errs, fmt.Errorf("--engine %q: use %s (all in the webhook) or %s (the static part as MutatingAdmissionPolicies, Kubernetes 1.36 and later)", o.Engine, EngineWebhook, EngineHybrid))
 	}
 	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
 		errs = append(errs, fmt.Errorf("--image-lookup-timeout %v: use more than 0 and at most 2s, well under the webhook's timeoutSeconds (3)", o.Images.Timeout))
@@ -243,10 +256,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	policyChanged := make(chan event.GenericEvent, 1)
+	policiesStale := make(chan struct{}, 1)
 	// Cluster-wide work, done by one replica: issuing certificates and keeping RuntimeClasses.
 	leaderWork := func(m ctrl.Manager) error {
 		if issuer != nil {
 			if err := m.Add(issuer); err != nil {
+				return err
+			}
+		}
+		if o.Engine == EngineHybrid {
+			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
+				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}}
+			if o.Namespace != "" {
+				keeper.opts.ExcludedNamespaces = []string{o.Namespace}
+			}
+			if err := m.Add(keeper); err != nil {
 				return err
 			}
 		}
@@ -292,6 +316,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		watcher.onChange = func() {
 			select { // the catalog may have changed: reconcile RuntimeClasses (a pending event is enough)
 			case policyChanged <- event.GenericEvent{}:
+			default:
+			}
+			select { // and render the admission policies again
+			case policiesStale <- struct{}{}:
 			default:
 			}
 		}
