@@ -440,3 +440,75 @@ func chartPolicy(t *testing.T, cm *unstructured.Unstructured) *policy.Policy {
 	}
 	return pol
 }
+
+// TestHelmChartEngine: issue 15. auto is hybrid exactly where the API server serves
+// MutatingAdmissionPolicy v1; hybrid runs serve --engine=hybrid, sets the Windows webhooks to Ignore and
+// grants the RBAC to keep the four admission policies and bindings (within security_test's allowlist);
+// an explicit webhook.failurePolicy wins. Rendering only.
+func TestHelmChartEngine(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		apiVersions  []string
+		engine       string
+		failure      admissionregistrationv1.FailurePolicyType
+		rbac         bool
+	}{
+		{"auto without MutatingAdmissionPolicy v1", "", nil, "webhook", admissionregistrationv1.Fail, false},
+		{"auto with MutatingAdmissionPolicy v1", "", []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}, "hybrid", admissionregistrationv1.Ignore, true},
+		{"hybrid", "engine: hybrid\n", nil, "hybrid", admissionregistrationv1.Ignore, true},
+		{"hybrid with Fail asked for", "engine: hybrid\nwebhook: {failurePolicy: Fail}\n", nil, "hybrid", admissionregistrationv1.Fail, true},
+		{"webhook", "engine: webhook\n", []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}, "webhook", admissionregistrationv1.Fail, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := templateArgs(valuesFile(t, tc.values))
+			for _, v := range tc.apiVersions {
+				args = append(args, "--api-versions", v)
+			}
+			var objs []*unstructured.Unstructured
+			for _, doc := range strings.Split(string(helm(t, args...)), "\n---\n") {
+				obj := &unstructured.Unstructured{}
+				if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil || obj.Object == nil {
+					continue
+				}
+				objs = append(objs, obj)
+			}
+			var engine string
+			rbac := false
+			for _, obj := range objs {
+				switch obj.GetKind() {
+				case "Deployment":
+					for _, a := range deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args {
+						if v, ok := strings.CutPrefix(a, "--engine="); ok {
+							engine = v
+						}
+					}
+				case "ClusterRole":
+					rules, _ := roleRules(obj)
+					for _, r := range rules {
+						rbac = rbac || slices.Contains(r.Resources, "mutatingadmissionpolicies")
+					}
+					if f := rbacFindings(obj); len(f) > 0 {
+						t.Errorf("RBAC findings: %q", f)
+					}
+				case "MutatingWebhookConfiguration":
+					var wc admissionregistrationv1.MutatingWebhookConfiguration
+					js, _ := obj.MarshalJSON()
+					if err := json.Unmarshal(js, &wc); err != nil {
+						t.Fatal(err)
+					}
+					for _, w := range wc.Webhooks {
+						if !strings.Contains(w.Name, "linux") && *w.FailurePolicy != tc.failure {
+							t.Errorf("%s: failurePolicy %s, want %s", w.Name, *w.FailurePolicy, tc.failure)
+						}
+					}
+				}
+			}
+			if engine != tc.engine || rbac != tc.rbac {
+				t.Errorf("--engine=%q, admission-policy RBAC %v; want %q, %v", engine, rbac, tc.engine, tc.rbac)
+			}
+		})
+	}
+	if _, stderr, err := runHelm(t, templateArgs(valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `engine "turbo": use auto, webhook or hybrid`) {
+		t.Errorf("engine: turbo rendered: %v %s", err, stderr)
+	}
+}

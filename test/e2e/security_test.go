@@ -40,6 +40,9 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"node.k8s.io/runtimeclasses": {any: []string{"get", "list", "watch", "create"}, byName: []string{"update", "delete"}},
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations": {byName: []string{"get", "update"}},
+		// engine hybrid: its four admission policies and bindings.
+		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
+		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {any: []string{"create"}, byName: []string{"get", "patch"}},
 	},
 	"Role": {
 		"coordination.k8s.io/leases": {any: []string{"create"}, byName: []string{"get", "update"}},

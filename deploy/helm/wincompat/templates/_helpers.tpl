@@ -48,3 +48,25 @@ webhook.timeoutSeconds, so wincompat must stop waiting for registries and fall b
 {{- define "wincompat.podPullSecrets" -}}
 {{- if and .Values.imageResolver.enabled .Values.imageResolver.podPullSecrets -}}true{{- end -}}
 {{- end -}}
+
+{{- /*
+The engine: hybrid where the API server serves MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later)
+when engine is auto, else what engine says.
+*/ -}}
+{{- define "wincompat.engine" -}}
+{{- if eq .Values.engine "auto" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}hybrid{{- else -}}webhook{{- end -}}
+{{- else if or (eq .Values.engine "webhook") (eq .Values.engine "hybrid") -}}
+{{- .Values.engine -}}
+{{- else -}}
+{{- fail (printf "engine %q: use auto, webhook or hybrid" .Values.engine) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+The Windows webhooks' failurePolicy: webhook.failurePolicy when set, else Fail with the webhook engine
+(nothing else validates a Windows pod) and Ignore with hybrid (the admission policies do).
+*/ -}}
+{{- define "wincompat.windowsFailurePolicy" -}}
+{{- if .Values.webhook.failurePolicy -}}{{ .Values.webhook.failurePolicy }}{{- else if eq (include "wincompat.engine" .) "hybrid" -}}Ignore{{- else -}}Fail{{- end -}}
+{{- end -}}
