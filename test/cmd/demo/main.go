@@ -231,7 +231,10 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.fromImages(ctx); err != nil {
 		return err
 	}
-	return d.mixedClusters(ctx)
+	if err := d.mixedClusters(ctx); err != nil {
+		return err
+	}
+	return d.whileDown(ctx)
 }
 
 // addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
@@ -304,6 +307,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
+		"--engine=hybrid",  // the chart's choice on Kubernetes 1.36: the static part also as admission policies
 	}
 	if d.serve, err = startProcess(d.wincompatBin, args, filepath.Join(d.work, "wincompat.log")); err != nil {
 		return err
