@@ -392,12 +392,7 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 			for _, obj := range renderChart(t, valuesFile(t, tc.values)) {
 				switch obj.GetKind() {
 				case "MutatingWebhookConfiguration":
-					var wc admissionregistrationv1.MutatingWebhookConfiguration
-					js, _ := obj.MarshalJSON()
-					if err := json.Unmarshal(js, &wc); err != nil {
-						t.Fatal(err)
-					}
-					for _, w := range wc.Webhooks {
+					for _, w := range webhookConfigOf(t, obj).Webhooks {
 						if !strings.Contains(w.Name, "linux") {
 							if *w.FailurePolicy != admissionregistrationv1.Fail {
 								t.Errorf("%s: failurePolicy %s, want the Windows webhooks' Fail", w.Name, *w.FailurePolicy)
@@ -491,12 +486,7 @@ func TestHelmChartEngine(t *testing.T) {
 						t.Errorf("RBAC findings: %q", f)
 					}
 				case "MutatingWebhookConfiguration":
-					var wc admissionregistrationv1.MutatingWebhookConfiguration
-					js, _ := obj.MarshalJSON()
-					if err := json.Unmarshal(js, &wc); err != nil {
-						t.Fatal(err)
-					}
-					for _, w := range wc.Webhooks {
+					for _, w := range webhookConfigOf(t, obj).Webhooks {
 						if !strings.Contains(w.Name, "linux") && *w.FailurePolicy != tc.failure {
 							t.Errorf("%s: failurePolicy %s, want %s", w.Name, *w.FailurePolicy, tc.failure)
 						}
@@ -511,4 +501,15 @@ func TestHelmChartEngine(t *testing.T) {
 	if _, stderr, err := runHelm(t, templateArgs(valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `engine "turbo": use auto, webhook or hybrid`) {
 		t.Errorf("engine: turbo rendered: %v %s", err, stderr)
 	}
+}
+
+// webhookConfigOf decodes a rendered MutatingWebhookConfiguration.
+func webhookConfigOf(t *testing.T, obj *unstructured.Unstructured) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	var wc admissionregistrationv1.MutatingWebhookConfiguration
+	js, _ := obj.MarshalJSON()
+	if err := json.Unmarshal(js, &wc); err != nil {
+		t.Fatal(err)
+	}
+	return &wc
 }

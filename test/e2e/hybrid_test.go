@@ -14,6 +14,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -30,20 +31,7 @@ func TestHybridEngine(t *testing.T) {
 	cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
 
 	// The leader applies the policies and bindings at start.
-	var policies admissionregistrationv1.MutatingAdmissionPolicyList
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := cl.c.List(ctx, &policies, client.MatchingLabels{"app.kubernetes.io/managed-by": "wincompat"}); err != nil {
-			t.Fatal(err)
-		}
-		if len(policies.Items) == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wincompat serve --engine=hybrid applied %d admission policies after 30s, want 4", len(policies.Items))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, 4)
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
 
 	// Up: the webhook adds the build on top of the admission policy's work.
@@ -86,24 +74,30 @@ func TestHybridEngine(t *testing.T) {
 	// Back up in hybrid mode: the leader applies the bindings again, and new pods get the build.
 	cl.serve(t, func(o *server.Options) { o.Engine = server.EngineHybrid })
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
-		if err := cl.c.List(ctx, &bindings, client.MatchingLabels{"app.kubernetes.io/managed-by": "wincompat"}); err != nil {
-			t.Fatal(err)
-		}
-		if len(bindings.Items) == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the restart: %d bindings after 30s, want the 4 applied again", len(bindings.Items))
-		}
-	}
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 4)
 	later := windowsChartPod(ns, "after-restart", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", "app")
 	if err := cl.c.Create(ctx, later); err != nil {
 		t.Fatal(err)
 	}
 	if later.Annotations[policy.AnnotationBuild] != build2022 {
 		t.Errorf("a pod admitted after the restart has build %q, want %s", later.Annotations[policy.AnnotationBuild], build2022)
+	}
+}
+
+// waitForManaged waits until list holds n objects labelled as wincompat's.
+func waitForManaged(t *testing.T, cl *cluster, list client.ObjectList, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if err := cl.c.List(context.Background(), list, client.MatchingLabels{"app.kubernetes.io/managed-by": "wincompat"}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := apimeta.ExtractList(list)
+		if len(got) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %T items after 30s, want %d applied by wincompat serve --engine=hybrid", len(got), list, n)
+		}
 	}
 }
 
