@@ -20,6 +20,10 @@ const (
 	AnnotationBuild           = "wincompat.io/build"
 	AnnotationBuildSource     = "wincompat.io/build-source"
 	AnnotationVersion         = "wincompat.io/version"
+	// AnnotationAdmissionPolicy is the version of the admission policies (policy/admissionpolicy) that
+	// made a Windows pod valid. wincompat.io/version is the webhook's alone: a pod with this annotation
+	// and without that one was admitted while the webhook did not answer, with no build decision.
+	AnnotationAdmissionPolicy = "wincompat.io/admission-policy"
 
 	labelPodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 	labelWindowsBuild       = "node.kubernetes.io/windows-build"

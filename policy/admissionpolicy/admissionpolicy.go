@@ -9,7 +9,7 @@
 // namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or (with
 // inferOSFromNodeSelector) pins kubernetes.io/os=windows in its nodeSelector, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
-// and wincompat.io/version in the same format as the webhook; pods also get the OS nodeSelector and the
+// and wincompat.io/admission-policy in the same format as the webhook; pods also get the OS nodeSelector and the
 // configured tolerations. The build, RuntimeClass, image resolution, the rewrites and Pod Security
 // adjustments stay with the webhook (see README.md here for what differs and why).
 package admissionpolicy
@@ -68,7 +68,7 @@ var shapes = []shape{
 
 // Options say how to render.
 type Options struct {
-	// Version is stamped into wincompat.io/version, as the webhook stamps its own.
+	// Version is stamped into wincompat.io/admission-policy on every Windows pod.
 	Version string
 	// ExcludedNamespaces are never bound, besides the policy's excludedNamespaces.
 	ExcludedNamespaces []string
@@ -273,22 +273,22 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
       [JSONPatch{op: "add", path: %[2]s, value: {"annotations": {%[3]s: variables.record}}}])`,
 		meta, quote(s.metaPtr), quote(recordKey))
 	if s.pod {
-		// Every Windows pod wincompat saw carries its version, as the webhook stamps it.
+		// Every Windows pod the admission policy saw carries its marker; wincompat.io/version stays the
+		// webhook's, so that the audit tells pods admitted without the webhook (no build decision).
 		annotate = fmt.Sprintf(`%[1]s.?annotations.hasValue() ?
     [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: variables.record}] +
       (%[1]s.?annotations[?%[4]s].orValue('') == %[5]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[4]s), value: %[5]s}]) :
     [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: variables.record, %[4]s: %[5]s}}]`,
-			meta, quote(s.metaPtr), quote(recordKey), quote(policy.AnnotationVersion), quote(opts.Version))
+			meta, quote(s.metaPtr), quote(recordKey), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
-	// A Windows pod with nothing to change still gets wincompat.io/version, as from the webhook: the
-	// audit counts it as seen.
+	// A Windows pod with nothing to change still gets the marker: the audit counts it as seen.
 	unchanged := "[]"
 	if s.pod {
 		unchanged = fmt.Sprintf(`(%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] :
     %[1]s.?annotations.hasValue() ?
       [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}] :
       [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
-			meta, quote(s.metaPtr), quote(policy.AnnotationVersion), quote(opts.Version))
+			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
 	return []admissionregistrationv1.Variable{
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},

@@ -157,8 +157,8 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		} else {
 			same++
 		}
-		if kind == "Pod" && meta[policy.AnnotationVersion] != "e2e-map" {
-			t.Errorf("%v: wincompat.io/version %q", w, meta[policy.AnnotationVersion])
+		if kind == "Pod" && meta[policy.AnnotationAdmissionPolicy] != "e2e-map" {
+			t.Errorf("%v: wincompat.io/admission-policy %q", w, meta[policy.AnnotationAdmissionPolicy])
 		}
 		// Idempotence: the input with the stored pod spec and record, created again (dry run), comes
 		// back unchanged. The stored object itself is not re-created: a Job's defaulted selector and

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/webhook/audit"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -51,12 +52,26 @@ func TestHybridEngine(t *testing.T) {
 	}
 	bound := cl.waitForWindowsNodes(t, ns, created)
 	for _, p := range created {
-		if p.Annotations[policy.AnnotationVersion] == "" || p.Annotations[policy.AnnotationChanges] == "" {
+		if p.Annotations[policy.AnnotationAdmissionPolicy] == "" || p.Annotations[policy.AnnotationVersion] != "" || p.Annotations[policy.AnnotationChanges] == "" {
 			t.Errorf("pod %s admitted while down carries no record: %v", p.Name, p.Annotations)
 		}
 		if p.Annotations[policy.AnnotationBuild] != "" {
 			t.Errorf("pod %s admitted while down has a build %q: only the webhook decides builds", p.Name, p.Annotations[policy.AnnotationBuild])
 		}
+	}
+	// The audit names them.
+	rep, err := audit.Run(ctx, cl.c, audit.Options{Namespaces: []string{ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := 0
+	for _, f := range rep.Findings {
+		if f.Kind == audit.WithoutBuildDecision {
+			without++
+		}
+	}
+	if without != len(created) {
+		t.Errorf("audit: %d %s findings, want %d (the pods admitted while down)", without, audit.WithoutBuildDecision, len(created))
 	}
 	t.Logf("hybrid, every replica down: %d of %d Windows pods created (valid: the API server's Windows validation passed), %d bound to the Windows node, none with a build decision", len(created), stream, bound)
 

@@ -117,6 +117,9 @@ const (
 	LinuxOnlyImage = "linux-only-image"
 	// CannotRunOnBuilds: with --builds, a pod or template no build asked about could run.
 	CannotRunOnBuilds = "cannot-run-on-builds"
+	// WithoutBuildDecision: a Windows pod the admission policies (hybrid engine) admitted while the
+	// webhook did not answer.
+	WithoutBuildDecision = "admitted-without-build-decision"
 )
 
 // Finding is something a platform engineer should look at.
@@ -474,7 +477,8 @@ func isWindows(spec *corev1.PodSpec) bool {
 // windowsPod: a Windows pod, or one wincompat recorded itself on (it judged the pod Windows).
 func windowsPod(p *corev1.Pod) bool {
 	_, recorded := p.Annotations[policy.AnnotationVersion]
-	return recorded || isWindows(&p.Spec)
+	_, byPolicy := p.Annotations[policy.AnnotationAdmissionPolicy]
+	return recorded || byPolicy || isWindows(&p.Spec)
 }
 
 func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
@@ -495,9 +499,12 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		// request ("ltsc2022"), not a build number.
 		row.Build, row.BuildSource = p.Annotations[policy.AnnotationBuild], source
 	}
-	if recorded {
+	switch _, byPolicy := p.Annotations[policy.AnnotationAdmissionPolicy]; {
+	case recorded:
 		r.Covered++
-	} else {
+	case byPolicy:
+		a.finding(WithoutBuildDecision, p.Namespace, obj, "admitted by wincompat's admission policies while the webhook did not answer: valid and on a Windows node, but no build was chosen (no windows-build pin or RuntimeClass); pods created now get one")
+	default:
 		a.finding(NotCovered, p.Namespace, obj, a.whyNotCovered(p))
 	}
 	if s, ok := p.Annotations[policy.AnnotationChanges]; ok {

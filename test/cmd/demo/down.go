@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/audit"
 )
 
 // whileDown is the last part: with the hybrid engine, wincompat's leader keeps MutatingAdmissionPolicies
@@ -76,11 +77,25 @@ func (d *demo) whileDown(ctx context.Context) error {
 		return fmt.Errorf("the record of the pod admitted while down: %w", err)
 	}
 	d.detail("created pod %s (runAsUser, fsGroup, seccompProfile, capabilities, readOnlyRootFilesystem, allowPrivilegeEscalation)", pod.Name)
-	d.detail("  recorded    %d changes by the admission policy, wincompat.io/version %s", len(changes), pod.Annotations[policy.AnnotationVersion])
+	d.detail("  recorded    %d changes by the admission policy (%s=%s; no wincompat.io/version: the webhook never saw it)", len(changes), policy.AnnotationAdmissionPolicy, pod.Annotations[policy.AnnotationAdmissionPolicy])
 	d.detail("  scheduling  nodeSelector %s, %d tolerations, bound to %s (%s)", selector(&pod.Spec), len(pod.Spec.Tolerations), pod.Spec.NodeName, d.nodes[pod.Spec.NodeName].build)
 	d.detail("  build       %q: no build decision without wincompat, so it may land on a node that cannot run its image", pod.Annotations[policy.AnnotationBuild])
 	if d.nodes[pod.Spec.NodeName].os != "windows" || len(changes) == 0 || pod.Annotations[policy.AnnotationBuild] != "" {
 		return fmt.Errorf("pod admitted while down: node %s, %d changes, build %q", pod.Spec.NodeName, len(changes), pod.Annotations[policy.AnnotationBuild])
+	}
+	rep, err := audit.Run(ctx, d.c, audit.Options{Namespaces: []string{shopNamespace}})
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.Kind == audit.WithoutBuildDecision && f.Object == "Pod/"+pod.Name {
+			d.detail("  audit       %s: %s", f.Kind, f.Detail)
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("the audit does not report pod %s as %s", pod.Name, audit.WithoutBuildDecision)
 	}
 	fmt.Fprintf(d.out, "\n  with every replica down, the API server still made the Windows pod valid and sent it to a Windows node.\n")
 	return nil
