@@ -67,12 +67,8 @@ func PinnedBuilds(spec *corev1.PodSpec) []string {
 	if v, ok := spec.NodeSelector[labelWindowsBuild]; ok {
 		pinned = []string{v}
 	}
-	na := spec.Affinity
-	if na == nil || na.NodeAffinity == nil || na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return pinned
-	}
 	var union []string
-	for _, t := range na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+	for _, t := range requiredTerms(spec) {
 		var term []string
 		limited := false
 		for _, e := range t.MatchExpressions {

@@ -24,14 +24,16 @@ func OSTaintKeys() []string { return slices.Clone(osTaintKeys) }
 // windowsNodeTaints, or an operating-system taint (osTaintKeys with a Windows value), whatever its
 // effect.
 func (p *Policy) WindowsPodsTolerate(t corev1.Taint) bool {
-	if slices.Contains(osTaintKeys, t.Key) && slices.Contains(osTaintValues, t.Value) {
-		return true
-	}
-	return slices.ContainsFunc(p.WindowsNodeTaints, func(c corev1.Taint) bool { return sameTaint(c, t) })
+	return osTaint(t) || p.configuredTaint(t)
 }
 
-func sameTaint(a, b corev1.Taint) bool {
-	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+func osTaint(t corev1.Taint) bool {
+	return slices.Contains(osTaintKeys, t.Key) && slices.Contains(osTaintValues, t.Value)
+}
+
+// configuredTaint: t is one of the policy's windowsNodeTaints (key, value and effect).
+func (p *Policy) configuredTaint(t corev1.Taint) bool {
+	return slices.ContainsFunc(p.WindowsNodeTaints, func(c corev1.Taint) bool { return c.MatchTaint(&t) && c.Value == t.Value })
 }
 
 // tolerateWindowsTaints appends a toleration for each taint a Windows pod should tolerate and does not
@@ -49,8 +51,7 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 	}
 	if cluster != nil {
 		for _, t := range cluster.WindowsTaints {
-			configured := slices.ContainsFunc(p.WindowsNodeTaints, func(c corev1.Taint) bool { return sameTaint(c, t) })
-			if !configured && p.WindowsPodsTolerate(t) {
+			if osTaint(t) && !p.configuredTaint(t) {
 				taints = append(taints, wanted{t, "tolerates the taint " + t.ToString() + " found on ready Windows nodes"})
 			}
 		}

@@ -28,10 +28,7 @@ func allowedOS(spec *corev1.PodSpec) osSet {
 			allowed = allowed.and(osOf(v))
 		}
 	}
-	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return allowed
-	}
-	terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	terms := requiredTerms(spec)
 	if len(terms) == 0 {
 		return allowed
 	}

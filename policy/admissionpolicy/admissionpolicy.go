@@ -323,18 +323,24 @@ func inferOS(s shape) part {
 // decision's order.
 var containerLists = []string{"initContainers", "containers", "ephemeralContainers"}
 
+// perContainer renders body once per list of containers, in the Go decision's order: body gets the
+// CEL of the container's JSON pointer and record path, and yields a CEL list over the container c and
+// its index i; each result is that list for every container of one list.
+func perContainer(s shape, body func(ptr, path string) string) []string {
+	var out []string
+	for _, l := range containerLists {
+		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, body(ptr, path)))
+	}
+	return out
+}
+
 // eachContainer renders a per-container part: body gets CEL expressions of the container (c), its JSON
 // pointer and its record path, and returns the part for one container.
 func eachContainer(s shape, body func(c, ptr, path string) part) part {
-	var parts []part
-	for _, l := range containerLists {
-		p := body("c", fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l))
-		over := func(e string) string {
-			return fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, e)
-		}
-		parts = append(parts, part{records: over(p.records), ops: over(p.ops)})
-	}
-	return join(parts...)
+	records := perContainer(s, func(ptr, path string) string { return body("c", ptr, path).records })
+	ops := perContainer(s, func(ptr, path string) string { return body("c", ptr, path).ops })
+	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")"}
 }
 
 // strips is the strip table as a CEL list of removals, each a map of its JSON pointer ("ptr") and its
@@ -349,25 +355,22 @@ func strips(s shape) string {
 			out = append(out, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), "'spec.securityContext'", f))
 		}
 	}
-	for _, l := range containerLists {
-		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+	out = append(out, perContainer(s, func(ptr, path string) string {
 		var rows []string
 		for _, f := range policy.LinuxOnlyFields() {
 			if f.Scope == policy.ContainerSecurityContextScope {
 				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path+" + '.securityContext'", f))
 			}
 		}
-		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, strings.Join(rows, " + ")))
-	}
+		return strings.Join(rows, " + ")
+	})...)
 	// Mount propagation goes too: Bidirectional is valid only for privileged containers, which the
 	// strip table just ended, and Windows has none of it.
-	for _, l := range containerLists {
-		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+	out = append(out, perContainer(s, func(ptr, path string) string {
 		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + m.mountPath.replace('\\', '\\\\').replace('"', '\\"') + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
 			path, jsonString(policy.ReasonMountPropagation))
-		out = append(out, fmt.Sprintf(`%s.?%s.orValue([]).transformList(i, c, c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()).flatten()`,
-			optional(s.spec), l, ptr, entry))
-	}
+		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
+	})...)
 	return strings.Join(out, " +\n")
 }
 

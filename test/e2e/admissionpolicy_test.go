@@ -67,15 +67,9 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		create(ctx, t, c, &policies[i])
 		create(ctx, t, c, &bindings[i])
 	}
-	// Declared Windows; two renderings of a chart may hold the same workload: the first is kept.
-	var workloads []workload
-	seen := map[string]bool{}
-	for _, w := range loadCorpus(t) {
-		if id := w.obj.GetKind() + "/" + w.obj.GetName(); !seen[id] {
-			seen[id] = true
-			w.obj.SetNamespace(nsMAP)
-			workloads = append(workloads, w)
-		}
+	workloads := distinct(loadCorpus(t)) // declared Windows
+	for _, w := range workloads {
+		w.obj.SetNamespace(nsMAP)
 	}
 	workloads = append(workloads, goldenWorkloads(t)...)
 	setUpNamespace(ctx, t, c, nsMAP, map[string]string{policy.LabelEnabled: "true"}, workloads)

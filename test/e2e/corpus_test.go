@@ -275,6 +275,21 @@ func loadCorpusAsRendered(t *testing.T) []workload {
 	return out
 }
 
+// distinct keeps the first of workloads of the same kind and name: two renderings of a chart may hold
+// the same workload (csi-driver-smb with and without its Windows part), which one namespace cannot hold
+// twice.
+func distinct(workloads []workload) []workload {
+	var out []workload
+	seen := map[string]bool{}
+	for _, w := range workloads {
+		if id := w.obj.GetKind() + "/" + w.obj.GetName(); !seen[id] {
+			seen[id] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // setUpCluster creates what the corpus expects of a cluster and no controller provides under envtest:
 // the opted-in namespace demo and, through setUpClusterWide, the catalog's RuntimeClasses and the
 // PriorityClasses the pods name.

@@ -126,16 +126,7 @@ type madePod struct {
 }
 
 func TestMixedClusterBothWays(t *testing.T) {
-	// Two renderings of a chart may hold the same workload (csi-driver-smb with and without its Windows
-	// part): the first is kept.
-	var workloads []workload
-	seen := map[string]bool{}
-	for _, w := range loadCorpusAsRendered(t) {
-		if id := w.obj.GetKind() + "/" + w.obj.GetName(); !seen[id] {
-			seen[id] = true
-			workloads = append(workloads, w)
-		}
-	}
+	workloads := distinct(loadCorpusAsRendered(t))
 	for _, obj := range handWritten() {
 		workloads = append(workloads, workload{file: "hand-written", obj: obj})
 	}

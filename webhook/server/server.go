@@ -76,6 +76,14 @@ type Options struct {
 	Log                logr.Logger
 }
 
+// offer sends v unless ch already holds a pending value.
+func offer[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
 // Engines.
 const (
 	EngineWebhook = "webhook"
@@ -314,14 +322,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if watcher != nil {
 		watcher.current = current
 		watcher.onChange = func() {
-			select { // the catalog may have changed: reconcile RuntimeClasses (a pending event is enough)
-			case policyChanged <- event.GenericEvent{}:
-			default:
-			}
-			select { // and render the admission policies again
-			case policiesStale <- struct{}{}:
-			default:
-			}
+			// The catalog may have changed: reconcile RuntimeClasses, and render the admission policies
+			// again (a pending signal is enough for each).
+			offer(policyChanged, event.GenericEvent{})
+			offer(policiesStale, struct{}{})
 		}
 		if err := mgr.Add(watcher); err != nil {
 			return err

@@ -44,7 +44,7 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 			c.Builds = append(c.Builds, build)
 		}
 		for _, t := range n.Spec.Taints {
-			if !slices.ContainsFunc(c.WindowsTaints, func(o corev1.Taint) bool { return o.Key == t.Key && o.Value == t.Value && o.Effect == t.Effect }) {
+			if !slices.ContainsFunc(c.WindowsTaints, func(o corev1.Taint) bool { return o.MatchTaint(&t) && o.Value == t.Value }) {
 				c.WindowsTaints = append(c.WindowsTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 			}
 		}
