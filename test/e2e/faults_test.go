@@ -154,15 +154,22 @@ func TestFaultsUnderLoad(t *testing.T) {
 	}
 	rotation.note("the renewed certificate served by replica 0 after %s, replica 1 after %s",
 		rotatedIn[0].Round(10*time.Millisecond), rotatedIn[1].Round(10*time.Millisecond))
-	// The API server keeps its connections, made with the old certificate; a burst makes it open new
-	// ones, which see the renewed certificate.
+	// The API server keeps its connections, made with the old certificate, for as long as they stay
+	// open; how many more a burst needs depends on timing. So, with no creation in flight, the balancer
+	// closes every connection (as when the idle ones time out) and the API server must open new ones,
+	// which see the renewed certificate.
 	time.Sleep(time.Second)
+	resume := s.pause()
+	closed := lb.closeAll()
+	time.Sleep(200 * time.Millisecond) // the API server's transport sees the FINs and drops those connections
+	resume()
 	conns := lb.connections()
 	s.burst(3 * faultCreators)
 	if opened := sum(lb.connections()) - sum(conns); opened == 0 {
 		t.Error("the burst opened no new connection to wincompat: the renewed certificate was not used by the API server")
 	} else {
-		rotation.note("a burst of %d creations opened %d new connections, with the renewed certificate", 3*faultCreators, opened)
+		rotation.note("with its %d connections closed while idle, a burst of %d creations opened %d new ones, with the renewed certificate",
+			closed, 3*faultCreators, opened)
 	}
 	time.Sleep(2 * time.Second)
 
@@ -931,6 +938,17 @@ func (b *balancer) track(conns ...net.Conn) bool {
 	return true
 }
 
+// closeAll closes every connection passed through so far, both ends, with a FIN; it returns how many
+// client connections it closed.
+func (b *balancer) closeAll() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.conns {
+		c.Close()
+	}
+	return len(b.conns) / 2
+}
+
 func (b *balancer) untrack(conns ...net.Conn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -989,6 +1007,13 @@ type stream struct {
 	stop  chan struct{}
 	once  sync.Once
 	wg    sync.WaitGroup
+	gate  sync.RWMutex // creations hold it shared; pause holds it alone
+}
+
+// pause waits for the creations in flight and holds new ones back until the returned func is called.
+func (s *stream) pause() (resume func()) {
+	s.gate.Lock()
+	return s.gate.Unlock
 }
 
 type failureClass string
@@ -1128,6 +1153,8 @@ func (s *stream) burst(n int) {
 
 // createOne creates a pod and files the outcome under the current phase.
 func (s *stream) createOne(name string) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	p, want := s.phase.Load(), s.want.Load()
 	pod := faultPod(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
