@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/server"
 )
@@ -43,6 +44,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
 	fl.StringVar(&o.Host, "bind-address", "", "webhook HTTPS address to listen on (default: all interfaces)")
 	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\"); reloaded when its content changes, an invalid change is refused and the last good policy kept")
+	fl.StringVar(&o.PolicyConfigMap, "policy-configmap", "", "the ConfigMap in --namespace that --policy is mounted from: every policy that loads is kept in <name>"+server.LastGoodSuffix+" (which must exist; the chart creates it), and a replica that starts while the file is invalid serves with that one, or the built-in policy, and says so (log, wincompat_policy_source, an Event on the ConfigMap) instead of refusing to start")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus /metrics address; 0 disables")
 	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; 0 disables")
 	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Go profiling (net/http/pprof) address, for diagnosing CPU and memory use; 0 disables. Keep it on localhost: profiles reveal internals")
@@ -60,7 +62,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")
 	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
-	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration whose caBundle to keep")
+	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration, and the ValidatingWebhookConfiguration of the same name if there is one, whose caBundle to keep")
 	fl.Func("tls-san", "with --self-managed-tls: a further DNS name or IP address for the certificate, for a webhook called by URL; repeatable", func(v string) error {
 		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
 		return nil
@@ -76,9 +78,12 @@ func runServe(args []string, stderr io.Writer) int {
 		return code
 	}
 	pol, err := loadPolicy(policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+	if err != nil && o.PolicyConfigMap == "" {
+		fmt.Fprintf(stderr, "wincompat serve: %v (with --policy-configmap wincompat would serve with the last good policy instead)\n", err)
 		return 1
+	}
+	if err != nil {
+		pol = policy.Default() // a placeholder: the server falls back to the last good policy itself
 	}
 	o.Policy, o.PolicyFile = pol, policyFile
 	if selfManaged {

@@ -1,5 +1,5 @@
 // Package certs gives wincompat a serving certificate without cert-manager: the leader keeps a CA and a
-// serving certificate in a Secret and the CA bundle of the MutatingWebhookConfiguration current; every
+// serving certificate in a Secret and the CA bundle of its webhook configurations (mutating, and the validating one for the policy) current; every
 // replica serves the certificate from the Secret, reloading it without a restart.
 //
 // Rotation never breaks a request: the serving certificate is renewed under the same CA, which the API
@@ -56,7 +56,7 @@ type Config struct {
 	Namespace         string // of the Secret and the Service
 	SecretName        string
 	ServiceName       string // the webhook Service; its DNS names go into the certificate
-	WebhookConfigName string // the MutatingWebhookConfiguration whose caBundle to keep (every webhook in it)
+	WebhookConfigName string // the Mutating- and ValidatingWebhookConfiguration of this name: caBundle kept on every webhook in them
 	// ExtraNames are further DNS names or IP addresses for the certificate, for a webhook called by URL
 	// (a local demo or test calls https://127.0.0.1:port) rather than through the Service.
 	ExtraNames   []string
@@ -221,43 +221,79 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	return nil
 }
 
+// ownConfigurations are wincompat's webhook configurations, both named WebhookConfigName: the mutating
+// one, and the validating one that checks the policy ConfigMap (absent in older installations).
+func (i *Issuer) ownConfigurations(ctx context.Context) ([]client.Object, error) {
+	var out []client.Object
+	for _, wc := range []client.Object{&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
+		err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, wc)
+		switch {
+		case apierrors.IsNotFound(err):
+			i.Log.V(1).Info("webhook configuration not found; caBundle not set", "kind", fmt.Sprintf("%T", wc), "name", i.WebhookConfigName)
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, wc)
+		}
+	}
+	return out, nil
+}
+
+// clientConfigs are the clientConfig of every webhook in a configuration.
+func clientConfigs(wc client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var out []*admissionregistrationv1.WebhookClientConfig
+	switch wc := wc.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for j := range wc.Webhooks {
+			out = append(out, &wc.Webhooks[j].ClientConfig)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for j := range wc.Webhooks {
+			out = append(out, &wc.Webhooks[j].ClientConfig)
+		}
+	}
+	return out
+}
+
 // bundleApplied reports whether every webhook of ours already trusts bundle.
 func (i *Issuer) bundleApplied(ctx context.Context, bundle []byte) bool {
-	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, &wc); err != nil {
+	wcs, err := i.ownConfigurations(ctx)
+	if err != nil || len(wcs) == 0 {
 		return false
 	}
-	for _, w := range wc.Webhooks {
-		if !bytes.Equal(w.ClientConfig.CABundle, bundle) {
-			return false
+	for _, wc := range wcs {
+		for _, cc := range clientConfigs(wc) {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// injectBundle sets caBundle on every webhook of the configuration, which is wincompat's own.
+// injectBundle sets caBundle on every webhook of our configurations.
 func (i *Issuer) injectBundle(ctx context.Context, bundle []byte) error {
-	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := i.Client.Get(ctx, client.ObjectKey{Name: i.WebhookConfigName}, &wc); err != nil {
-		if apierrors.IsNotFound(err) {
-			i.Log.Info("MutatingWebhookConfiguration not found; caBundle not set", "name", i.WebhookConfigName)
-			return nil
-		}
+	wcs, err := i.ownConfigurations(ctx)
+	if err != nil {
 		return err
 	}
-	changed := false
-	for j := range wc.Webhooks {
-		cc := &wc.Webhooks[j].ClientConfig
-		if !bytes.Equal(cc.CABundle, bundle) {
-			cc.CABundle = bundle
-			changed = true
+	for _, wc := range wcs {
+		changed := false
+		for _, cc := range clientConfigs(wc) {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle = bundle
+				changed = true
+			}
 		}
+		if !changed {
+			continue
+		}
+		if err := i.Client.Update(ctx, wc); err != nil {
+			return err
+		}
+		i.Log.Info("updated the webhook caBundle", "kind", fmt.Sprintf("%T", wc), "name", i.WebhookConfigName)
 	}
-	if !changed {
-		return nil
-	}
-	i.Log.Info("updated the webhook caBundle", "name", i.WebhookConfigName)
-	return i.Client.Update(ctx, &wc)
+	return nil
 }
 
 func secretEqual(a, b *corev1.Secret) bool {

@@ -31,7 +31,7 @@ func TestPolicyFileReloads(t *testing.T) {
 	changed := make(chan struct{}, 10)
 	f := &policyFile{path: file, namespace: "wincompat-system", interval: 20 * time.Millisecond, log: testr.New(t),
 		onChange: func() { changed <- struct{}{} }}
-	initial, err := f.load()
+	initial, err := f.load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +58,13 @@ func TestPolicyFileReloads(t *testing.T) {
 	}
 }
 
-func TestPolicyFileInvalidAtStartIsAnError(t *testing.T) {
+func TestPolicyFileInvalidAtStartWithoutStoreIsAnError(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(file, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbogus: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f := &policyFile{path: file}
-	if _, err := f.load(); err == nil {
-		t.Error("an invalid policy at start must stop the server, not be ignored")
+	if _, err := f.load(context.Background()); err == nil {
+		t.Error("without a kept policy to fall back to (--policy-configmap), an invalid policy at start must stop the server, not be ignored")
 	}
 }

@@ -70,7 +70,11 @@ type Options struct {
 	// Secret and the webhook configuration's caBundle current; every replica serves from the Secret.
 	SelfManagedTLS *certs.Config
 	// PolicyFile, when set, is watched: a valid new content replaces Policy without a restart.
-	PolicyFile         string
+	PolicyFile string
+	// PolicyConfigMap, when set, names the ConfigMap in Namespace that PolicyFile is mounted from: the
+	// last policy that loaded is kept in <name>-last-good, and a replica that starts while the file is
+	// invalid serves with that one (or the built-in policy) instead of refusing to start.
+	PolicyConfigMap    string
 	PolicyPollInterval time.Duration
 	Version            string
 	Log                logr.Logger
@@ -115,6 +119,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Policy == nil {
 		errs = append(errs, errors.New("no policy"))
+	}
+	if o.PolicyConfigMap != "" && (o.PolicyFile == "" || o.Namespace == "") {
+		errs = append(errs, errors.New("--policy-configmap needs --policy (the file mounted from it) and --namespace (or POD_NAMESPACE)"))
 	}
 	if o.Engine != "" && o.Engine != EngineWebhook && o.Engine != EngineHybrid {
 		errs = append(errs, fmt.Errorf("--engine %q: use %s (all in the webhook) or %s (the static part as MutatingAdmissionPolicies, Kubernetes 1.36 and later)", o.Engine, EngineWebhook, EngineHybrid))
@@ -211,7 +218,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			interval = 5 * time.Second
 		}
 		watcher = &policyFile{path: o.PolicyFile, namespace: o.Namespace, interval: interval, log: o.Log.WithName("policy")}
-		if pol, err = watcher.load(); err != nil {
+		if o.PolicyConfigMap != "" {
+			watcher.store = newPolicyStore(directClient(mgr), o.Namespace, o.PolicyConfigMap)
+			watcher.store.recorder = mgr.GetEventRecorder("wincompat")
+		}
+		if pol, err = watcher.load(ctx); err != nil {
 			return err
 		}
 	}
@@ -238,6 +249,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.PodPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewPodHandler(shared)}))
 	srv.Register(webhook.WorkloadPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)}))
+	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.PolicyCheck{}}))
 	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
 		if draining.Load() {
 			return errors.New("shutting down")
