@@ -10,6 +10,13 @@ export CGO_ENABLED ?= 0
 # kept between runs: rebuilt only when test/go.mod changes.
 K8S_DIR  := bin/k8s
 K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd
+# The version the Kubernetes release build stamps in, from test/go.mod: without it /version says
+# v0.0.0-master and clients that check it (helm install of a chart with kubeVersion) refuse the cluster.
+K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' test/go.mod)
+K8S_VERSION_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
+K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_VERSION_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean
 # helm, pinned in test/go.mod, for the chart's lint, template and install tests.
 HELM     := bin/helm
 
@@ -82,7 +89,7 @@ $(HELM): test/go.mod test/go.sum
 
 $(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go
 	mkdir -p $(K8S_DIR)
-	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(K8S_DIR)/ \
+	cd test && $(GO) build -trimpath -ldflags="-s $(K8S_VERSION_FLAGS)" -o ../$(K8S_DIR)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd
 	touch $(K8S_BINS)
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -152,6 +153,9 @@ func decodeStrict(data []byte, into *file) error {
 		if errors.As(err, &te) {
 			msgs := make([]string, 0, len(te.Errors))
 			for _, m := range te.Errors {
+				if sm := yamlTypeError.FindStringSubmatch(m); sm != nil {
+					m = typeErrorMessage(data, sm)
+				}
 				msgs = append(msgs, yamlFieldError.ReplaceAllString(m, fmt.Sprintf("line $1: unknown key %q (known keys: %s)", "$2", knownKeys())))
 			}
 			return errors.New(strings.Join(msgs, "; "))
@@ -163,6 +167,78 @@ func decodeStrict(data []byte, into *file) error {
 		return errors.New("the policy file must hold exactly one YAML document")
 	}
 	return nil
+}
+
+var yamlTypeError = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+
+// wantedShapes says in the file's words what each Go type of the file accepts.
+var wantedShapes = map[string]string{
+	"bool": "true or false", "*bool": "true or false", "string": "a string", "*string": "a string",
+	"[]string":           "a list of strings",
+	"[]policy.fileTaint": "a list of taints, each with key, value and effect",
+	"[]policy.fileBuild": "a list of builds, each with build, names, imageTags and runtimeClassName",
+	"policy.fileTaint":   "a taint with key, value and effect",
+	"policy.fileBuild":   "a build with build, names, imageTags and runtimeClassName",
+}
+
+// typeErrorMessage turns the YAML decoder's "cannot unmarshal !!str `x` into []policy.fileBuild" into
+// a message that names the key at that line and what it accepts, without Go type names.
+func typeErrorMessage(data []byte, sm []string) string {
+	line, _ := strconv.Atoi(sm[1])
+	key := "a value"
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) == nil {
+		if k := keyAtLine(&root, "", line, "!!"+sm[2]); k != "" {
+			key = k
+		}
+	}
+	want, ok := wantedShapes[sm[4]]
+	if !ok {
+		want = "another type"
+	}
+	got := map[string]string{"seq": "a list", "map": "a mapping"}[sm[2]]
+	if got == "" {
+		got = fmt.Sprintf("%s %q", sm[2], sm[3])
+	}
+	return fmt.Sprintf("line %d: %s: got %s, want %s", line, key, got, want)
+}
+
+// keyAtLine finds the path of the last key whose value starts at line with the given YAML tag.
+func keyAtLine(n *yaml.Node, path string, line int, tag string) string {
+	found := ""
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAtLine(c, path, line, tag); k != "" {
+				found = k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if v.Line == line && v.Tag == tag {
+				found = p
+			}
+			if sub := keyAtLine(v, p, line, tag); sub != "" {
+				found = sub
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if c.Line == line && c.Tag == tag && c.Kind != yaml.MappingNode {
+				found = p
+			}
+			if sub := keyAtLine(c, p, line, tag); sub != "" {
+				found = sub
+			}
+		}
+	}
+	return found
 }
 
 // knownKeys lists every key a policy file may use, for error messages.

@@ -47,7 +47,10 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"unknown key with line", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ntolerations: []\n", `line 3: unknown key "tolerations"`},
 		{"unknown nested key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.20348\n  runtimeClass: x\n", `line 5: unknown key "runtimeClass"`},
-		{"wrong type", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nsetRuntimeClassName: maybe\n", "line 3"},
+		{"wrong type", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nsetRuntimeClassName: maybe\n", `line 3: setRuntimeClassName: got str "maybe", want true or false`},
+		{"string for a list", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: none\n", `line 3: builds: got str "none", want a list of builds, each with build, names, imageTags and runtimeClassName`},
+		{"list for a string", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: [amd64]\n", `line 3: arch: got a list, want a string`},
+		{"wrong type nested", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.17763\n  names: lts\n", `line 5: builds[0].names: got str "lts", want a list of strings`},
 		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\n", "want wincompat.io/v1alpha1/Policy"},
 		{"two documents", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n---\na: 1\n", "exactly one YAML document"},
 		{"bad effect", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: windows, effect: NoScheduel}\n", `windowsNodeTaints[0].effect: "NoScheduel" is not one of NoSchedule, PreferNoSchedule, NoExecute`},

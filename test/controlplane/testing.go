@@ -83,3 +83,14 @@ func run(t testing.TB, o Options) *ControlPlane {
 	})
 	return cp
 }
+
+// LaunchBare runs a control plane with no webhook configuration installed, for tests that install
+// wincompat the way a user does (the chart), and returns it for its KubeConfig of other users.
+func LaunchBare(t testing.TB, opts ...Option) *ControlPlane {
+	t.Helper()
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return run(t, o)
+}

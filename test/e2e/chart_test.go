@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -223,7 +224,12 @@ func TestHelmChart(t *testing.T) {
 				}
 			}
 			t.Logf("created %d objects: %v", len(objs), kinds)
-			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"}
+			// No wincompat serves here: the policy check must not refuse the next subtest's ConfigMap.
+			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "wincompat"}}
+			if err := cl.c.Delete(ctx, vwc); err != nil {
+				t.Errorf("deleting the policy check: %v", err)
+			}
+			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"}
 			if tc.values == "" {
 				want = append(want, "Certificate", "Issuer")
 			} else {
@@ -241,43 +247,53 @@ func TestHelmChart(t *testing.T) {
 	}
 }
 
-// compareWithDeployWebhooks keeps the chart and deploy/webhook (which the e2e tests install) in step.
+// compareWithDeployWebhooks keeps the chart and deploy/webhook (which the e2e tests install) in step: the
+// webhooks of both configurations, compared as JSON.
 func compareWithDeployWebhooks(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	root, _ := controlplane.RepoRoot()
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "webhook", "mutatingwebhookconfiguration.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want, got admissionregistrationv1.MutatingWebhookConfiguration
-	if err := yaml.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range objs {
-		if obj.GetKind() == "MutatingWebhookConfiguration" {
-			js, _ := obj.MarshalJSON()
-			if err := json.Unmarshal(js, &got); err != nil {
-				t.Fatal(err)
+	for kind, file := range map[string]string{
+		"MutatingWebhookConfiguration":   "mutatingwebhookconfiguration.yaml",
+		"ValidatingWebhookConfiguration": "validatingwebhookconfiguration.yaml",
+	} {
+		data, err := os.ReadFile(filepath.Join(root, "deploy", "webhook", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]any
+		if err := yaml.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		for _, obj := range objs {
+			if obj.GetKind() == kind {
+				got = obj.Object
 			}
 		}
-	}
-	// The CEL differs only in line breaks.
-	normalize := func(wc *admissionregistrationv1.MutatingWebhookConfiguration) {
-		for i := range wc.Webhooks {
-			for j := range wc.Webhooks[i].MatchConditions {
-				mc := &wc.Webhooks[i].MatchConditions[j]
-				mc.Expression = strings.Join(strings.Fields(mc.Expression), " ")
-				mc.Expression = strings.ReplaceAll(strings.ReplaceAll(mc.Expression, "( ", "("), "[ ", "[")
-			}
+		w, g := normalizedWebhooks(want), normalizedWebhooks(got)
+		if !equality.Semantic.DeepEqual(w, g) {
+			wj, _ := json.MarshalIndent(w, "", " ")
+			gj, _ := json.MarshalIndent(g, "", " ")
+			t.Errorf("the chart's %s webhooks differ from deploy/webhook/%s\nchart:\n%s\ndeploy:\n%s", kind, file, gj, wj)
 		}
 	}
-	normalize(&want)
-	normalize(&got)
-	if !equality.Semantic.DeepEqual(want.Webhooks, got.Webhooks) {
-		w, _ := json.MarshalIndent(want.Webhooks, "", " ")
-		g, _ := json.MarshalIndent(got.Webhooks, "", " ")
-		t.Errorf("the chart's webhooks differ from deploy/webhook/mutatingwebhookconfiguration.yaml\nchart:\n%s\ndeploy:\n%s", g, w)
+}
+
+// normalizedWebhooks are the webhooks of a configuration as JSON values, their CEL differing only in line
+// breaks.
+func normalizedWebhooks(wc map[string]any) []any {
+	js, _ := json.Marshal(wc["webhooks"])
+	var hooks []any
+	_ = json.Unmarshal(js, &hooks)
+	for _, h := range hooks {
+		conds, _ := h.(map[string]any)["matchConditions"].([]any)
+		for _, c := range conds {
+			mc := c.(map[string]any)
+			e := strings.Join(strings.Fields(mc["expression"].(string)), " ")
+			mc["expression"] = strings.ReplaceAll(strings.ReplaceAll(e, "( ", "("), "[ ", "[")
+		}
 	}
+	return hooks
 }
 
 // TestHelmChartImageResolver: issue 13. The imageResolver values become serve's flags; a pull secret

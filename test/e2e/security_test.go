@@ -39,7 +39,8 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"/nodes":                     {any: []string{"list", "watch"}},
 		"node.k8s.io/runtimeclasses": {any: []string{"get", "list", "watch", "create"}, byName: []string{"update", "delete"}},
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
-		"admissionregistration.k8s.io/mutatingwebhookconfigurations": {byName: []string{"get", "update"}},
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
+		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
 		// engine hybrid: its four admission policies and bindings.
 		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
 		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {any: []string{"create"}, byName: []string{"get", "patch"}},
@@ -49,6 +50,8 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"/events":                    {any: []string{"create", "patch"}},
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
 		"/secrets":                   {any: []string{"create"}, byName: []string{"get", "update"}},
+		// The last good policy.
+		"/configmaps": {byName: []string{"get", "patch"}},
 	},
 }
 

@@ -1,0 +1,282 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
+)
+
+// TestPolicyCannotTakeAdmissionDown: issue 15, parts 3 and 4. wincompat is installed as a user installs
+// it (helm install of the chart, self-managed TLS, the engine the API server allows) and runs as the
+// chart's ServiceAccount under the chart's RBAC, never as an administrator. Then:
+//   - an invalid policy is refused by helm upgrade, server-side apply and the strategic merge patch
+//     `kubectl apply` sends, each with the loader's message naming the key;
+//   - with no replica, a policy edit is refused too (failurePolicy Fail, scoped to that one ConfigMap);
+//   - a replica that starts while the stored policy is invalid (written past the check) serves with
+//     the last good policy it kept in the API server, is ready, and says so in the log, the metrics and
+//     an Event; fixing the policy takes effect without a restart.
+//
+// The only change to what the chart renders is the network path: a post-renderer points the webhooks'
+// clientConfig at the replica's loopback port, as a Service would route to its pod.
+func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
+	ctx := context.Background()
+	cp := controlplane.LaunchBare(t)
+	cl := &cluster{cp: cp, cfg: cp.Config, c: cp.Client}
+	c := cp.Client
+	setUpNamespace(ctx, t, c, ownNamespace, nil, nil)
+
+	port, err := controlplane.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	postRenderer := filepath.Join(dir, "to-loopback.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec sed -E 's#service: \\{name: [^,]+, namespace: [^,]+, path: ([^,]+), port: 443\\}#url: \"https://127.0.0.1:%d\\1\"#'\n", port)
+	if err := os.WriteFile(postRenderer, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	admin := writeKubeConfig(t, cl, "chart-admin", "system:masters")
+	release := func(extra ...string) (string, error) {
+		args := append([]string{"upgrade", "--install", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace,
+			"--kubeconfig", admin, "--post-renderer", postRenderer,
+			"--set", "tls.mode=self-managed", "--set", "imageResolver.enabled=false"}, extra...)
+		out, stderr, err := runHelm(t, args...)
+		return string(out) + stderr, err
+	}
+	if out, err := release(); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+
+	// The replica runs the chart's Deployment's arguments, with loopback ports, the policy ConfigMap as
+	// a file (written here, as the kubelet would) and the ServiceAccount's identity.
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ownNamespace, Name: "wincompat"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	policyFile := filepath.Join(dir, "policy.yaml")
+	syncPolicyFile := func() string {
+		t.Helper()
+		content := policyConfigMap(t, c, "wincompat-policy")
+		if err := os.WriteFile(policyFile+".tmp", []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(policyFile+".tmp", policyFile); err != nil { // at once, as the kubelet swaps a ConfigMap volume
+			t.Fatal(err)
+		}
+		return content
+	}
+	syncPolicyFile()
+	serviceAccount := writeKubeConfig(t, cl, "system:serviceaccount:"+ownNamespace+":wincompat", "system:serviceaccounts", "system:serviceaccounts:"+ownNamespace)
+	r := &replica{bin: buildWincompat(t), workDir: t.TempDir(), port: port}
+	for _, p := range []*int{&r.probePort, &r.metricsP} {
+		if *p, err = controlplane.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		name, _, _ := strings.Cut(arg, "=")
+		switch name {
+		case "--port":
+			arg = "--port=" + strconv.Itoa(r.port)
+		case "--metrics-bind-address":
+			arg = "--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metricsP)
+		case "--health-probe-bind-address":
+			arg = "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(r.probePort)
+		case "--policy":
+			arg = "--policy=" + policyFile
+		}
+		r.args = append(r.args, arg)
+	}
+	r.args = append(r.args, "--bind-address=127.0.0.1", "--tls-san=127.0.0.1", "--namespace="+ownNamespace, "--kubeconfig="+serviceAccount,
+		"--shutdown-delay=0")
+	t.Cleanup(func() {
+		if r.server != nil && r.exited() == nil {
+			_ = r.stop(10 * time.Second)
+		}
+	})
+	r.start(t)
+	r.waitReady(t)
+
+	// What the ServiceAccount's rules are for, seen done: the caBundle of both configurations, the last
+	// good policy, the admission policies (engine hybrid) and the catalog's RuntimeClasses.
+	waitUntil(t, 30*time.Second, "wincompat to set the caBundle of both webhook configurations", func() bool {
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		var v admissionregistrationv1.ValidatingWebhookConfiguration
+		return c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &m) == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0 &&
+			c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &v) == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0
+	})
+	keptIs := func(what, want string) {
+		t.Helper()
+		waitUntil(t, 30*time.Second, what, func() bool { return policyConfigMap(t, c, "wincompat-policy-last-good") == want })
+	}
+	keptIs("the installed policy kept as the last good one", policyConfigMap(t, c, "wincompat-policy"))
+	waitUntil(t, 30*time.Second, "the admission policies and RuntimeClasses", func() bool {
+		var maps admissionregistrationv1.MutatingAdmissionPolicyList
+		var rcs nodev1.RuntimeClassList
+		return c.List(ctx, &maps) == nil && len(maps.Items) == 4 && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
+	})
+
+	// A valid change through helm upgrade: kept once loaded.
+	const lastGoodTaint = "e2e.wincompat.io/last-good"
+	taints := `policy.windowsNodeTaints=[{"key":"os","value":"windows","effect":"NoSchedule"},{"key":"` + lastGoodTaint + `","value":"yes","effect":"NoSchedule"}]`
+	if out, err := release("--set-json", taints); err != nil {
+		t.Fatalf("helm upgrade with a valid policy: %v\n%s", err, out)
+	}
+	good := syncPolicyFile()
+	if !strings.Contains(good, lastGoodTaint) {
+		t.Fatalf("the upgraded policy lacks the new taint:\n%s", good)
+	}
+	keptIs("the upgraded policy kept as the last good one", good)
+
+	// An invalid policy, three ways: refused before it is stored, with the key named.
+	refused := func(how string, err error, says ...string) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: an invalid policy was stored", how)
+			return
+		}
+		for _, s := range append(says, `denied the request`, "is not a valid policy") {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: the refusal does not say %q: %v", how, s, err)
+			}
+		}
+		t.Logf("%s: %v", how, err)
+	}
+	if out, err := release("--set-json", taints, "--set", "policy.windowsNodeTaint=os"); err != nil {
+		refused("helm upgrade", fmt.Errorf("%v: %s", err, out), `unknown key "windowsNodeTaint"`, "windowsNodeTaints")
+	} else {
+		refused("helm upgrade", nil)
+	}
+	invalid := strings.Replace(good, "kind: Policy\n", "kind: Policy\narch: sparc\n", 1)
+	apply := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ownNamespace, Name: "wincompat-policy"}, Data: map[string]string{"policy.yaml": invalid}}
+	//nolint:staticcheck // server-side apply of a typed object, as kubectl apply --server-side sends it.
+	refused("server-side apply", c.Patch(ctx, apply, client.Apply, client.FieldOwner("gitops"), client.ForceOwnership), "arch")
+	smp := fmt.Sprintf(`{"data":{"policy.yaml":%q}}`, strings.Replace(good, "kind: Policy\n", "kind: Policy\nbuilds: none\n", 1))
+	refused("kubectl apply (strategic merge patch)", c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ownNamespace, Name: "wincompat-policy"}},
+		client.RawPatch(types.StrategicMergePatchType, []byte(smp))), "builds")
+	if got := policyConfigMap(t, c, "wincompat-policy"); got != good {
+		t.Errorf("the stored policy changed:\n%s", got)
+	}
+
+	// No replica: a policy edit is refused (it cannot be checked), nothing else is affected.
+	if err := r.stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stored := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ownNamespace, Name: "wincompat-policy"}, stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Data["policy.yaml"] = invalid
+	if err := c.Update(ctx, stored); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("with no replica, a policy edit was not refused by the webhook: %v", err)
+	}
+
+	// Somehow an invalid policy is stored anyway (here: an administrator removes the check for a moment)
+	// and a replica starts with it.
+	var check admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &check); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &check); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	check.ResourceVersion, check.UID, check.ManagedFields = "", "", nil
+	if err := c.Create(ctx, &check); err != nil {
+		t.Fatal(err)
+	}
+	syncPolicyFile()
+	r.start(t)
+	r.waitReady(t)
+	if line := r.logLine(t, "the policy file is invalid; serving with the last-good policy until it is fixed"); line == nil || !strings.Contains(fmt.Sprint(line["error"]), "arch") {
+		t.Errorf("no log line says the policy is invalid and which policy serves instead: %v\n%s", line, r.logTail())
+	}
+	if got := r.metric(t, "wincompat_policy_source", "source", "last-good"); got != 1 {
+		t.Errorf("wincompat_policy_source{source=last-good} = %v, want 1", got)
+	}
+	if got := r.metric(t, "wincompat_policy_valid", "", ""); got != 0 {
+		t.Errorf("wincompat_policy_valid = %v, want 0", got)
+	}
+	waitUntil(t, 20*time.Second, "an Event on the policy ConfigMap", func() bool {
+		var events eventsv1.EventList
+		if c.List(ctx, &events, client.InNamespace(ownNamespace)) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == "wincompat-policy" && e.Reason == "PolicyInvalid" && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Note, "last-good") {
+				return true
+			}
+		}
+		return false
+	})
+	// It serves with the last good policy: its own taint is tolerated.
+	setUpNamespace(ctx, t, c, "apps", map[string]string{policy.LabelEnabled: "true"}, nil)
+	pod := windowsPod("apps", "after-restart")
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatalf("a Windows pod with the last good policy in force: %v", err)
+	}
+	if countToleration(pod, corev1.Toleration{Key: lastGoodTaint, Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}) != 1 {
+		t.Errorf("the pod does not tolerate the last good policy's taint: %+v", pod.Spec.Tolerations)
+	}
+	if got := policyConfigMap(t, c, "wincompat-policy-last-good"); got != good {
+		t.Errorf("the invalid policy replaced the kept one:\n%s", got)
+	}
+
+	// Fixed: in force at the next poll, no restart.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Data["policy.yaml"] = good
+	if err := c.Update(ctx, stored); err != nil {
+		t.Fatalf("fixing the policy: %v", err)
+	}
+	syncPolicyFile()
+	waitUntil(t, 15*time.Second, "the fixed policy in force", func() bool {
+		return r.metric(t, "wincompat_policy_source", "source", "file") == 1 && r.metric(t, "wincompat_policy_valid", "", "") == 1
+	})
+	logs, _ := filepath.Glob(filepath.Join(r.workDir, "*.log"))
+	for _, file := range logs {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if forbidden.MatchString(line) {
+				t.Errorf("the chart's RBAC refused wincompat something: %s", line)
+			}
+		}
+	}
+}
+
+var forbidden = regexp.MustCompile(`(?i)\bforbidden\b`)
+
+func policyConfigMap(t *testing.T, c client.Client, name string) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ownNamespace, Name: name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["policy.yaml"]
+}
