@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,12 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
 
 // TestPolicyCannotTakeAdmissionDown: issue 15, parts 3 and 4. wincompat is installed as a user installs
@@ -38,7 +42,17 @@ import (
 // clientConfig at the replica's loopback port, as a Service would route to its pod.
 func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	ctx := context.Background()
-	cp := controlplane.LaunchBare(t)
+	// The API server records every request of wincompat's ServiceAccount, to hold them against the
+	// chart's rules at the end.
+	auditPolicy, auditLog := filepath.Join(t.TempDir(), "audit-policy.yaml"), filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(auditPolicy, []byte(serviceAccountAudit), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp := controlplane.LaunchBare(t,
+		controlplane.WithAPIServerFlag("audit-policy-file", auditPolicy),
+		controlplane.WithAPIServerFlag("audit-log-path", auditLog),
+		controlplane.WithAPIServerFlag("audit-log-format", "json"),
+		controlplane.WithAPIServerFlag("audit-log-maxsize", "1024"))
 	cl := &cluster{cp: cp, cfg: cp.Config, c: cp.Client}
 	c := cp.Client
 	setUpNamespace(ctx, t, c, ownNamespace, nil, nil)
@@ -60,6 +74,17 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 			"--set", "tls.mode=self-managed", "--set", "imageResolver.enabled=false"}, extra...)
 		out, stderr, err := runHelm(t, args...)
 		return string(out) + stderr, err
+	}
+	// RuntimeClasses of the catalog's names as a cluster may already have them: one not wincompat's (left
+	// alone, with an Event in default), one of wincompat's with the wrong scheduling (repaired), one of
+	// wincompat's with another handler (replaced: deleted and created).
+	managed := map[string]string{runtimeclass.ManagedByLabel: runtimeclass.ManagedByValue}
+	for _, rc := range []*nodev1.RuntimeClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "windows-2019"}, Handler: "runhcs-wcow-process"},
+		{ObjectMeta: metav1.ObjectMeta{Name: "windows-2022", Labels: managed}, Handler: "runhcs-wcow-process"},
+		{ObjectMeta: metav1.ObjectMeta{Name: "windows-2025", Labels: managed}, Handler: "runhcs-wcow-hypervisor"},
+	} {
+		create(ctx, t, c, rc)
 	}
 	if out, err := release(); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
@@ -256,6 +281,23 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	waitUntil(t, 15*time.Second, "the fixed policy in force", func() bool {
 		return r.metric(t, "wincompat_policy_source", "source", "file") == 1 && r.metric(t, "wincompat_policy_valid", "", "") == 1
 	})
+	waitUntil(t, 30*time.Second, "the RuntimeClasses repaired and replaced", func() bool {
+		var rcs nodev1.RuntimeClassList
+		if c.List(ctx, &rcs) != nil {
+			return false
+		}
+		done := 0
+		for _, rc := range rcs.Items {
+			if (rc.Name == "windows-2022" && rc.Scheduling != nil) || (rc.Name == "windows-2025" && rc.Handler == "runhcs-wcow-process") {
+				done++
+			}
+		}
+		return done == 2
+	})
+	if err := r.stop(10 * time.Second); err != nil {
+		t.Error(err)
+	}
+	checkRulesNeeded(t, c, auditLog)
 	logs, _ := filepath.Glob(filepath.Join(r.workDir, "*.log"))
 	for _, file := range logs {
 		b, err := os.ReadFile(file)
@@ -266,6 +308,97 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 			if forbidden.MatchString(line) {
 				t.Errorf("the chart's RBAC refused wincompat something: %s", line)
 			}
+		}
+	}
+}
+
+// serviceAccountAudit records the metadata of every request of wincompat's ServiceAccount, nothing else.
+const serviceAccountAudit = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:` + ownNamespace + `:wincompat"]
+- level: None
+`
+
+// checkRulesNeeded holds wincompat's requests, from the audit log, against the rules of the chart's
+// ClusterRole and Role as installed: none may have been refused, and every rule must be the only one
+// that allowed some request, so that removing any rule makes that request forbidden and this test fail.
+func checkRulesNeeded(t *testing.T, c client.Client, auditLog string) {
+	t.Helper()
+	type grant struct {
+		role string
+		rbacv1.PolicyRule
+	}
+	var grants []grant
+	var cr rbacv1.ClusterRole
+	var role rbacv1.Role
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ownNamespace, Name: "wincompat"}, &role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cr.Rules {
+		grants = append(grants, grant{"ClusterRole", r})
+	}
+	for _, r := range role.Rules {
+		grants = append(grants, grant{"Role", r})
+	}
+	data, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := make([]string, len(grants)) // a request only this rule allowed
+	requests := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev struct {
+			Verb           string `json:"verb"`
+			RequestURI     string `json:"requestURI"`
+			ObjectRef      *struct{ Resource, Subresource, Namespace, Name, APIGroup string }
+			ResponseStatus *struct{ Code int }
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit log: %v", err)
+		}
+		requests++
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 403 {
+			t.Errorf("the chart's RBAC refused wincompat %s %s", ev.Verb, ev.RequestURI)
+		}
+		if ev.ObjectRef == nil {
+			continue // discovery and other non-resource URLs: every authenticated user may
+		}
+		resource := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			resource += "/" + ev.ObjectRef.Subresource
+		}
+		verbs := []string{ev.Verb}
+		if (ev.Verb == "patch" || ev.Verb == "update") && ev.ResponseStatus != nil && ev.ResponseStatus.Code == 201 {
+			// It created the object (server-side apply of a new one): the API server also authorized
+			// create, which the audit log does not record apart.
+			verbs = append(verbs, "create")
+		}
+		for _, verb := range verbs {
+			var allowedBy []int
+			for i, g := range grants {
+				if (g.role == "Role" && ev.ObjectRef.Namespace != ownNamespace) ||
+					!slices.Contains(g.APIGroups, ev.ObjectRef.APIGroup) || !slices.Contains(g.Resources, resource) || !slices.Contains(g.Verbs, verb) ||
+					(len(g.ResourceNames) > 0 && !slices.Contains(g.ResourceNames, ev.ObjectRef.Name)) {
+					continue
+				}
+				allowedBy = append(allowedBy, i)
+			}
+			if len(allowedBy) == 1 && needed[allowedBy[0]] == "" {
+				needed[allowedBy[0]] = verb + " " + ev.RequestURI
+			}
+		}
+	}
+	for i, g := range grants {
+		if needed[i] == "" {
+			t.Errorf("%s rule %v %v %v %v allowed none of wincompat's %d requests alone: removing it would fail nothing here", g.role, g.APIGroups, g.Resources, g.ResourceNames, g.Verbs, requests)
+		} else {
+			t.Logf("%s rule %v %v %v %v needed for: %s", g.role, g.APIGroups, g.Resources, g.ResourceNames, g.Verbs, needed[i])
 		}
 	}
 }
