@@ -74,7 +74,7 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 	workloads = append(workloads, goldenWorkloads(t)...)
 	setUpNamespace(ctx, t, c, nsMAP, map[string]string{policy.LabelEnabled: "true"}, workloads)
 	setUpClusterWide(ctx, t, c, workloads)
-	waitForAdmissionPolicy(t, c)
+	waitForAdmissionPolicy(t, c, nsMAP)
 
 	facts := policy.Facts{Operation: policy.Create, Version: "e2e-map",
 		Namespace: policy.Namespace{Name: nsMAP, Labels: map[string]string{policy.LabelEnabled: "true"}}}
@@ -258,8 +258,9 @@ func goldenWorkloads(t *testing.T) []workload {
 }
 
 // waitForAdmissionPolicy waits until the API server applies every admission policy: it loads them from
-// its informer a moment after they are created, each on its own. One probe per shape of object.
-func waitForAdmissionPolicy(t *testing.T, c client.Client) {
+// its informer a moment after they are created, each on its own. One probe per shape of object, in ns,
+// where no webhook may act.
+func waitForAdmissionPolicy(t *testing.T, c client.Client, nsMAP string) {
 	t.Helper()
 	spec := func() corev1.PodSpec {
 		return corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows},
