@@ -63,6 +63,8 @@ const (
 	// renew deadline (10 s) less its retry period (2 s), since the deadline counts from the start of the
 	// renewal attempt that the outage interrupts.
 	leaseTolerance = 8 * time.Second
+	// allDownFor is how long every replica stays down in phases e and f.
+	allDownFor = 30 * time.Second
 )
 
 // TestFaultsUnderLoad: issue 8, "faults under a steady stream of pod creations".
@@ -257,8 +259,9 @@ func TestFaultsUnderLoad(t *testing.T) {
 		invalid.note("replica %d logged: %s: %v", r.index, line["msg"], line["error"])
 	}
 	time.Sleep(3 * time.Second)
-	// The ConfigMap mended. Until then a replica that restarts cannot start: the policy file is
-	// validated at start-up, and the last good policy lived only in the process it replaces.
+	// The ConfigMap mended. Until then a replica that restarts cannot start: these run without
+	// --policy-configmap, so the last good policy lives only in the process it replaces (with it, as the
+	// chart runs them, it would start with the kept one: TestPolicyCannotTakeAdmissionDown).
 	policies.write(t, map[string][]byte{"policy.yaml": []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: Windows, effect: NoSchedule}\n")})
 	for _, r := range replicas {
 		waitUntil(t, 30*time.Second, fmt.Sprintf("replica %d to take the mended policy", r.index), func() bool {
@@ -320,6 +323,61 @@ func TestFaultsUnderLoad(t *testing.T) {
 	// default, 10 s, from the first failed renewal): judge survival once that has passed.
 	time.Sleep(max(3*time.Second, time.Until(ar.down.Add(12*time.Second))))
 	survived()
+
+	// e. Every replica SIGKILLed and kept down (a bad rollout, the node pool lost), webhook only: with
+	// failurePolicy Fail every Windows pod creation fails until a replica is back. Counted, not hoped.
+	allDown := func(p *streamPhase) {
+		time.Sleep(time.Second)
+		for _, r := range replicas {
+			r.kill(t)
+		}
+		killed := time.Now()
+		time.Sleep(allDownFor)
+		for _, r := range replicas {
+			r.start(t)
+		}
+		for _, r := range replicas {
+			r.waitReady(t)
+			waitUntil(t, 10*time.Second, fmt.Sprintf("the balancer to take replica %d back", r.index), func() bool { return lb.ready(r) })
+		}
+		p.note("both replicas SIGKILLed, restarted after %s, both serving again %s after the kill", allDownFor, time.Since(killed).Round(10*time.Millisecond))
+		time.Sleep(time.Second)
+	}
+	webhookDown := begin("e. every replica SIGKILL, down 30 s: webhook only")
+	for _, r := range replicas {
+		// Only to keep the rolling restart of e' short: its graceful stops need no long drain here.
+		r.args = append(r.args, "--shutdown-delay=1s")
+	}
+	allDown(webhookDown)
+
+	// e'. To hybrid, replica by replica as a rollout does: the leader applies the admission policies,
+	// then the webhook goes to failurePolicy Ignore, as the chart installs it in hybrid mode.
+	toHybrid := begin("e'. rolling restart to hybrid")
+	for _, r := range replicas {
+		lb.drain(r, true)
+		if err := r.stop(30 * time.Second); err != nil {
+			t.Errorf("replica %d on SIGTERM: %v", r.index, err)
+		}
+		r.args = append(r.args, "--engine=hybrid")
+		r.start(t)
+		r.waitReady(t)
+		lb.drain(r, false)
+		waitUntil(t, 10*time.Second, fmt.Sprintf("the balancer to take replica %d back", r.index), func() bool { return lb.ready(r) })
+	}
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 4)
+	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
+	hybridWant := &expectation{toleration: "Windows", byAdmissionPolicy: true}
+	waitUntil(t, 30*time.Second, "the API server to apply the admission policies", func() bool {
+		pod, err := cs.CoreV1().Pods(faultNS).Create(ctx, faultPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && hybridWant.check(pod) == ""
+	})
+	s.want.Store(hybridWant)
+	time.Sleep(2 * time.Second)
+
+	// f. The same outage in hybrid mode: the API server's admission policies keep every Windows pod
+	// admissible and pinned to Windows nodes; only the build decision waits for a replica.
+	hybridDown := begin("f. every replica SIGKILL, down 30 s: hybrid")
+	allDown(hybridDown)
 	s.close()
 
 	t.Log("\n" + phaseTable(phases))
@@ -333,10 +391,11 @@ func TestFaultsUnderLoad(t *testing.T) {
 	}
 
 	// What the design promises. With a replica left to serve, no creation fails: the certificate
-	// rotation, a graceful replica restart and policy changes are invisible to the API server. (A graceful
+	// rotation, a graceful replica restart and policy changes are invisible to the API server; in hybrid
+	// mode, not even with every replica killed and down for 30 s. (A graceful
 	// restart under load loses the reviews the API server sends on keep-alive connections the replica
 	// closes on SIGTERM: TestGracefulShutdownAnswersKeepAliveRequests.)
-	for _, p := range []*streamPhase{steady, rotation, graceful, valid, invalid} {
+	for _, p := range []*streamPhase{steady, rotation, graceful, valid, invalid, toHybrid, hybridDown} {
 		if n := p.failed(); n > 0 {
 			t.Errorf("%s: %d creations failed; the goal is none while a replica serves", p.name, n)
 		}
@@ -357,6 +416,19 @@ func TestFaultsUnderLoad(t *testing.T) {
 			t.Errorf("%s: a failure that is not the webhook call's: %s", killed.name, f.msg)
 		} else if f.at.After(removedAt) {
 			t.Errorf("%s: a creation begun %s after the balancer took the killed replica out failed: %s", killed.name, f.at.Sub(removedAt), f.msg)
+		}
+	}
+	// Webhook only, every replica down: creations fail (failurePolicy Fail), all at the webhook, none
+	// admitted without wincompat's changes.
+	if webhookDown.failed() == 0 {
+		t.Errorf("%s: no creation failed, though no replica answered for %s with failurePolicy Fail", webhookDown.name, allDownFor)
+	}
+	if n := webhookDown.unexpected.Load(); n > 0 {
+		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", webhookDown.name, n)
+	}
+	for _, f := range webhookDown.failureStarts() {
+		if f.class != classWebhook {
+			t.Errorf("%s: a failure that is not the webhook call's: %s", webhookDown.name, f.msg)
 		}
 	}
 	// The API server restart: its own failures only, all while it was down.
@@ -525,14 +597,23 @@ func faultPod(name string) *corev1.Pod {
 
 // expectation is what every admitted pod of the stream must carry; an empty field accepts anything
 // (while a change is being picked up).
-type expectation struct{ build, toleration string }
+type expectation struct {
+	build, toleration string
+	// byAdmissionPolicy: in hybrid mode the admission policies always act, the webhook only while a
+	// replica answers; the pod must carry their marker and be pinned to Windows nodes.
+	byAdmissionPolicy bool
+}
 
 // check returns what is wrong with an admitted pod, or "".
 func (e *expectation) check(pod *corev1.Pod) string {
 	a := pod.Annotations
 	switch {
-	case a[policy.AnnotationVersion] == "":
+	case !e.byAdmissionPolicy && a[policy.AnnotationVersion] == "":
 		return "admitted without wincompat's version annotation"
+	case e.byAdmissionPolicy && a[policy.AnnotationAdmissionPolicy] == "":
+		return "admitted without the admission policy's marker"
+	case e.byAdmissionPolicy && pod.Spec.NodeSelector[corev1.LabelOSStable] != "windows":
+		return fmt.Sprintf("nodeSelector %v, want kubernetes.io/os=windows", pod.Spec.NodeSelector)
 	case pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsUser != nil:
 		return "admitted with runAsUser"
 	case e.build != "" && (a[policy.AnnotationBuild] != e.build || a[policy.AnnotationBuildSource] != policy.SourceCluster):
