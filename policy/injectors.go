@@ -97,17 +97,19 @@ func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 			meta.Labels = map[string]string{}
 		}
 		maps.Copy(meta.Labels, labels)
-		rec.add(Change{Action: Inject, Path: "metadata.labels", To: jsonValue(labels), Reason: injectorReason(labelled)})
+		rec.add(Change{Action: Inject, Path: "metadata.labels", To: jsonValue(labels), Reason: InjectorOptOutReason(labelled)})
 	}
 	if len(annotations) > 0 {
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
 		}
 		maps.Copy(meta.Annotations, annotations)
-		rec.add(Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(annotations), Reason: injectorReason(annotated)})
+		rec.add(Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(annotations), Reason: InjectorOptOutReason(annotated)})
 	}
 }
 
-func injectorReason(names []string) string {
+// InjectorOptOutReason is the reason recorded for the opt-outs of the injectors named, in the policy's
+// order.
+func InjectorOptOutReason(names []string) string {
 	return "opts out of Linux-only sidecar injectors (" + strings.Join(names, ", ") + ")"
 }

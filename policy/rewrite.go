@@ -55,6 +55,12 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 	})
 }
 
+// Reasons of the rewrites the admission policies render too (policy/admissionpolicy).
+const (
+	ReasonMemoryEmptyDir = "Windows has no memory-backed emptyDir; it is node disk either way"
+	ReasonDNSPolicy      = "ClusterFirstWithHostNet is not supported on Windows"
+)
+
 // rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
 // about what it leaves alone.
 func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
@@ -65,13 +71,13 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			v.EmptyDir.Medium = corev1.StorageMediumDefault
 			rec.add(Change{Action: Rewrite, Path: "spec.volumes[" + v.Name + "].emptyDir.medium",
 				From: jsonValue(corev1.StorageMediumMemory), To: jsonValue(corev1.StorageMediumDefault),
-				Reason: "Windows has no memory-backed emptyDir; it is node disk either way"})
+				Reason: ReasonMemoryEmptyDir})
 		}
 	}
 	if spec.DNSPolicy == corev1.DNSClusterFirstWithHostNet {
 		spec.DNSPolicy = corev1.DNSClusterFirst
 		rec.add(Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue(corev1.DNSClusterFirstWithHostNet),
-			To: jsonValue(corev1.DNSClusterFirst), Reason: "ClusterFirstWithHostNet is not supported on Windows"})
+			To: jsonValue(corev1.DNSClusterFirst), Reason: ReasonDNSPolicy})
 	}
 	dropMountPropagation(spec, rec)
 	forEachContainer(spec, func(path string, c *corev1.Container) {

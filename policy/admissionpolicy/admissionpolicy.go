@@ -9,14 +9,17 @@
 // namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or (with
 // inferOSFromNodeSelector) pins kubernetes.io/os=windows in its nodeSelector, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
-// and wincompat.io/admission-policy in the same format as the webhook; pods also get the OS nodeSelector and the
-// configured tolerations. The build, RuntimeClass, image resolution, the rewrites and Pod Security
-// adjustments stay with the webhook (see README.md here for what differs and why).
+// and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
+// and the Linux-only injector opt-outs; pods also get the emptyDir and dnsPolicy rewrites, the OS
+// nodeSelector and the configured tolerations. The build, RuntimeClass, image resolution, the other
+// rewrites and Pod Security adjustments stay with the webhook (see README.md here for what differs and
+// why).
 package admissionpolicy
 
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -237,14 +240,22 @@ var scopeTypes = map[policy.Scope]reflect.Type{
 // the mutation's own expression, so the variables hold data (what to remove, the record) and the
 // expression builds the operations.
 func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv1.Variable, string) {
-	// In the Go decision's order: spec.os, the non-root intent, the strip table, scheduling.
-	before := []part{inferOS(s)}
+	// In the Go decision's order: spec.os, the non-root intent, the strip table, the rewrites, the
+	// injector opt-outs, scheduling.
+	parts := []part{inferOS(s)}
 	if pol.NonRootUserName != "" {
-		before = append(before, nonRootIntent(s, pol.NonRootUserName)...)
+		parts = append(parts, nonRootIntent(s, pol.NonRootUserName)...)
 	}
-	removals := part{records: "variables.removals.map(r, r.record)", ops: `variables.removals.map(r, JSONPatch{op: "remove", path: r.ptr})`}
-	parts := append(before, removals)
-	prelude := "[]"
+	parts = append(parts, part{records: "variables.removals.map(r, r.record)", ops: `variables.removals.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	if s.pod {
+		parts = append(parts,
+			part{records: "variables.memoryVolumes.map(r, r.record)", ops: `variables.memoryVolumes.map(r, JSONPatch{op: "remove", path: r.ptr})`},
+			dnsPolicy(s))
+	}
+	parts = append(parts, part{records: "variables.propagation.map(r, r.record)", ops: `variables.propagation.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	optOuts, labelsNeeded := injectorOptOuts(s, pol.InjectorOptOuts)
+	parts = append(parts, optOuts...)
+	prelude := metaPrelude(s, labelsNeeded)
 	if s.pod {
 		parts = append(parts, osNodeSelector(s))
 		for _, t := range pol.WindowsNodeTaints {
@@ -256,7 +267,7 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 			for _, t := range pol.WindowsNodeTaints {
 				missing = append(missing, "!"+tolerates(s, t))
 			}
-			prelude = fmt.Sprintf(`(!%s.?tolerations.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: []}] : [])`,
+			prelude += fmt.Sprintf(` + (!%s.?tolerations.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: []}] : [])`,
 				optional(s.spec), strings.Join(missing, " || "), quote(s.specPtr+"/tolerations"))
 		}
 	}
@@ -266,20 +277,14 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 		recordKey = policy.AnnotationChanges
 	}
 	meta := optional(s.meta)
-	annotate := fmt.Sprintf(`%[1]s.?annotations.hasValue() ?
-    [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: variables.record}] :
-    (%[1]s.hasValue() ?
-      [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: variables.record}}] :
-      [JSONPatch{op: "add", path: %[2]s, value: {"annotations": {%[3]s: variables.record}}}])`,
-		meta, quote(s.metaPtr), quote(recordKey))
+	// The prelude made sure the annotations exist.
+	annotate := fmt.Sprintf(`[JSONPatch{op: "add", path: %s + "/annotations/" + jsonpatch.escapeKey(%s), value: variables.record}]`, quote(s.metaPtr), quote(recordKey))
 	if s.pod {
 		// Every Windows pod the admission policy saw carries its marker; wincompat.io/version stays the
 		// webhook's, so that the audit tells pods admitted without the webhook (no build decision).
-		annotate = fmt.Sprintf(`%[1]s.?annotations.hasValue() ?
-    [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: variables.record}] +
-      (%[1]s.?annotations[?%[4]s].orValue('') == %[5]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[4]s), value: %[5]s}]) :
-    [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: variables.record, %[4]s: %[5]s}}]`,
-			meta, quote(s.metaPtr), quote(recordKey), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
+		annotate += fmt.Sprintf(` +
+    (%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}])`,
+			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
 	// A Windows pod with nothing to change still gets the marker: the audit counts it as seen.
 	unchanged := "[]"
@@ -293,13 +298,102 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 	return []admissionregistrationv1.Variable{
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "removals", Expression: strips(s)},
+		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
+		{Name: "propagation", Expression: propagation(s)},
 		{Name: "records", Expression: all.records},
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		// The webhook's JSON list, the new changes after any recorded before.
 		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
   variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
   '[' + variables.records.join(',') + ']'`},
-	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  (%s)", unchanged, prelude, all.ops, annotate)
+	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+}
+
+// metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
+// exist, so that every later operation adds one key.
+func metaPrelude(s shape, labelsNeeded string) string {
+	meta := optional(s.meta)
+	out := fmt.Sprintf(`(!%[1]s.hasValue() ? [JSONPatch{op: "add", path: %[2]s, value: {}}] : []) +
+  (!%[1]s.?annotations.hasValue() ? [JSONPatch{op: "add", path: %[3]s, value: {}}] : [])`, meta, quote(s.metaPtr), quote(s.metaPtr+"/annotations"))
+	if labelsNeeded != "" {
+		out += fmt.Sprintf(` +
+  (!%s.?labels.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: {}}] : [])`, meta, labelsNeeded, quote(s.metaPtr+"/labels"))
+	}
+	return out
+}
+
+// memoryVolumes are the emptyDir volumes with medium Memory, which Windows backs with node disk anyway:
+// their medium goes (policy.ReasonMemoryEmptyDir).
+func memoryVolumes(s shape) string {
+	if !s.pod {
+		return "[]"
+	}
+	entry := fmt.Sprintf(`'{"action":"rewrite","path":"spec.volumes[' + v.name + '].emptyDir.medium","from":"Memory","to":"","reason":"%s"}'`,
+		jsonString(policy.ReasonMemoryEmptyDir))
+	return fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, v.?emptyDir.?medium.orValue('') == 'Memory' ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
+		optional(s.spec), quote(s.specPtr), entry)
+}
+
+// dnsPolicy rewrites ClusterFirstWithHostNet, which Windows does not support, to ClusterFirst.
+func dnsPolicy(s shape) part {
+	return change(fmt.Sprintf("%s.?dnsPolicy.orValue('') == 'ClusterFirstWithHostNet'", optional(s.spec)), "rewrite", "'spec.dnsPolicy'",
+		`'"ClusterFirstWithHostNet"'`, `"ClusterFirst"`, policy.ReasonDNSPolicy,
+		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: "ClusterFirst"}]`, quote(s.specPtr+"/dnsPolicy")))
+}
+
+// injectorOptOuts gives the pod or template the opt-out of each Linux-only injector the policy names
+// whose key the object does not set, as a label or an annotation: one record entry per form, as the Go
+// decision records them. It also returns the condition under which labels are added.
+func injectorOptOuts(s shape, names []string) ([]part, string) {
+	meta := optional(s.meta)
+	type optOut struct {
+		policy.Injector
+		missing string
+	}
+	byForm := map[bool][]optOut{}
+	for _, name := range names {
+		for _, in := range policy.Injectors() {
+			if in.Name == name {
+				missing := fmt.Sprintf("!%[1]s.?labels[?%[2]s].hasValue() && !%[1]s.?annotations[?%[2]s].hasValue()", meta, quote(in.Key))
+				byForm[in.Label] = append(byForm[in.Label], optOut{in, missing})
+			}
+		}
+	}
+	prefix, suffix, _ := strings.Cut(policy.InjectorOptOutReason([]string{"\x00"}), "\x00")
+	var parts []part
+	labelsNeeded := ""
+	for _, label := range []bool{true, false} {
+		outs := byForm[label]
+		if len(outs) == 0 {
+			continue
+		}
+		form := "annotations"
+		if label {
+			form = "labels"
+		}
+		var any, names, ops []string
+		for _, o := range outs {
+			any = append(any, "("+o.missing+")")
+			names = append(names, fmt.Sprintf("(%s ? [%s] : [])", o.missing, quote(o.Name)))
+			ops = append(ops, fmt.Sprintf(`(%s ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: %s}] : [])`,
+				o.missing, quote(s.metaPtr+"/"+form+"/"), quote(o.Key), quote(o.Value)))
+		}
+		// The record's "to" is the JSON of the keys added, in key order as encoding/json writes maps.
+		sorted := slices.Clone(outs)
+		slices.SortFunc(sorted, func(a, b optOut) int { return strings.Compare(a.Key, b.Key) })
+		var entries []string
+		for _, o := range sorted {
+			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, quote(`"`+jsonString(o.Key)+`":"`+jsonString(o.Value)+`"`)))
+		}
+		cond := strings.Join(any, " || ")
+		record := fmt.Sprintf(`'{"action":"inject","path":"metadata.%s","to":{' + (%s).join(',') + '},"reason":"%s' + (%s).join(', ') + '%s"}'`,
+			form, strings.Join(entries, " + "), jsonString(prefix), strings.Join(names, " + "), jsonString(suffix))
+		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")"})
+		if label {
+			labelsNeeded = cond
+		}
+	}
+	return parts, labelsNeeded
 }
 
 // hostProcessExpr: the pod or any container runs as a Windows HostProcess container (policy.HostProcess).
@@ -364,14 +458,17 @@ func strips(s shape) string {
 		}
 		return strings.Join(rows, " + ")
 	})...)
-	// Mount propagation goes too: Bidirectional is valid only for privileged containers, which the
-	// strip table just ended, and Windows has none of it.
-	out = append(out, perContainer(s, func(ptr, path string) string {
+	return strings.Join(out, " +\n")
+}
+
+// propagation lists the containers' mount propagation, to go too: Bidirectional is valid only for
+// privileged containers, which the strip table just ended, and Windows has none of it.
+func propagation(s shape) string {
+	return strings.Join(perContainer(s, func(ptr, path string) string {
 		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + m.mountPath.replace('\\', '\\\\').replace('"', '\\"') + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
 			path, jsonString(policy.ReasonMountPropagation))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
-	})...)
-	return strings.Join(out, " +\n")
+	}), " +\n")
 }
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server

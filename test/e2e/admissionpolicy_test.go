@@ -52,8 +52,11 @@ func sharedChange(c policy.Change) bool {
 	case c.Action == policy.Inject && (c.Path == "spec.os.name" || strings.HasSuffix(c.Path, "windowsOptions.runAsUserName") ||
 		c.Path == "spec.nodeSelector[kubernetes.io/os]" || c.Path == "spec.tolerations"):
 		return true
-	case c.Action == policy.Rewrite && (c.Path == "spec.nodeSelector[kubernetes.io/os]" || strings.HasSuffix(c.Path, ".mountPropagation")):
+	case c.Action == policy.Rewrite && (c.Path == "spec.nodeSelector[kubernetes.io/os]" || strings.HasSuffix(c.Path, ".mountPropagation") ||
+		strings.HasSuffix(c.Path, ".emptyDir.medium") || c.Path == "spec.dnsPolicy"):
 		return true
+	case c.Action == policy.Inject && (c.Path == "metadata.labels" || c.Path == "metadata.annotations"):
+		return true // the injector opt-outs
 	}
 	return false
 }
@@ -165,6 +168,23 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		}
 		if err := unstructured.SetNestedStringMap(again.Object, meta, append(metaPath(kind), "annotations")...); err != nil {
 			t.Fatal(err)
+		}
+		// The injector opt-outs the first pass set as labels (not the rest: a Job's controller-uid must
+		// not follow).
+		stored, _, _ := unstructured.NestedStringMap(obj.Object, append(metaPath(kind), "labels")...)
+		labels, _, _ := unstructured.NestedStringMap(again.Object, append(metaPath(kind), "labels")...)
+		for _, in := range policy.Injectors() {
+			if v, ok := stored[in.Key]; ok && in.Label {
+				if labels == nil {
+					labels = map[string]string{}
+				}
+				labels[in.Key] = v
+			}
+		}
+		if labels != nil {
+			if err := unstructured.SetNestedStringMap(again.Object, labels, append(metaPath(kind), "labels")...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := c.Create(ctx, again, client.DryRunAll); err != nil {
 			t.Errorf("%v: its stored spec is refused when created again: %v", w, err)

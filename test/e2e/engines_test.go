@@ -49,17 +49,6 @@ var mapOnlyDifferences = map[string]string{
 	"dnsPolicy":                                                 "the dnsPolicy rewrite",
 }
 
-// The injector opt-outs come from the injector table itself.
-func init() {
-	for _, in := range policy.Injectors() {
-		form := "annotations."
-		if in.Label {
-			form = "labels."
-		}
-		mapOnlyDifferences[form+in.Key] = "the opt-out of the Linux-only injector " + in.Name + ": the admission policy does not render the injector table yet"
-	}
-}
-
 // TestEnginesStoreTheSameObject: issue 15. Every corpus chart workload (declared Windows) and every
 // golden case that needs no cluster facts is created three times in one API server: through the webhook
 // alone, through hybrid (the admission policies, then the webhook) and through the admission policies
