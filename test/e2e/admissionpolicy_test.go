@@ -5,7 +5,7 @@ package e2e
 // declared Windows, and every pod and workload of the golden cases in an opted-in namespace must be
 // admitted (the API server's own Windows validation is the judge) and recorded; the changes the CEL made
 // must be the ones the Go decision makes for the same object in what both engines do (spec.os, the
-// non-root intent, the strip table, the OS nodeSelector and the policy's tolerations), and a second pass
+// non-root intent, the strip table, the rewrites and injector opt-outs it renders, the OS nodeSelector and the policy's tolerations), and a second pass
 // must change nothing.
 
 import (
