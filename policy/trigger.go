@@ -62,6 +62,12 @@ func requirementOS(e corev1.NodeSelectorRequirement) osSet {
 	}
 }
 
+// Reasons recorded with an inferred spec.os (the admission policies render them too).
+const (
+	ReasonPinnedToWindows  = "pod is pinned to Windows nodes"
+	ReasonDefaultOSWindows = "namespace is labelled " + LabelDefaultOS + "=windows"
+)
+
 // windowsTrigger decides whether a pod spec is a Windows pod (DESIGN §2), setting spec.os when the
 // decision was inferred. It returns why not, or "".
 func (p *Policy) windowsTrigger(spec *corev1.PodSpec, ns Namespace, rec *recorder) string {
@@ -90,9 +96,9 @@ func (p *Policy) windowsReason(spec *corev1.PodSpec, ns Namespace) (skip, inferr
 	allowed := allowedOS(spec)
 	switch {
 	case allowed == osSet{windows: true} && p.InferOSFromNodeSelector:
-		return "", "pod is pinned to Windows nodes"
+		return "", ReasonPinnedToWindows
 	case allowed.windows && ns.Labels[LabelDefaultOS] == string(corev1.Windows):
-		return "", "namespace is labelled " + LabelDefaultOS + "=windows"
+		return "", ReasonDefaultOSWindows
 	case !allowed.windows:
 		return "pod is pinned to Linux nodes", ""
 	default:

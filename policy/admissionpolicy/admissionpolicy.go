@@ -6,8 +6,8 @@
 // docs and tests.
 //
 // What the admission policies do, for pods and the pod templates of the eight workload kinds in
-// namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or (with
-// inferOSFromNodeSelector) pins kubernetes.io/os=windows in its nodeSelector, gets spec.os, the non-root
+// namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or is a
+// Windows pod by its node constraints or its namespace's default-os label, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
 // and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
 // and the Linux-only injector opt-outs; pods also get the emptyDir and dnsPolicy rewrites, the OS
@@ -92,7 +92,7 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
 				MatchConditions: []admissionregistrationv1.MatchCondition{
-					{Name: "windows", Expression: trigger(s, pol)},
+					{Name: "windows", Expression: trigger(s)},
 					{Name: "not-skipped", Expression: notSkipped(s)},
 				},
 				Variables: vars,
@@ -133,20 +133,41 @@ func notSkipped(s shape) string {
 	return cond
 }
 
-// trigger is the Windows test: spec.os.name=windows, or (inferOSFromNodeSelector) no spec.os and
-// kubernetes.io/os=windows in the nodeSelector. Pods pinned to Windows by required node affinity alone
-// are the webhook's: the exact test of allowedOS is not worth its CEL.
-func trigger(s shape, pol *policy.Policy) string {
-	declared := fmt.Sprintf("%s.?os.?name.orValue('') == 'windows'", optional(s.spec))
-	if !pol.InferOSFromNodeSelector {
-		return declared
-	}
-	return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s)", declared, optional(s.spec), pinnedWindows(s.spec))
+// trigger is the Windows test as far as a matchCondition can tell: spec.os.name=windows, or no spec.os
+// and node constraints that admit Windows. Whether such a pod is a Windows pod also depends on its
+// namespace's wincompat.io/default-os label, which matchConditions cannot read (the API server evaluates
+// them without namespaceObject): variables.inferred decides the rest.
+func trigger(s shape) string {
+	spec := optional(s.spec)
+	return fmt.Sprintf("%s.?os.?name.orValue('') == 'windows' || (!%s.?os.hasValue() && %s)", spec, spec, osAllowed(s, corev1.Windows))
 }
 
-func pinnedWindows(spec string) string {
-	return fmt.Sprintf("(%s.?nodeSelector[?'kubernetes.io/os'].orValue('') == 'windows' || %s.?nodeSelector[?'beta.kubernetes.io/os'].orValue('') == 'windows')",
-		optional(spec), optional(spec))
+// inferred mirrors policy's windowsReason for a pod without spec.os: the reason recorded with the spec.os
+// it gets, or "" when it has spec.os already, or "-" when it is no Windows pod after all.
+func inferred(s shape, pol *policy.Policy) string {
+	onlyWindows := "false"
+	if pol.InferOSFromNodeSelector {
+		onlyWindows = fmt.Sprintf("%s && !%s", osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux))
+	}
+	return fmt.Sprintf(`%s.?os.hasValue() ? '' :
+  %s ? %s :
+  %s && namespaceObject.?metadata.?labels[?%s].orValue('') == 'windows' ? %s :
+  '-'`, optional(s.spec), onlyWindows, quote(policy.ReasonPinnedToWindows), osAllowed(s, corev1.Windows), quote(policy.LabelDefaultOS), quote(policy.ReasonDefaultOSWindows))
+}
+
+// osAllowed is true when the nodeSelector and the required node affinity admit nodes of os, as policy's
+// allowedOS reads them: every OS label of the nodeSelector names it, and (when there are terms) some
+// term's OS expressions all admit it.
+func osAllowed(s shape, os corev1.OSName) string {
+	spec := optional(s.spec)
+	labels := "['kubernetes.io/os', 'beta.kubernetes.io/os']"
+	name := quote(string(os))
+	return fmt.Sprintf(`(%[1]s.all(l, %[2]s.?nodeSelector[?l].orValue(%[3]s) == %[3]s) &&
+  (size(%[2]s.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])) == 0 ||
+   %[2]s.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(t,
+     t.?matchExpressions.orValue([]).all(e, !(e.key in %[1]s) ||
+       (e.operator == 'In' ? %[3]s in e.?values.orValue([]) : e.operator == 'NotIn' ? !(%[3]s in e.?values.orValue([])) : e.operator != 'DoesNotExist')))))`,
+		labels, spec, name)
 }
 
 // optional turns a path such as object.spec.template.spec into its optional form
@@ -296,6 +317,7 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
 	return []admissionregistrationv1.Variable{
+		{Name: "inferred", Expression: inferred(s, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "removals", Expression: strips(s)},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
@@ -306,7 +328,7 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
   variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
   '[' + variables.records.join(',') + ']'`},
-	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+	}, fmt.Sprintf("variables.inferred == '-' ? [] :\nsize(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
 }
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
@@ -406,11 +428,11 @@ func hostProcessExpr(s shape) string {
 	return expr
 }
 
-// inferOS sets spec.os for a pod pinned to Windows by its nodeSelector.
+// inferOS sets spec.os for a pod that is a Windows pod by its node constraints or its namespace.
 func inferOS(s shape) part {
-	return change("!"+optional(s.spec)+".?os.hasValue()", "inject", "'spec.os.name'", "", `"windows"`,
-		"pod is pinned to Windows nodes",
-		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: {"name": "windows"}}]`, quote(s.specPtr+"/os")))
+	entry := `'{"action":"inject","path":"spec.os.name","to":"windows","reason":"' + variables.inferred + '"}'`
+	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry),
+		ops: fmt.Sprintf(`(variables.inferred != '' ? [JSONPatch{op: "add", path: %s, value: {"name": "windows"}}] : [])`, quote(s.specPtr+"/os"))}
 }
 
 // containerLists are the lists of containers the strip table and the non-root rule visit, in the Go

@@ -32,7 +32,10 @@ import (
 	"github.com/wincompat/wincompat/webhook"
 )
 
-const nsMAP = "map-only"
+const (
+	nsMAP               = "map-only"
+	nsMAPDefaultWindows = "map-default-windows"
+)
 
 // notForAdmissionPolicy are the golden cases the admission policy alone cannot admit or record as the
 // webhook does, and why. Each is the webhook's on purpose (see policy/admissionpolicy/README.md).
@@ -41,7 +44,6 @@ var notForAdmissionPolicy = map[string]string{
 	"rewrite-deprecated-annotations.yaml": "the input carries an annotation name only the webhook's removal of deprecated annotations makes valid",
 	"workload-job.yaml":                   "the golden input has no restartPolicy, which the API server requires of a Job",
 	"build-runtime-class-unknown.yaml":    "it names a RuntimeClass this cluster does not have",
-	"infer-os-node-affinity.yaml":         "pinned to Windows by required node affinity alone: the admission policy's trigger reads the nodeSelector only",
 }
 
 // sharedChange says whether a change of the Go decision is one the admission policy makes too.
@@ -75,14 +77,34 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		w.obj.SetNamespace(nsMAP)
 	}
 	workloads = append(workloads, goldenWorkloads(t)...)
+	// The corpus as rendered (no spec.os) in a namespace labelled default-os=windows: the admission
+	// policy must take exactly those the Go decision takes, with the namespace's reason.
+	defaultWindows := distinct(loadCorpusAsRendered(t))
+	for _, w := range defaultWindows {
+		w.obj.SetNamespace(nsMAPDefaultWindows)
+	}
+	defaultLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelDefaultOS: "windows"}
 	setUpNamespace(ctx, t, c, nsMAP, map[string]string{policy.LabelEnabled: "true"}, workloads)
-	setUpClusterWide(ctx, t, c, workloads)
+	setUpNamespace(ctx, t, c, nsMAPDefaultWindows, defaultLabels, defaultWindows)
+	setUpClusterWide(ctx, t, c, append(workloads, defaultWindows...))
 	waitForAdmissionPolicy(t, c, nsMAP)
 
-	facts := policy.Facts{Operation: policy.Create, Version: "e2e-map",
-		Namespace: policy.Namespace{Name: nsMAP, Labels: map[string]string{policy.LabelEnabled: "true"}}}
-	considered, admitted, same := 0, 0, 0
+	type mapCase struct {
+		w     workload
+		facts policy.Facts
+	}
+	var cases []mapCase
 	for _, w := range workloads {
+		cases = append(cases, mapCase{w, policy.Facts{Operation: policy.Create, Version: "e2e-map",
+			Namespace: policy.Namespace{Name: nsMAP, Labels: map[string]string{policy.LabelEnabled: "true"}}}})
+	}
+	for _, w := range defaultWindows {
+		cases = append(cases, mapCase{w, policy.Facts{Operation: policy.Create, Version: "e2e-map",
+			Namespace: policy.Namespace{Name: nsMAPDefaultWindows, Labels: defaultLabels}}})
+	}
+	considered, admitted, same, notWindows := 0, 0, 0, 0
+	for _, mc := range cases {
+		w, facts := mc.w, mc.facts
 		if why, ok := notForAdmissionPolicy[w.file]; ok && w.file != "" {
 			t.Logf("%v: left to the webhook: %s", w, why)
 			continue
@@ -98,6 +120,19 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 			t.Fatalf("%v: %v", w, err)
 		}
 		if !res.Decision.Windows {
+			// Not a Windows object for Go: the admission policy must leave it alone too.
+			obj := w.obj.DeepCopy()
+			if err := c.Create(ctx, obj); err != nil {
+				// Skipped on purpose (wincompat.io/skip) and invalid as written: refused by the API
+				// server's own validation, as with no wincompat at all.
+				t.Logf("%v: not Windows for Go (%s), refused as written: %v", w, res.Decision.Skipped, err)
+				continue
+			}
+			notWindows++
+			meta, _, _ := unstructured.NestedStringMap(obj.Object, append(metaPath(kind), "annotations")...)
+			if rec := meta[policy.AnnotationChanges] + meta[policy.AnnotationTemplateChanges]; rec != "" {
+				t.Errorf("%v: not a Windows object (%s), yet the admission policy recorded %s", w, res.Decision.Skipped, rec)
+			}
 			continue
 		}
 		considered++
@@ -196,7 +231,7 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 			t.Errorf("%v: a second pass changed it:\nspec %s\n  -> %s\nrecord %s\n  -> %s", w, js(storedSpec), js(specAfter), meta[recordKey], metaAfter[recordKey])
 		}
 	}
-	t.Logf("admission policy only: %d of %d Windows workloads and pods (corpus charts and golden cases) admitted; %d recorded exactly the changes the Go decision makes in what both engines do; %d golden cases left to the webhook", admitted, considered, same, len(notForAdmissionPolicy))
+	t.Logf("admission policy only: %d of %d Windows workloads and pods (corpus charts declared Windows, golden cases, and the corpus as rendered in a default-os=windows namespace) admitted; %d recorded exactly the changes the Go decision makes in what both engines do; %d not Windows for Go left alone by the policy too; %d golden cases left to the webhook", admitted, considered, same, notWindows, len(notForAdmissionPolicy))
 	if admitted == 0 {
 		t.Fatal("nothing was admitted through the admission policy")
 	}
