@@ -25,7 +25,7 @@ const (
 	// and without that one was admitted while the webhook did not answer, with no build decision.
 	AnnotationAdmissionPolicy = "wincompat.io/admission-policy"
 
-	labelPodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	labelPodSecurityEnforce = LabelPodSecurityEnforce
 	labelWindowsBuild       = "node.kubernetes.io/windows-build"
 )
 

@@ -57,6 +57,8 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 
 // Reasons of the rewrites the admission policies render too (policy/admissionpolicy).
 const (
+	ReasonRestrictedNonRoot = "Pod Security restricted requires runAsNonRoot"
+	ReasonRestrictedUser    = "a non-admin user so that runAsNonRoot holds at start"
 	ReasonMemoryEmptyDir = "Windows has no memory-backed emptyDir; it is node disk either way"
 	ReasonDNSPolicy      = "ClusterFirstWithHostNet is not supported on Windows"
 )
@@ -138,7 +140,7 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 	if !p.PodSecurityRestricted || ns.Labels[labelPodSecurityEnforce] != "restricted" || HostProcess(spec) {
 		return
 	}
-	const reason = "Pod Security restricted requires runAsNonRoot"
+	const reason = ReasonRestrictedNonRoot
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
@@ -172,5 +174,5 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 	}
 	sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
 	rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName),
-		Reason: "a non-admin user so that runAsNonRoot holds at start"})
+		Reason: ReasonRestrictedUser})
 }

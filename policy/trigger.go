@@ -62,6 +62,10 @@ func requirementOS(e corev1.NodeSelectorRequirement) osSet {
 	}
 }
 
+// LabelPodSecurityEnforce is Pod Security admission's namespace label; "restricted" makes wincompat
+// adjust Windows pods to pass it (policy podSecurityRestricted).
+const LabelPodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
 // Reasons recorded with an inferred spec.os (the admission policies render them too).
 const (
 	ReasonPinnedToWindows  = "pod is pinned to Windows nodes"

@@ -10,10 +10,10 @@
 // Windows pod by its node constraints or its namespace's default-os label, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
 // and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
-// and the Linux-only injector opt-outs; pods also get the emptyDir and dnsPolicy rewrites, the OS
-// nodeSelector and the configured tolerations. The build, RuntimeClass, image resolution, the other
-// rewrites and Pod Security adjustments stay with the webhook (see README.md here for what differs and
-// why).
+// and the Linux-only injector opt-outs; pods also get the emptyDir and dnsPolicy rewrites, the Pod
+// Security restricted adjustments, the OS nodeSelector and the configured tolerations. The build,
+// RuntimeClass, image resolution and the other rewrites stay with the webhook (see README.md here for
+// what differs and why).
 package admissionpolicy
 
 import (
@@ -274,6 +274,9 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 			dnsPolicy(s))
 	}
 	parts = append(parts, part{records: "variables.propagation.map(r, r.record)", ops: `variables.propagation.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	if s.pod && pol.PodSecurityRestricted {
+		parts = append(parts, restricted(s, pol.NonRootUserName)...)
+	}
 	optOuts, labelsNeeded := injectorOptOuts(s, pol.InjectorOptOuts)
 	parts = append(parts, optOuts...)
 	prelude := metaPrelude(s, labelsNeeded)
@@ -329,6 +332,45 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
   variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
   '[' + variables.records.join(',') + ']'`},
 	}, fmt.Sprintf("variables.inferred == '-' ? [] :\nsize(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+}
+
+// restricted makes a pod in a namespace that enforces Pod Security restricted pass it, as policy's
+// satisfyRestricted does after the strip table and the non-root intent: runAsNonRoot true at pod level
+// and in no container false, and (when no user is named everywhere) a non-admin user at pod level.
+// HostProcess pods are left alone. The conditions read the object before this patch, so they account for
+// what the non-root intent rule adds in the same patch.
+func restricted(s shape, user string) []part {
+	spec := optional(s.spec)
+	sc := spec + ".?securityContext"
+	enforced := fmt.Sprintf("!variables.hostProcess && namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
+	nonRoot := sc + ".?runAsNonRoot"
+	podNonRoot := join(
+		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), "inject", "'spec.securityContext.runAsNonRoot'", "", "true", policy.ReasonRestrictedNonRoot,
+			fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s, value: true}] : [JSONPatch{op: "add", path: %s, value: {"runAsNonRoot": true}}])`,
+				sc, quote(s.specPtr+"/securityContext/runAsNonRoot"), quote(s.specPtr+"/securityContext"))),
+		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), "rewrite", "'spec.securityContext.runAsNonRoot'", "'false'", "true", policy.ReasonRestrictedNonRoot,
+			fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: true}]`, quote(s.specPtr+"/securityContext/runAsNonRoot"))))
+	containers := eachContainer(s, func(c, ptr, path string) part {
+		return change(fmt.Sprintf("%s && %s.?securityContext.?runAsNonRoot.orValue(true) == false", enforced, c), "rewrite", path+" + '.securityContext.runAsNonRoot'", "'false'", "true",
+			policy.ReasonRestrictedNonRoot, fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + '/securityContext/runAsNonRoot', value: true}]`, ptr))
+	})
+	parts := []part{podNonRoot, containers}
+	if user == "" {
+		return parts
+	}
+	// Named after the non-root intent rule: the pod's own user, or the one the rule sets from a pod
+	// runAsUser; a container's own, or the one the rule sets from its runAsUser when the pod names none.
+	podNamed := fmt.Sprintf("(%s.?windowsOptions.?runAsUserName.hasValue() || %s.?runAsUser.orValue(0) != 0)", sc, sc)
+	var allNamed []string
+	for _, l := range containerLists {
+		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && (c.?securityContext.?windowsOptions.?runAsUserName.hasValue() || c.?securityContext.?runAsUser.orValue(0) != 0))", spec, l))
+	}
+	// The pod's securityContext exists by now when it did not before: runAsNonRoot was added with it.
+	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), "inject",
+		"'spec.securityContext.windowsOptions.runAsUserName'", "", `"`+jsonString(user)+`"`, policy.ReasonRestrictedUser,
+		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
+			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
+	return parts
 }
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)

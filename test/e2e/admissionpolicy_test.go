@@ -35,6 +35,7 @@ import (
 const (
 	nsMAP               = "map-only"
 	nsMAPDefaultWindows = "map-default-windows"
+	nsMAPRestricted     = "map-restricted"
 )
 
 // notForAdmissionPolicy are the golden cases the admission policy alone cannot admit or record as the
@@ -59,6 +60,8 @@ func sharedChange(c policy.Change) bool {
 		return true
 	case c.Action == policy.Inject && (c.Path == "metadata.labels" || c.Path == "metadata.annotations"):
 		return true // the injector opt-outs
+	case strings.HasSuffix(c.Path, ".runAsNonRoot"):
+		return true // Pod Security restricted
 	}
 	return false
 }
@@ -84,8 +87,31 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		w.obj.SetNamespace(nsMAPDefaultWindows)
 	}
 	defaultLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelDefaultOS: "windows"}
+	// The pods of the corpus's templates and the golden pods in a namespace that enforces Pod Security
+	// restricted: the admission policy's adjustments must be the Go decision's.
+	var restrictedPods []workload
+	for _, w := range workloads {
+		raw, err := w.obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.obj.GetKind() != "Pod" {
+			if raw, err = podFromTemplate(w.obj.GetKind(), raw); err != nil {
+				continue // CronJobs and the like: their Jobs' pods are the same template
+			}
+		}
+		pod := &unstructured.Unstructured{}
+		if err := pod.UnmarshalJSON(raw); err != nil {
+			t.Fatal(err)
+		}
+		pod.SetNamespace(nsMAPRestricted)
+		pod.SetName(strings.ToLower(w.obj.GetKind()) + "-" + w.obj.GetName())
+		restrictedPods = append(restrictedPods, workload{file: w.file, obj: pod})
+	}
+	restrictedLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelPodSecurityEnforce: "restricted"}
 	setUpNamespace(ctx, t, c, nsMAP, map[string]string{policy.LabelEnabled: "true"}, workloads)
 	setUpNamespace(ctx, t, c, nsMAPDefaultWindows, defaultLabels, defaultWindows)
+	setUpNamespace(ctx, t, c, nsMAPRestricted, restrictedLabels, restrictedPods)
 	setUpClusterWide(ctx, t, c, append(workloads, defaultWindows...))
 	waitForAdmissionPolicy(t, c, nsMAP)
 
@@ -101,6 +127,10 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 	for _, w := range defaultWindows {
 		cases = append(cases, mapCase{w, policy.Facts{Operation: policy.Create, Version: "e2e-map",
 			Namespace: policy.Namespace{Name: nsMAPDefaultWindows, Labels: defaultLabels}}})
+	}
+	for _, w := range restrictedPods {
+		cases = append(cases, mapCase{w, policy.Facts{Operation: policy.Create, Version: "e2e-map",
+			Namespace: policy.Namespace{Name: nsMAPRestricted, Labels: restrictedLabels}}})
 	}
 	considered, admitted, same, notWindows := 0, 0, 0, 0
 	for _, mc := range cases {
@@ -161,6 +191,13 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 
 		obj := w.obj.DeepCopy()
 		if err := c.Create(ctx, obj); err != nil {
+			// Pod Security may refuse what neither engine can change (host ports, volumes): then the
+			// webhook's result must be refused too.
+			if goObj, gerr := mutate(pol, raw, facts); gerr == nil && facts.Namespace.Labels[policy.LabelPodSecurityEnforce] != "" && dryRunCreate(ctx, c, goObj) != nil {
+				t.Logf("%v: refused by Pod Security whichever engine mutates it: %v", w, err)
+				considered--
+				continue
+			}
 			t.Errorf("%v: refused through the admission policy: %v", w, err)
 			continue
 		}
@@ -231,7 +268,7 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 			t.Errorf("%v: a second pass changed it:\nspec %s\n  -> %s\nrecord %s\n  -> %s", w, js(storedSpec), js(specAfter), meta[recordKey], metaAfter[recordKey])
 		}
 	}
-	t.Logf("admission policy only: %d of %d Windows workloads and pods (corpus charts declared Windows, golden cases, and the corpus as rendered in a default-os=windows namespace) admitted; %d recorded exactly the changes the Go decision makes in what both engines do; %d not Windows for Go left alone by the policy too; %d golden cases left to the webhook", admitted, considered, same, notWindows, len(notForAdmissionPolicy))
+	t.Logf("admission policy only: %d of %d Windows workloads and pods (corpus charts declared Windows, golden cases, the corpus as rendered in a default-os=windows namespace, and their pods in a namespace enforcing Pod Security restricted, less those it refuses whichever engine mutates them) admitted; %d recorded exactly the changes the Go decision makes in what both engines do; %d not Windows for Go left alone by the policy too; %d golden cases left to the webhook", admitted, considered, same, notWindows, len(notForAdmissionPolicy))
 	if admitted == 0 {
 		t.Fatal("nothing was admitted through the admission policy")
 	}
