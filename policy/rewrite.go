@@ -59,8 +59,8 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 const (
 	ReasonRestrictedNonRoot = "Pod Security restricted requires runAsNonRoot"
 	ReasonRestrictedUser    = "a non-admin user so that runAsNonRoot holds at start"
-	ReasonMemoryEmptyDir = "Windows has no memory-backed emptyDir; it is node disk either way"
-	ReasonDNSPolicy      = "ClusterFirstWithHostNet is not supported on Windows"
+	ReasonMemoryEmptyDir    = "Windows has no memory-backed emptyDir; it is node disk either way"
+	ReasonDNSPolicy         = "ClusterFirstWithHostNet is not supported on Windows"
 )
 
 // rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
