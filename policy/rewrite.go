@@ -13,6 +13,11 @@ const (
 	annotationAppArmorPrefix         = "container.apparmor.security.beta.kubernetes.io/"
 )
 
+// DeprecatedLinuxAnnotations are those annotations: the exact key, and the key prefixes.
+func DeprecatedLinuxAnnotations() (key string, prefixes []string) {
+	return annotationSeccompPod, []string{annotationSeccompContainerPrefix, annotationAppArmorPrefix}
+}
+
 // keepNonRootIntent turns a non-zero runAsUser, which is about to be stripped, into a Windows non-admin
 // user when the pod names none, so that "do not run as root" survives the strip. It runs before
 // stripLinuxOnly because it reads the values the strip removes. HostProcess pods choose their own
@@ -57,10 +62,12 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 
 // Reasons of the rewrites the admission policies render too (policy/admissionpolicy).
 const (
-	ReasonRestrictedNonRoot = "Pod Security restricted requires runAsNonRoot"
-	ReasonRestrictedUser    = "a non-admin user so that runAsNonRoot holds at start"
-	ReasonMemoryEmptyDir    = "Windows has no memory-backed emptyDir; it is node disk either way"
-	ReasonDNSPolicy         = "ClusterFirstWithHostNet is not supported on Windows"
+	ReasonRestrictedNonRoot    = "Pod Security restricted requires runAsNonRoot"
+	ReasonRestrictedUser       = "a non-admin user so that runAsNonRoot holds at start"
+	ReasonMemoryEmptyDir       = "Windows has no memory-backed emptyDir; it is node disk either way"
+	ReasonDNSPolicy            = "ClusterFirstWithHostNet is not supported on Windows"
+	ReasonHugePages            = "Windows has no huge pages"
+	ReasonDeprecatedAnnotation = "deprecated Linux security annotation has no meaning on Windows"
 )
 
 // rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
@@ -90,7 +97,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			for _, name := range sortedKeys(list.rl) {
 				if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
 					rec.add(Change{Action: Rewrite, Path: path + ".resources." + list.name + "[" + string(name) + "]",
-						From: jsonValue(list.rl[name]), Reason: "Windows has no huge pages"})
+						From: jsonValue(list.rl[name]), Reason: ReasonHugePages})
 					delete(list.rl, name)
 				}
 			}
@@ -107,7 +114,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 	for _, key := range sortedKeys(pod.Annotations) {
 		if key == annotationSeccompPod || strings.HasPrefix(key, annotationSeccompContainerPrefix) || strings.HasPrefix(key, annotationAppArmorPrefix) {
 			rec.add(Change{Action: Rewrite, Path: "metadata.annotations[" + key + "]", From: jsonValue(pod.Annotations[key]),
-				Reason: "deprecated Linux security annotation has no meaning on Windows"})
+				Reason: ReasonDeprecatedAnnotation})
 			delete(pod.Annotations, key)
 		}
 	}

@@ -10,10 +10,10 @@
 // Windows pod by its node constraints or its namespace's default-os label, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
 // and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
-// and the Linux-only injector opt-outs; pods also get the emptyDir and dnsPolicy rewrites, the Pod
-// Security restricted adjustments, the OS nodeSelector and the configured tolerations. The build,
-// RuntimeClass, image resolution and the other rewrites stay with the webhook (see README.md here for
-// what differs and why).
+// and the Linux-only injector opt-outs; pods also get the emptyDir, dnsPolicy, huge pages and deprecated
+// annotation rewrites, the Pod Security restricted adjustments, the OS nodeSelector and the configured
+// tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
+// stay with the webhook (see README.md here for what differs and why).
 package admissionpolicy
 
 import (
@@ -274,6 +274,11 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 			dnsPolicy(s))
 	}
 	parts = append(parts, part{records: "variables.propagation.map(r, r.record)", ops: `variables.propagation.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	if s.pod {
+		parts = append(parts,
+			part{records: "variables.hugePages.map(r, r.record)", ops: `variables.hugePages.map(r, JSONPatch{op: "remove", path: r.ptr})`},
+			part{records: "variables.deprecatedAnnotations.map(r, r.record)", ops: `variables.deprecatedAnnotations.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	}
 	if s.pod && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
 	}
@@ -325,6 +330,8 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 		{Name: "removals", Expression: strips(s)},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
 		{Name: "propagation", Expression: propagation(s)},
+		{Name: "hugePages", Expression: hugePages(s)},
+		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
 		{Name: "records", Expression: all.records},
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		// The webhook's JSON list, the new changes after any recorded before.
@@ -396,6 +403,52 @@ func memoryVolumes(s shape) string {
 		jsonString(policy.ReasonMemoryEmptyDir))
 	return fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, v.?emptyDir.?medium.orValue('') == 'Memory' ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
 		optional(s.spec), quote(s.specPtr), entry)
+}
+
+// jsonEscaped is the CEL of a string value escaped for a JSON string.
+func jsonEscaped(value string) string {
+	return value + `.replace('\\', '\\\\').replace('"', '\\"')`
+}
+
+// pointerEscaped is the CEL of a key escaped for a JSON pointer (RFC 6901): jsonpatch.escapeKey exists
+// only in the mutation's own expression, not in variables.
+func pointerEscaped(key string) string {
+	return key + `.replace('~', '~0').replace('/', '~1')`
+}
+
+// hugePages lists the containers' huge page limits and requests, which Windows has none of, in the Go
+// decision's order: per container, limits then requests, each by resource name.
+func hugePages(s shape) string {
+	if !s.pod {
+		return "[]"
+	}
+	return strings.Join(perContainer(s, func(ptr, path string) string {
+		var lists []string
+		for _, l := range []string{"limits", "requests"} {
+			entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.resources.%s[' + k + ']","from":"' + %s + '","reason":"%s"}'`,
+				path, l, jsonEscaped("string(c.resources."+l+"[k])"), jsonString(policy.ReasonHugePages))
+			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, k.startsWith('hugepages-')).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
+				l, ptr, entry, pointerEscaped("k")))
+		}
+		return strings.Join(lists, " + ")
+	}), " +\n")
+}
+
+// deprecatedAnnotations lists the pod's deprecated seccomp and AppArmor annotations, by key.
+func deprecatedAnnotations(s shape) string {
+	if !s.pod {
+		return "[]"
+	}
+	key, prefixes := policy.DeprecatedLinuxAnnotations()
+	match := "k == " + quote(key)
+	for _, p := range prefixes {
+		match += " || k.startsWith(" + quote(p) + ")"
+	}
+	meta := optional(s.meta)
+	entry := fmt.Sprintf(`'{"action":"rewrite","path":"metadata.annotations[' + k + ']","from":"' + %s + '","reason":"%s"}'`,
+		jsonEscaped(meta+".?annotations.orValue({})[k]"), jsonString(policy.ReasonDeprecatedAnnotation))
+	return fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
+		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry)
 }
 
 // dnsPolicy rewrites ClusterFirstWithHostNet, which Windows does not support, to ClusterFirst.
