@@ -159,7 +159,11 @@ type demo struct {
 	c        client.Client // admin, collecting warnings
 	warnings *fixtures.Warnings
 	serve    *process
-	registry *imagestest.Registry // the loopback registry of the second part
+	// How wincompat serve was started, to start it again (policy.go).
+	serveArgs  []string
+	readyz     string
+	policyFile string
+	registry   *imagestest.Registry // the loopback registry of the second part
 
 	nodes       map[string]nodeSpec // the nodes now in the cluster, by name
 	pods        []podReport
@@ -234,6 +238,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.mixedClusters(ctx); err != nil {
 		return err
 	}
+	if err := d.policyGuard(ctx); err != nil {
+		return err
+	}
 	return d.whileDown(ctx)
 }
 
@@ -291,6 +298,17 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		return err
 	}
 	d.detail("installed %s: %d webhooks, clientConfig url https://127.0.0.1:%d/..., no caBundle", d.rel(manifest), n, port)
+	// The policy as the chart keeps it: a ConfigMap mounted as a file, and the one wincompat keeps the
+	// last good policy in; created before the check that only a running wincompat can answer, in the
+	// order Helm installs them.
+	if err := d.createPolicyConfigMaps(ctx); err != nil {
+		return err
+	}
+	check := filepath.Join(d.root, "deploy", "webhook", "validatingwebhookconfiguration.yaml")
+	if err := d.installPolicyCheck(ctx, check, port); err != nil {
+		return err
+	}
+	d.detail("installed %s: the policy check of ConfigMap %s/%s", d.rel(check), wincompatNamespace, policyConfigMap)
 
 	// system:masters keeps the demo short; the Helm chart gives wincompat least-privilege RBAC instead.
 	kubeconfig, err := d.cp.KubeConfig("wincompat", "system:masters")
@@ -308,7 +326,9 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
 		"--engine=hybrid",  // the chart's choice on Kubernetes 1.36: the static part also as admission policies
+		"--policy", d.policyFile, "--policy-configmap", policyConfigMap,
 	}
+	d.serveArgs = args
 	if d.serve, err = startProcess(d.wincompatBin, args, filepath.Join(d.work, "wincompat.log")); err != nil {
 		return err
 	}
@@ -316,6 +336,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	d.detail("pid %d, log %s", d.serve.cmd.Process.Pid, d.serve.logPath)
 
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	d.readyz = readyz
 	var injected bool
 	var classes []string
 	var lastReadyz string
@@ -324,9 +345,13 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		if err := d.c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
 			return false, err
 		}
+		var vc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := d.c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &vc); err != nil {
+			return false, err
+		}
 		injected = len(wc.Webhooks) > 0 && !slices.ContainsFunc(wc.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
 			return len(w.ClientConfig.CABundle) == 0
-		})
+		}) && len(vc.Webhooks) == 1 && len(vc.Webhooks[0].ClientConfig.CABundle) > 0
 		var rcs nodev1.RuntimeClassList
 		if err := d.c.List(ctx, &rcs, client.MatchingLabels{labelManagedBy: "wincompat"}); err != nil {
 			return false, err
@@ -343,7 +368,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("wincompat not ready (caBundle injected: %v; RuntimeClasses: %v; /readyz: %s): %w", injected, classes, lastReadyz, err)
 	}
-	d.detail("wincompat created its CA, put it into the caBundle of all %d webhooks, and the RuntimeClasses %s", n, strings.Join(classes, ", "))
+	d.detail("wincompat created its CA, put it into the caBundle of all %d webhooks and the policy check, and the RuntimeClasses %s", n, strings.Join(classes, ", "))
 	d.detail("/readyz 200 after %.1fs", time.Since(t).Seconds())
 	d.warnings.Take()
 	return nil
