@@ -408,13 +408,8 @@ func TestFaultsUnderLoad(t *testing.T) {
 	// readiness probe, so new connections in that window are refused. wincompat promises failurePolicy
 	// Fail's side of it (no pod admitted without its changes, checked for every creation) and a
 	// recovery: no failure of a creation begun after the balancer stopped sending to the dead replica.
-	if n := killed.unexpected.Load(); n > 0 {
-		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", killed.name, n)
-	}
-	for _, f := range killed.failureStarts() {
-		if f.class != classWebhook {
-			t.Errorf("%s: a failure that is not the webhook call's: %s", killed.name, f.msg)
-		} else if f.at.After(removedAt) {
+	for _, f := range webhookFailuresOnly(t, killed) {
+		if f.class == classWebhook && f.at.After(removedAt) {
 			t.Errorf("%s: a creation begun %s after the balancer took the killed replica out failed: %s", killed.name, f.at.Sub(removedAt), f.msg)
 		}
 	}
@@ -423,14 +418,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	if webhookDown.failed() == 0 {
 		t.Errorf("%s: no creation failed, though no replica answered for %s with failurePolicy Fail", webhookDown.name, allDownFor)
 	}
-	if n := webhookDown.unexpected.Load(); n > 0 {
-		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", webhookDown.name, n)
-	}
-	for _, f := range webhookDown.failureStarts() {
-		if f.class != classWebhook {
-			t.Errorf("%s: a failure that is not the webhook call's: %s", webhookDown.name, f.msg)
-		}
-	}
+	webhookFailuresOnly(t, webhookDown)
 	// The API server restart: its own failures only, all while it was down.
 	if n := restart.unexpected.Load(); n > 0 {
 		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", restart.name, n)
@@ -1255,6 +1243,22 @@ func (s *stream) createOne(name string) {
 		_ = p.latency.RecordValue(max(time.Since(start).Microseconds(), 1))
 		p.mu.Unlock()
 	}
+}
+
+// webhookFailuresOnly checks that no pod of phase p was admitted without wincompat's changes and that
+// every failure was the webhook call's, and returns the failures.
+func webhookFailuresOnly(t *testing.T, p *streamPhase) []failureAt {
+	t.Helper()
+	if n := p.unexpected.Load(); n > 0 {
+		t.Errorf("%s: %d pods were admitted without wincompat's expected changes", p.name, n)
+	}
+	starts := p.failureStarts()
+	for _, f := range starts {
+		if f.class != classWebhook {
+			t.Errorf("%s: a failure that is not the webhook call's: %s", p.name, f.msg)
+		}
+	}
+	return starts
 }
 
 // classify tells a failed webhook call (or a pod validation rejected because wincompat did not change
