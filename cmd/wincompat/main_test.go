@@ -241,8 +241,8 @@ func TestPolicyExport(t *testing.T) {
 			t.Errorf("a binding does not exclude wincompat-system: %+v", o.Spec.MatchResources)
 		}
 	}
-	if kinds["MutatingAdmissionPolicy"] != 4 || kinds["MutatingAdmissionPolicyBinding"] != 4 {
-		t.Errorf("kinds %v, want 4 policies and 4 bindings", kinds)
+	if kinds["MutatingAdmissionPolicy"] != 8 || kinds["MutatingAdmissionPolicyBinding"] != 8 {
+		t.Errorf("kinds %v, want 8 policies and 8 bindings (two per shape of object)", kinds)
 	}
 	if code, _, _ := runCLI(t, "", "policy", "export", "--policy", "/nonexistent"); code != 1 {
 		t.Errorf("a missing policy file: exit %d, want 1", code)

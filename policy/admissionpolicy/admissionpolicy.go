@@ -77,22 +77,41 @@ type Options struct {
 	ExcludedNamespaces []string
 }
 
-// Render returns a MutatingAdmissionPolicy and its binding for each shape of object, for pol.
+// Render returns, for each shape of object, a MutatingAdmissionPolicy and its binding for the opted-in
+// namespaces and another pair for those labelled wincompat.io/default-os=windows.
 func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.MutatingAdmissionPolicy, []admissionregistrationv1.MutatingAdmissionPolicyBinding) {
 	var policies []admissionregistrationv1.MutatingAdmissionPolicy
 	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
 	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
 	for _, s := range shapes {
-		name := "wincompat-" + s.name
-		fail := admissionregistrationv1.Fail
-		vars, patch := render(s, pol, opts)
-		policies = append(policies, admissionregistrationv1.MutatingAdmissionPolicy{
+		for _, defaultWindows := range []bool{false, true} {
+			p, b := renderOne(s, defaultWindows, pol, opts, excluded)
+			policies, bindings = append(policies, p), append(bindings, b)
+		}
+	}
+	return policies, bindings
+}
+
+// renderOne renders the policy and binding of one shape for the namespaces labelled
+// wincompat.io/default-os=windows (defaultWindows) or the other opted-in ones. The split mirrors the
+// webhooks': matchConditions cannot read the namespace, so only the binding's namespaceSelector can tell
+// the two, and unpinned pods in the other namespaces (Linux pods, mostly) never reach the CEL.
+func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, excluded []string) (admissionregistrationv1.MutatingAdmissionPolicy, admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	name := "wincompat-" + s.name
+	defaultOS := metav1.LabelSelectorOpNotIn
+	if defaultWindows {
+		name += "-default-os"
+		defaultOS = metav1.LabelSelectorOpIn
+	}
+	fail := admissionregistrationv1.Fail
+	vars, patch := render(s, defaultWindows, pol, opts)
+	return admissionregistrationv1.MutatingAdmissionPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
 				MatchConditions: []admissionregistrationv1.MatchCondition{
-					{Name: "windows", Expression: trigger(s)},
+					{Name: "windows", Expression: trigger(s, defaultWindows, pol)},
 					{Name: "not-skipped", Expression: notSkipped(s)},
 				},
 				Variables: vars,
@@ -105,8 +124,7 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 				FailurePolicy:      &fail,
 				ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
 			},
-		})
-		bindings = append(bindings, admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		}, admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
@@ -114,13 +132,12 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 				MatchResources: &admissionregistrationv1.MatchResources{
 					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 						{Key: policy.LabelEnabled, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
+						{Key: policy.LabelDefaultOS, Operator: defaultOS, Values: []string{"windows"}},
 						{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
 					}},
 				},
 			},
-		})
-	}
-	return policies, bindings
+		}
 }
 
 // notSkipped: neither the object nor its pod template is labelled wincompat.io/skip=true (the webhook's
@@ -133,26 +150,35 @@ func notSkipped(s shape) string {
 	return cond
 }
 
-// trigger is the Windows test as far as a matchCondition can tell: spec.os.name=windows, or no spec.os
-// and node constraints that admit Windows. Whether such a pod is a Windows pod also depends on its
-// namespace's wincompat.io/default-os label, which matchConditions cannot read (the API server evaluates
-// them without namespaceObject): variables.inferred decides the rest.
-func trigger(s shape) string {
+// trigger is the Windows test, as policy's windowsReason makes it: spec.os.name=windows, or no spec.os
+// and node constraints that admit only Windows (with inferOSFromNodeSelector), or, in a default-os=windows
+// namespace, constraints that admit Windows at all.
+func trigger(s shape, defaultWindows bool, pol *policy.Policy) string {
 	spec := optional(s.spec)
-	return fmt.Sprintf("%s.?os.?name.orValue('') == 'windows' || (!%s.?os.hasValue() && %s)", spec, spec, osAllowed(s, corev1.Windows))
+	declared := fmt.Sprintf("%s.?os.?name.orValue('') == 'windows'", spec)
+	switch {
+	case defaultWindows:
+		return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s)", declared, spec, osAllowed(s, corev1.Windows))
+	case pol.InferOSFromNodeSelector:
+		return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s && !%s)", declared, spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux))
+	default:
+		return declared
+	}
 }
 
-// inferred mirrors policy's windowsReason for a pod without spec.os: the reason recorded with the spec.os
-// it gets, or "" when it has spec.os already, or "-" when it is no Windows pod after all.
-func inferred(s shape, pol *policy.Policy) string {
-	onlyWindows := "false"
-	if pol.InferOSFromNodeSelector {
-		onlyWindows = fmt.Sprintf("%s && !%s", osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux))
+// inferred is the reason recorded with the spec.os a pod without one gets (the matchCondition made it a
+// Windows pod), or "" when it has spec.os already.
+func inferred(s shape, defaultWindows bool, pol *policy.Policy) string {
+	spec := optional(s.spec)
+	switch {
+	case !defaultWindows:
+		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, quote(policy.ReasonPinnedToWindows))
+	case pol.InferOSFromNodeSelector:
+		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s && !%s ? %s : %s", spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux),
+			quote(policy.ReasonPinnedToWindows), quote(policy.ReasonDefaultOSWindows))
+	default:
+		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, quote(policy.ReasonDefaultOSWindows))
 	}
-	return fmt.Sprintf(`%s.?os.hasValue() ? '' :
-  %s ? %s :
-  %s && namespaceObject.?metadata.?labels[?%s].orValue('') == 'windows' ? %s :
-  '-'`, optional(s.spec), onlyWindows, quote(policy.ReasonPinnedToWindows), osAllowed(s, corev1.Windows), quote(policy.LabelDefaultOS), quote(policy.ReasonDefaultOSWindows))
 }
 
 // osAllowed is true when the nodeSelector and the required node affinity admit nodes of os, as policy's
@@ -260,7 +286,7 @@ var scopeTypes = map[policy.Scope]reflect.Type{
 // render returns the policy's variables and its JSONPatch expression. The JSONPatch type exists only in
 // the mutation's own expression, so the variables hold data (what to remove, the record) and the
 // expression builds the operations.
-func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv1.Variable, string) {
+func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]admissionregistrationv1.Variable, string) {
 	// In the Go decision's order: spec.os, the non-root intent, the strip table, the rewrites, the
 	// injector opt-outs, scheduling.
 	parts := []part{inferOS(s)}
@@ -325,7 +351,7 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
 	return []admissionregistrationv1.Variable{
-		{Name: "inferred", Expression: inferred(s, pol)},
+		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "removals", Expression: strips(s)},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
@@ -338,7 +364,7 @@ func render(s shape, pol *policy.Policy, opts Options) ([]admissionregistrationv
 		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
   variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
   '[' + variables.records.join(',') + ']'`},
-	}, fmt.Sprintf("variables.inferred == '-' ? [] :\nsize(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
 }
 
 // restricted makes a pod in a namespace that enforces Pod Security restricted pass it, as policy's

@@ -57,8 +57,8 @@ func TestRenderFollowsTheTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	policies, _ := Render(pol, Options{Version: "v1"})
-	if len(policies) != len(shapes) {
-		t.Fatalf("%d policies for %d shapes", len(policies), len(shapes))
+	if len(policies) != 2*len(shapes) {
+		t.Fatalf("%d policies for %d shapes, want two each (default-os=windows namespaces and the others)", len(policies), len(shapes))
 	}
 	for _, p := range policies {
 		var all strings.Builder
@@ -75,7 +75,7 @@ func TestRenderFollowsTheTables(t *testing.T) {
 		if !strings.Contains(cel, "'WinUser'") {
 			t.Errorf("%s: nonRootUserName is not in the CEL", p.Name)
 		}
-		pod := p.Name == "wincompat-pods"
+		pod := strings.HasPrefix(p.Name, "wincompat-pods")
 		if got := strings.Contains(cel, "t.key == 'sku'") && strings.Contains(cel, "'NoExecute'") && strings.Contains(cel, "'Windows'"); got != pod {
 			t.Errorf("%s: the policy's taints in the CEL: %v, want %v (pods only)", p.Name, got, pod)
 		}

@@ -462,7 +462,7 @@ func chartPolicy(t *testing.T, cm *unstructured.Unstructured) *policy.Policy {
 
 // TestHelmChartEngine: issue 15. auto is hybrid exactly where the API server serves
 // MutatingAdmissionPolicy v1; hybrid runs serve --engine=hybrid, sets the Windows webhooks to Ignore and
-// grants the RBAC to keep the four admission policies and bindings (within security_test's allowlist);
+// grants the RBAC to keep the eight admission policies and bindings (within security_test's allowlist);
 // an explicit webhook.failurePolicy wins. Rendering only.
 func TestHelmChartEngine(t *testing.T) {
 	for _, tc := range []struct {

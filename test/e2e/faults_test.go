@@ -364,7 +364,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 		lb.drain(r, false)
 		waitUntil(t, 10*time.Second, fmt.Sprintf("the balancer to take replica %d back", r.index), func() bool { return lb.ready(r) })
 	}
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 4)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 8)
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
 	hybridWant := &expectation{toleration: "Windows", byAdmissionPolicy: true}
 	waitUntil(t, 30*time.Second, "the API server to apply the admission policies", func() bool {

@@ -32,7 +32,7 @@ func TestHybridEngine(t *testing.T) {
 	cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
 
 	// The leader applies the policies and bindings at start.
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, 4)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, 8)
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
 
 	// Up: the webhook adds the build on top of the admission policy's work.
@@ -89,7 +89,7 @@ func TestHybridEngine(t *testing.T) {
 	// Back up in hybrid mode: the leader applies the bindings again, and new pods get the build.
 	cl.serve(t, func(o *server.Options) { o.Engine = server.EngineHybrid })
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 4)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 8)
 	later := windowsChartPod(ns, "after-restart", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", "app")
 	if err := cl.c.Create(ctx, later); err != nil {
 		t.Fatal(err)

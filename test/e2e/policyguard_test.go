@@ -156,7 +156,7 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the admission policies and RuntimeClasses", func() bool {
 		var maps admissionregistrationv1.MutatingAdmissionPolicyList
 		var rcs nodev1.RuntimeClassList
-		return c.List(ctx, &maps) == nil && len(maps.Items) == 4 && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
+		return c.List(ctx, &maps) == nil && len(maps.Items) == 8 && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
 	})
 
 	// A valid change through helm upgrade: kept once loaded.

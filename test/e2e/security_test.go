@@ -41,7 +41,7 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
-		// engine hybrid: its four admission policies and bindings.
+		// engine hybrid: its eight admission policies and bindings.
 		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
 		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {any: []string{"create"}, byName: []string{"get", "patch"}},
 	},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/perf/load"
 )
 
@@ -95,6 +96,62 @@ func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
 		case <-ctx.Done():
 			state := map[bool]string{true: "calling wincompat", false: "not calling wincompat"}[on]
 			return errors.Join(fmt.Errorf("the API server is not %s: probe pod answered %v", state, err), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// AdmissionPolicySwitch binds and unbinds wincompat's MutatingAdmissionPolicies (rendered from the
+// default policy, as `wincompat policy export` prints them), and waits each time until the API server
+// acts accordingly. The policies stay; only their bindings come and go.
+type AdmissionPolicySwitch struct {
+	cs       kubernetes.Interface
+	bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	probe    *corev1.Pod
+}
+
+// NewAdmissionPolicySwitch creates the admission policies, unbound.
+func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod) (*AdmissionPolicySwitch, error) {
+	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf"})
+	for i := range policies {
+		if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &policies[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating MutatingAdmissionPolicy %s: %w", policies[i].Name, err)
+		}
+	}
+	return &AdmissionPolicySwitch{cs: cs, bindings: bindings, probe: probe.DeepCopy()}, nil
+}
+
+// Set binds (on) or unbinds the policies, and returns once a probe pod shows the API server mutating
+// it with them (on) or rejecting it (off).
+func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
+	api := s.cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+	for i := range s.bindings {
+		var err error
+		if on {
+			_, err = api.Create(ctx, s.bindings[i].DeepCopy(), metav1.CreateOptions{})
+		} else {
+			err = api.Delete(ctx, s.bindings[i].Name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		got, err := s.cs.CoreV1().Pods(s.probe.Namespace).Create(ctx, s.probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		mutated := err == nil && got.Annotations[policy.AnnotationAdmissionPolicy] != "" && got.Annotations[policy.AnnotationVersion] == ""
+		rejected := apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod")
+		switch {
+		case on && mutated, !on && rejected:
+			return nil
+		case err != nil && !apierrors.IsInvalid(err):
+			return fmt.Errorf("dry-run probe pod: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			state := map[bool]string{true: "applying", false: "not applying"}[on]
+			return errors.Join(fmt.Errorf("the API server is not %s the admission policies: probe pod answered %v", state, err), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -151,6 +151,9 @@ type Usage struct {
 // APIResults compare pod creation through kube-apiserver with wincompat's webhook installed and with no
 // webhook at all.
 type APIResults struct {
+	// Engine is what "with" means: wincompat's webhook (empty, the default) or its admission policies
+	// alone ("admission-policy", no webhook installed).
+	Engine       string  `json:"engine,omitempty"`
 	Creators     int     `json:"creators"`
 	PhaseSeconds float64 `json:"phaseSeconds"`
 	Rounds       int     `json:"rounds"`

@@ -50,6 +50,7 @@ type config struct {
 	apiRate                       float64
 	apiRounds, creators           int
 	reviews, apiServer, images    bool
+	apiEngine                     string
 	imageMissRate                 float64
 	serverFlags                   []string
 }
@@ -68,6 +69,7 @@ func main() {
 	fl.DurationVar(&c.apiDuration, "api-duration", 5*time.Second, "length of each measured pod-creation phase")
 	fl.Float64Var(&c.apiRate, "api-rate", 100, "pods per second of the fixed-rate creation phases (0: none), well below the maximum so that latencies are not queueing")
 	fl.IntVar(&c.apiRounds, "api-rounds", 2, "rounds of with/without phases for each kind of pod; an even number balances the order (with first, then without first)")
+	fl.StringVar(&c.apiEngine, "api-engine", engineWebhook, "what the pod creations go through besides no mutation: "+engineWebhook+" (wincompat's MutatingWebhookConfiguration, served by wincompat serve) or "+engineAdmissionPolicy+" (its MutatingAdmissionPolicies alone, evaluated by the API server; no webhook installed)")
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
 	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
@@ -78,7 +80,8 @@ func main() {
 		return nil
 	})
 	_ = fl.Parse(os.Args[1:])
-	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.imageMissRate <= 0 || c.loadFraction <= 0 || c.loadFraction > 1 {
+	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.imageMissRate <= 0 || c.loadFraction <= 0 || c.loadFraction > 1 ||
+		(c.apiEngine != engineWebhook && c.apiEngine != engineAdmissionPolicy) {
 		fl.Usage()
 		os.Exit(2)
 	}
