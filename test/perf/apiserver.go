@@ -80,11 +80,18 @@ func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
 		return err
 	}
+	return waitForProbe(ctx, s.cs, s.probe, on, "calling wincompat", func(p *corev1.Pod) bool { return p.Annotations[policy.AnnotationVersion] != "" })
+}
+
+// waitForProbe creates probe with dryRun until the API server mutates it as mutatedBy tells (on) or
+// rejects it for its Linux-only fields (off): a change of webhook configuration or binding takes effect
+// through the API server's informers, a moment later.
+func waitForProbe(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod, on bool, doing string, mutatedBy func(*corev1.Pod) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		got, err := s.cs.CoreV1().Pods(s.probe.Namespace).Create(ctx, s.probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		mutated := err == nil && got.Annotations[policy.AnnotationVersion] != ""
+		got, err := cs.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		mutated := err == nil && mutatedBy(got)
 		rejected := apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod")
 		switch {
 		case on && mutated, !on && rejected:
@@ -94,7 +101,7 @@ func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
 		}
 		select {
 		case <-ctx.Done():
-			state := map[bool]string{true: "calling wincompat", false: "not calling wincompat"}[on]
+			state := map[bool]string{true: doing, false: "not " + doing}[on]
 			return errors.Join(fmt.Errorf("the API server is not %s: probe pod answered %v", state, err), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -136,25 +143,9 @@ func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		got, err := s.cs.CoreV1().Pods(s.probe.Namespace).Create(ctx, s.probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		mutated := err == nil && got.Annotations[policy.AnnotationAdmissionPolicy] != "" && got.Annotations[policy.AnnotationVersion] == ""
-		rejected := apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod")
-		switch {
-		case on && mutated, !on && rejected:
-			return nil
-		case err != nil && !apierrors.IsInvalid(err):
-			return fmt.Errorf("dry-run probe pod: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			state := map[bool]string{true: "applying", false: "not applying"}[on]
-			return errors.Join(fmt.Errorf("the API server is not %s the admission policies: probe pod answered %v", state, err), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return waitForProbe(ctx, s.cs, s.probe, on, "applying the admission policies", func(p *corev1.Pod) bool {
+		return p.Annotations[policy.AnnotationAdmissionPolicy] != "" && p.Annotations[policy.AnnotationVersion] == ""
+	})
 }
 
 // Warnings counts the warnings the API server returns; it is a rest.WarningHandler that neither
