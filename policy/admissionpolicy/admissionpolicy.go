@@ -293,17 +293,17 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 	if pol.NonRootUserName != "" {
 		parts = append(parts, nonRootIntent(s, pol.NonRootUserName)...)
 	}
-	parts = append(parts, part{records: "variables.removals.map(r, r.record)", ops: `variables.removals.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	parts = append(parts, removeEach("removals"))
 	if s.pod {
 		parts = append(parts,
-			part{records: "variables.memoryVolumes.map(r, r.record)", ops: `variables.memoryVolumes.map(r, JSONPatch{op: "remove", path: r.ptr})`},
+			removeEach("memoryVolumes"),
 			dnsPolicy(s))
 	}
-	parts = append(parts, part{records: "variables.propagation.map(r, r.record)", ops: `variables.propagation.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+	parts = append(parts, removeEach("propagation"))
 	if s.pod {
 		parts = append(parts,
-			part{records: "variables.hugePages.map(r, r.record)", ops: `variables.hugePages.map(r, JSONPatch{op: "remove", path: r.ptr})`},
-			part{records: "variables.deprecatedAnnotations.map(r, r.record)", ops: `variables.deprecatedAnnotations.map(r, JSONPatch{op: "remove", path: r.ptr})`})
+			removeEach("hugePages"),
+			removeEach("deprecatedAnnotations"))
 	}
 	if s.pod && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
@@ -404,6 +404,12 @@ func restricted(s shape, user string) []part {
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
 	return parts
+}
+
+// removeEach is the part that removes what the variable name lists: maps of a JSON pointer ("ptr") and
+// the record entry of its removal ("record").
+func removeEach(name string) part {
+	return part{records: "variables." + name + ".map(r, r.record)", ops: "variables." + name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`}
 }
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
@@ -608,8 +614,8 @@ func strips(s shape) string {
 // privileged containers, which the strip table just ended, and Windows has none of it.
 func propagation(s shape) string {
 	return strings.Join(perContainer(s, func(ptr, path string) string {
-		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + m.mountPath.replace('\\', '\\\\').replace('"', '\\"') + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
-			path, jsonString(policy.ReasonMountPropagation))
+		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + %s + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
+			path, jsonEscaped("m.mountPath"), jsonString(policy.ReasonMountPropagation))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
 	}), " +\n")
 }
