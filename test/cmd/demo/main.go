@@ -390,17 +390,25 @@ func (d *demo) installWebhookConfig(ctx context.Context, manifest string, port i
 		return 0, fmt.Errorf("%s: named %q, wincompat serve keeps the caBundle of %q", manifest, wc.Name, webhookConfigName)
 	}
 	for i := range wc.Webhooks {
-		cc := &wc.Webhooks[i].ClientConfig
-		if cc.Service == nil || cc.Service.Path == nil {
-			return 0, fmt.Errorf("%s: webhook %s has no service path", manifest, wc.Webhooks[i].Name)
+		if err := toLoopback(&wc.Webhooks[i].ClientConfig, port); err != nil {
+			return 0, fmt.Errorf("%s: webhook %s: %w", manifest, wc.Webhooks[i].Name, err)
 		}
-		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
-		*cc = admissionregistrationv1.WebhookClientConfig{URL: &url}
 	}
 	if err := d.c.Create(ctx, &wc); err != nil {
 		return 0, fmt.Errorf("creating MutatingWebhookConfiguration %s: %w", wc.Name, err)
 	}
 	return len(wc.Webhooks), nil
+}
+
+// toLoopback points a webhook's clientConfig from its Service to https://127.0.0.1:port<path>, where the
+// demo's wincompat serve listens, with no caBundle: wincompat injects it.
+func toLoopback(cc *admissionregistrationv1.WebhookClientConfig, port int) error {
+	if cc.Service == nil || cc.Service.Path == nil {
+		return fmt.Errorf("no service path")
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
+	*cc = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	return nil
 }
 
 // before shows what happens without wincompat: the same Deployment in a namespace that is not opted

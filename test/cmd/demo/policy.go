@@ -38,12 +38,9 @@ func (d *demo) installPolicyCheck(ctx context.Context, manifest string, port int
 		return fmt.Errorf("%s: %w", manifest, err)
 	}
 	for i := range vc.Webhooks {
-		cc := &vc.Webhooks[i].ClientConfig
-		if cc.Service == nil || cc.Service.Path == nil {
-			return fmt.Errorf("%s: webhook %s has no service path", manifest, vc.Webhooks[i].Name)
+		if err := toLoopback(&vc.Webhooks[i].ClientConfig, port); err != nil {
+			return fmt.Errorf("%s: webhook %s: %w", manifest, vc.Webhooks[i].Name, err)
 		}
-		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
-		*cc = admissionregistrationv1.WebhookClientConfig{URL: &url}
 	}
 	if err := d.c.Create(ctx, &vc); err != nil {
 		return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", vc.Name, err)
