@@ -28,7 +28,7 @@ FUZZTIME ?= 10m
 FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf overload k8s clean demo
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload k8s clean demo
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -70,8 +70,18 @@ bench-audit: $(K8S_BINS) ## wincompat audit over 100,000 pods in a real API serv
 # Flags for test/cmd/perf, e.g. PERF_FLAGS="-duration 30s -api-duration 10s -api-rounds 3".
 PERF_FLAGS ?=
 
-perf: build $(K8S_BINS) ## load runs: wincompat serve on one core, pod creation through kube-apiserver with/without it (test/perf/README.md)
+perf: build $(K8S_BINS) ## load runs: wincompat serve on one core, pod creation through kube-apiserver with/without it, the engines compared (test/perf/README.md)
 	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat $(PERF_FLAGS)
+
+# Kyverno's admission controller, a peer for perf-peers only: built from its own module
+# (test/peers/kyverno) so that its dependencies never enter ours; never part of test or CI.
+KYVERNO := bin/peers/kyverno
+
+$(KYVERNO): test/peers/kyverno/go.mod test/peers/kyverno/go.sum
+	cd test/peers/kyverno && $(GO) build -trimpath -ldflags=-s -o ../../../$(KYVERNO) github.com/kyverno/kyverno/cmd/kyverno
+
+perf-peers: build $(K8S_BINS) $(KYVERNO) ## make perf with Kyverno in the engine comparison (builds it once: ~10 min, several GB of caches)
+	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat -kyverno ../$(KYVERNO) $(PERF_FLAGS)
 
 # Flags for test/cmd/overload, e.g. OVERLOAD_FLAGS="-duration 30s -inflight 400".
 OVERLOAD_FLAGS ?=

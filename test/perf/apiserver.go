@@ -2,18 +2,15 @@ package perf
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
@@ -21,8 +18,9 @@ import (
 )
 
 // CreatePods returns an op that creates a copy of pod through the API server, named
-// prefix-WORKER-N: each worker has its own copy, so nothing is copied per operation.
-func CreatePods(cs kubernetes.Interface, pod *corev1.Pod, workers int, prefix string) load.Op {
+// prefix-WORKER-N: each worker has its own copy, so nothing is copied per operation. check, unless
+// nil, judges the object the API server answered with (as stored); its error fails the operation.
+func CreatePods(cs kubernetes.Interface, pod *corev1.Pod, workers int, prefix string, check func(*corev1.Pod) error) load.Op {
 	pods := make([]*corev1.Pod, workers)
 	counts := make([]int, workers)
 	for i := range pods {
@@ -32,19 +30,16 @@ func CreatePods(cs kubernetes.Interface, pod *corev1.Pod, workers int, prefix st
 		p := pods[worker]
 		counts[worker]++
 		p.Name = fmt.Sprintf("%s-%d-%d", prefix, worker, counts[worker])
-		_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		stored, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			// One error kind per cause, not per pod.
 			return fmt.Errorf("%s: %s", apierrors.ReasonForError(err), strings.ReplaceAll(err.Error(), p.Name, "NAME"))
 		}
+		if check != nil {
+			return check(stored)
+		}
 		return nil
 	}
-}
-
-// DeletePods removes every pod of namespace ns at once. No kubelet runs, and a pod bound to no node is
-// deleted without grace.
-func DeletePods(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 }
 
 // WebhookSwitch installs and removes wincompat's MutatingWebhookConfiguration, as envtest installed it
@@ -67,9 +62,19 @@ func NewWebhookSwitch(ctx context.Context, cs kubernetes.Interface, name string,
 	return &WebhookSwitch{cs: cs, config: wc, probe: probe.DeepCopy()}, nil
 }
 
-// Set installs (on) or removes the configuration, and returns once a probe pod shows the API server
-// calling wincompat (on) or not calling anything (off).
-func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
+// WithFailurePolicy is the same configuration with every webhook's failurePolicy set to fp, as the
+// chart installs it for the hybrid engine (Ignore).
+func (s *WebhookSwitch) WithFailurePolicy(fp admissionregistrationv1.FailurePolicyType) *WebhookSwitch {
+	c := *s
+	c.config = s.config.DeepCopy()
+	for i := range c.config.Webhooks {
+		c.config.Webhooks[i].FailurePolicy = &fp
+	}
+	return &c
+}
+
+// Apply installs (on) or removes the configuration.
+func (s *WebhookSwitch) Apply(ctx context.Context, on bool) error {
 	api := s.cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	var err error
 	if on {
@@ -80,32 +85,30 @@ func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return waitForProbe(ctx, s.cs, s.probe, on, "calling wincompat", func(p *corev1.Pod) bool { return p.Annotations[policy.AnnotationVersion] != "" })
+	return nil
 }
 
-// waitForProbe creates probe with dryRun until the API server mutates it as mutatedBy tells (on) or
-// rejects it for its Linux-only fields (off): a change of webhook configuration or binding takes effect
-// through the API server's informers, a moment later.
-func waitForProbe(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod, on bool, doing string, mutatedBy func(*corev1.Pod) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		got, err := cs.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		mutated := err == nil && mutatedBy(got)
-		rejected := apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod")
-		switch {
-		case on && mutated, !on && rejected:
-			return nil
-		case err != nil && !apierrors.IsInvalid(err) && !apierrors.IsInternalError(err):
-			return fmt.Errorf("dry-run probe pod: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			state := map[bool]string{true: doing, false: "not " + doing}[on]
-			return errors.Join(fmt.Errorf("the API server is not %s: probe pod answered %v", state, err), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+// Set installs (on) or removes the configuration, and returns once a probe pod shows the API server
+// calling wincompat (on) or not calling anything (off).
+func (s *WebhookSwitch) Set(ctx context.Context, on bool) error {
+	if err := s.Apply(ctx, on); err != nil {
+		return err
 	}
+	return waitForProbe(ctx, s.cs, s.probe, on, "calling wincompat", func(p ProbeState) bool { return p.Webhook })
+}
+
+// waitForProbe waits until the API server mutates the probe as mutated tells (on) or rejects it for
+// its Linux-only fields (off).
+func waitForProbe(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod, on bool, doing string, mutated func(ProbeState) bool) error {
+	if !on {
+		doing = "not " + doing
+	}
+	return WaitForProbeState(ctx, cs, probe, doing, func(p ProbeState) bool {
+		if on {
+			return !p.Rejected && mutated(p)
+		}
+		return p.Rejected
+	})
 }
 
 // AdmissionPolicySwitch binds and unbinds wincompat's MutatingAdmissionPolicies (rendered from the
@@ -128,9 +131,8 @@ func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface, prob
 	return &AdmissionPolicySwitch{cs: cs, bindings: bindings, probe: probe.DeepCopy()}, nil
 }
 
-// Set binds (on) or unbinds the policies, and returns once a probe pod shows the API server mutating
-// it with them (on) or rejecting it (off).
-func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
+// Apply binds (on) or unbinds the policies.
+func (s *AdmissionPolicySwitch) Apply(ctx context.Context, on bool) error {
 	api := s.cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
 	for i := range s.bindings {
 		var err error
@@ -143,9 +145,16 @@ func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
 			return err
 		}
 	}
-	return waitForProbe(ctx, s.cs, s.probe, on, "applying the admission policies", func(p *corev1.Pod) bool {
-		return p.Annotations[policy.AnnotationAdmissionPolicy] != "" && p.Annotations[policy.AnnotationVersion] == ""
-	})
+	return nil
+}
+
+// Set binds (on) or unbinds the policies, and returns once a probe pod shows the API server mutating
+// it with them (on) or rejecting it (off).
+func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
+	if err := s.Apply(ctx, on); err != nil {
+		return err
+	}
+	return waitForProbe(ctx, s.cs, s.probe, on, "applying the admission policies", func(p ProbeState) bool { return p.Policies && !p.Webhook })
 }
 
 // Warnings counts the warnings the API server returns; it is a rest.WarningHandler that neither

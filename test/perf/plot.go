@@ -18,8 +18,9 @@ import (
 )
 
 // WritePlot draws the latency distributions of r into a PNG at path: on the left the reviews at the
-// fixed rate, in the middle pod creation through the API server with (solid) and without (dashed) the
-// webhook, at the fixed rate when there is one, on the right the image-resolution phases at their rates. The x axis is the percentile on a log scale of 1/(1-p), so the tail gets as much room as
+// fixed rate, then pod creation through the API server with (solid) and without (dashed) the webhook,
+// at the fixed rate when there is one, then the engines at their fixed rate (no mutation dashed), on
+// the right the image-resolution phases at their rates. The x axis is the percentile on a log scale of 1/(1-p), so the tail gets as much room as
 // the median; the y axis is the latency on a log scale.
 func WritePlot(r *Results, path string) error {
 	var row []*plot.Plot
@@ -49,6 +50,15 @@ func WritePlot(r *Results, path string) error {
 				return err
 			}
 			if err := addLine(p, k.Name+", without", c.Without.Distribution, i, true); err != nil {
+				return err
+			}
+		}
+		row = append(row, p)
+	}
+	if en := r.Engines; en != nil {
+		p := newPercentilePlot(fmt.Sprintf("the Windows chart pod via kube-apiserver at %.0f pods/s, by engine (%d rounds merged)", en.Rate, en.Rounds))
+		for i, e := range en.Engines {
+			if err := addLine(p, e.Name, e.FixedMerged.Distribution, i, e.Name == "none"); err != nil {
 				return err
 			}
 		}

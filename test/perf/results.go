@@ -20,6 +20,7 @@ type Results struct {
 	Kubernetes string         `json:"kubernetes"`
 	Reviews    *ReviewResults `json:"reviews,omitempty"`
 	APIServer  *APIResults    `json:"apiServer,omitempty"`
+	Engines    *EngineResults `json:"engines,omitempty"`
 	Images     *ImageResults  `json:"images,omitempty"`
 	Goals      []Goal         `json:"goals,omitempty"`
 }
@@ -151,9 +152,6 @@ type Usage struct {
 // APIResults compare pod creation through kube-apiserver with wincompat's webhook installed and with no
 // webhook at all.
 type APIResults struct {
-	// Engine is what "with" means: wincompat's webhook (empty, the default) or its admission policies
-	// alone ("admission-policy", no webhook installed).
-	Engine       string  `json:"engine,omitempty"`
 	Creators     int     `json:"creators"`
 	PhaseSeconds float64 `json:"phaseSeconds"`
 	Rounds       int     `json:"rounds"`
@@ -206,4 +204,29 @@ func UsageBetween(before, after load.Proc, wall time.Duration, ops int64) Usage 
 		u.CPUMicrosPerOp = u.CPUSeconds * 1e6 / float64(ops)
 	}
 	return u
+}
+
+// EngineResults compare the engines that can make the Windows chart pod admissible, each through the
+// same kube-apiserver in the same run: every round runs every engine, in an order that rotates from
+// round to round, so that drift over the run weighs on all of them alike.
+type EngineResults struct {
+	Creators     int     `json:"creators"`
+	PhaseSeconds float64 `json:"phaseSeconds"`
+	Rounds       int     `json:"rounds"`
+	// Rate is the fixed rate of the open-loop phases in pods per second.
+	Rate    float64  `json:"rate"`
+	Engines []Engine `json:"engines"`
+}
+
+// Engine is one engine's phases, one per round in round order: Max with the creators back to back,
+// Fixed at EngineResults.Rate.
+type Engine struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Max         []Phase `json:"max"`
+	Fixed       []Phase `json:"fixed"`
+	// Order is the engine's place in each round (0 first).
+	Order []int `json:"order"`
+	// FixedMerged is the rounds of Fixed merged: the distribution the plot draws.
+	FixedMerged Phase `json:"fixedMerged"`
 }

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/wincompat/wincompat/test/controlplane"
 )
 
-// Server is `wincompat serve` running as a child process, as it runs in a cluster: its own address
+// Server is `wincompat serve` (or a peer) running as a child process, as it runs in a cluster: its own address
 // space, garbage collector and scheduler, so that its CPU time and memory can be read from /proc.
 type Server struct {
 	Pid     int
@@ -47,6 +48,14 @@ func StartServer(bin string, args, env []string, logPath string) (*Server, error
 	return s, nil
 }
 
+// name is the program's for messages: "wincompat serve", or a peer's.
+func (s *Server) name() string {
+	if len(s.cmd.Args) > 1 && s.cmd.Args[1] == "serve" {
+		return filepath.Base(s.cmd.Path) + " serve"
+	}
+	return filepath.Base(s.cmd.Path)
+}
+
 // WaitReady polls url (its /readyz) until it answers 200, the server exits or ctx ends.
 func (s *Server) WaitReady(ctx context.Context, url string) error {
 	hc := &http.Client{Timeout: time.Second}
@@ -59,9 +68,9 @@ func (s *Server) WaitReady(ctx context.Context, url string) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("wincompat serve exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
+			return fmt.Errorf("%s exited: %v; the end of its log (%s):\n%s", s.name(), s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("wincompat serve not ready at %s: %w; the end of its log (%s):\n%s", url, ctx.Err(), s.LogPath, controlplane.TailLines(s.LogPath, 20))
+			return fmt.Errorf("%s not ready at %s: %w; the end of its log (%s):\n%s", s.name(), url, ctx.Err(), s.LogPath, controlplane.TailLines(s.LogPath, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -71,7 +80,7 @@ func (s *Server) WaitReady(ctx context.Context, url string) error {
 func (s *Server) Stop(grace time.Duration) error {
 	select {
 	case <-s.exited:
-		return fmt.Errorf("wincompat serve had exited: %v; the end of its log (%s):\n%s", s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
+		return fmt.Errorf("%s had exited: %v; the end of its log (%s):\n%s", s.name(), s.err, s.LogPath, controlplane.TailLines(s.LogPath, 20))
 	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -81,6 +90,6 @@ func (s *Server) Stop(grace time.Duration) error {
 	case <-time.After(grace):
 		_ = s.cmd.Process.Kill()
 		<-s.exited
-		return fmt.Errorf("wincompat serve did not stop within %s of SIGTERM; killed", grace)
+		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", s.name(), grace)
 	}
 }

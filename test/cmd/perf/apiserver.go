@@ -14,12 +14,6 @@ import (
 // webhookConfigName is the MutatingWebhookConfiguration in deploy/webhook.
 const webhookConfigName = "wincompat"
 
-// What "with" means in the pod-creation phases (-api-engine).
-const (
-	engineWebhook         = "webhook"
-	engineAdmissionPolicy = "admission-policy"
-)
-
 // podKind is one kind of pod created with the webhook installed (with) and without any webhook
 // (without). The two differ only where the API server would reject the pod without wincompat: then
 // "without" creates what wincompat would have made of it, the object that ends up stored either way.
@@ -53,18 +47,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 	if err != nil {
 		return nil, err
 	}
-	var sw interface {
-		Set(ctx context.Context, on bool) error
-	} = webhookSwitch
-	if e.apiEngine == engineAdmissionPolicy {
-		// No webhook at all: the admission policies alone against no mutation.
-		if err := webhookSwitch.Set(ctx, false); err != nil {
-			return nil, err
-		}
-		if sw, err = perf.NewAdmissionPolicySwitch(ctx, e.cs, mutated); err != nil {
-			return nil, err
-		}
-	}
+	sw := webhookSwitch
 	// The rounds of each measurement: of kind, at the maximum or the fixed rate, with the webhook or not.
 	type key struct {
 		kind      int
@@ -104,7 +87,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 				if on {
 					pod, side = k.with, "with"
 				}
-				op := perf.CreatePods(e.cs, pod, e.creators, fmt.Sprintf("%s-%d-%s", k.name, round, side))
+				op := perf.CreatePods(e.cs, pod, e.creators, fmt.Sprintf("%s-%d-%s", k.name, round, side), nil)
 				load.Closed(ctx, e.creators, e.warmup, op)
 				for _, m := range measurements {
 					e.warnings.Take()
@@ -119,7 +102,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 					}
 					phase.Warnings = e.warnings.Take()
 					e.checkCreations(k, on, round, phase)
-					printPhase(fmt.Sprintf("%s, %s %s, %s, round %d", k.name, side, e.apiEngine, m.name, round+1), phase)
+					printPhase(fmt.Sprintf("%s, %s webhook, %s, round %d", k.name, side, m.name, round+1), phase)
 					r := acc[key{i, m.fixed, on}]
 					r.results, r.phases = append(r.results, res), append(r.phases, phase)
 					acc[key{i, m.fixed, on}] = r
@@ -135,9 +118,6 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 		}
 	}
 	out := &perf.APIResults{Creators: e.creators, PhaseSeconds: e.apiDuration.Seconds(), Rounds: e.apiRounds, Rate: e.apiRate}
-	if e.apiEngine == engineAdmissionPolicy {
-		out.Engine = engineAdmissionPolicy
-	}
 	compare := func(kind int, fixed bool) (perf.Comparison, error) {
 		var c perf.Comparison
 		with, without := acc[key{kind, fixed, true}], acc[key{kind, fixed, false}]
@@ -172,7 +152,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 // under the expected result with the webhook installed (none for Linux pods), no call without it.
 func (e *env) checkCreations(k podKind, on bool, round int, p perf.Phase) {
 	want, what := 0.0, "no review"
-	if on && k.result != "" && e.apiEngine == engineWebhook {
+	if on && k.result != "" {
 		want, what = float64(p.OK), fmt.Sprintf("%d reviews counted %q", p.OK, k.result)
 	}
 	if p.Wincompat.Count != want || (want > 0 && p.Wincompat.ByResult[k.result] != want) {

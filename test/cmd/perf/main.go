@@ -50,7 +50,10 @@ type config struct {
 	apiRate                       float64
 	apiRounds, creators           int
 	reviews, apiServer, images    bool
-	apiEngine                     string
+	enginesPart                   bool
+	engineRounds                  int
+	engineRate                    float64
+	kyvernoBinary                 string
 	imageMissRate                 float64
 	serverFlags                   []string
 }
@@ -69,7 +72,10 @@ func main() {
 	fl.DurationVar(&c.apiDuration, "api-duration", 5*time.Second, "length of each measured pod-creation phase")
 	fl.Float64Var(&c.apiRate, "api-rate", 100, "pods per second of the fixed-rate creation phases (0: none), well below the maximum so that latencies are not queueing")
 	fl.IntVar(&c.apiRounds, "api-rounds", 2, "rounds of with/without phases for each kind of pod; an even number balances the order (with first, then without first)")
-	fl.StringVar(&c.apiEngine, "api-engine", engineWebhook, "what the pod creations go through besides no mutation: "+engineWebhook+" (wincompat's MutatingWebhookConfiguration, served by wincompat serve) or "+engineAdmissionPolicy+" (its MutatingAdmissionPolicies alone, evaluated by the API server; no webhook installed)")
+	fl.BoolVar(&c.enginesPart, "engines", true, "run the engine comparison: the Windows chart pod created with no mutation, wincompat's admission policies, its webhook, hybrid (and Kyverno with -kyverno), interleaved")
+	fl.IntVar(&c.engineRounds, "engine-rounds", 3, "rounds of the engine comparison; each runs every engine, in an order rotated from round to round")
+	fl.Float64Var(&c.engineRate, "engine-rate", 50, "pods per second of the engine comparison's fixed-rate phases")
+	fl.StringVar(&c.kyvernoBinary, "kyverno", "", "Kyverno's admission controller binary (make perf-peers builds it into bin/peers/kyverno): adds Kyverno to the engine comparison, run out of cluster on 127.0.0.1")
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
 	fl.BoolVar(&c.reviews, "reviews", true, "run the review load against wincompat serve")
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
@@ -81,7 +87,7 @@ func main() {
 	})
 	_ = fl.Parse(os.Args[1:])
 	if fl.NArg() > 0 || c.connections < 1 || c.creators < 1 || c.apiRounds < 1 || c.apiRate < 0 || c.imageMissRate <= 0 || c.loadFraction <= 0 || c.loadFraction > 1 ||
-		(c.apiEngine != engineWebhook && c.apiEngine != engineAdmissionPolicy) {
+		c.engineRounds < 1 || c.engineRate <= 0 || (c.kyvernoBinary != "" && !c.enginesPart) {
 		fl.Usage()
 		os.Exit(2)
 	}
@@ -110,6 +116,8 @@ type env struct {
 	warnings *perf.Warnings
 	// failures are checks that show a phase did not measure what it claims to.
 	failures []string
+	// kyverno is the peer of the engine comparison, when -kyverno names it.
+	kyverno *kyvernoPeer
 }
 
 func run(ctx context.Context, c config) (err error) {
@@ -159,6 +167,17 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	if c.apiServer {
 		if e.results.APIServer, err = e.runAPIServer(ctx, prep); err != nil {
+			return err
+		}
+	}
+	if c.enginesPart {
+		if c.kyvernoBinary != "" {
+			if e.kyverno, err = e.startKyverno(ctx); err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, e.kyverno.stop()) }()
+		}
+		if e.results.Engines, err = e.runEngines(ctx, prep); err != nil {
 			return err
 		}
 	}

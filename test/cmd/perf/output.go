@@ -26,7 +26,7 @@ func printPhase(name string, p perf.Phase) {
 		name, p.Throughput, p.Latency.P50, p.Latency.P99, p.Latency.P999, p.Errors+p.Missed, w.Cores, w.CPUMicrosPerOp, w.RSSPeakMiB, p.OtherCores)
 }
 
-// goals evaluates issue 7's and issue 13's goals on r; a goal whose figures were not measured is left out.
+// goals evaluates the goals of issues 7, 13 and 16 on r; a goal whose figures were not measured is left out.
 func goals(r *perf.Results) []perf.Goal {
 	var out []perf.Goal
 	if r.Reviews != nil && len(r.Reviews.Scenarios) > 0 {
@@ -66,7 +66,8 @@ func goals(r *perf.Results) []perf.Goal {
 			})
 		}
 	}
-	return append(out, imageGoals(r)...)
+	out = append(out, imageGoals(r)...)
+	return append(out, engineGoals(r)...)
 }
 
 // imageGoals are issue 13's: the warm cache costs within 5% of the tags-only review, and a cold cache
@@ -164,6 +165,9 @@ func printSummary(out io.Writer, r *perf.Results) {
 		}
 		tw.Flush()
 	}
+	if r.Engines != nil {
+		printEngines(out, r.Engines)
+	}
 	if im := r.Images; im != nil {
 		fmt.Fprintf(out, "\nimage resolution, a second wincompat serve GOMAXPROCS=%d, %d keep-alive connections, %gs phases, lookup deadline %.0f ms; latency in ms; lookups per review\n",
 			im.GOMAXPROCS, im.Connections, im.PhaseSeconds, im.LookupTimeoutMs)
@@ -184,7 +188,7 @@ func printSummary(out io.Writer, r *perf.Results) {
 		tw.Flush()
 	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintln(out, "\ngoals (issues 7 and 13)")
+		fmt.Fprintln(out, "\ngoals (issues 7, 13 and 16)")
 		for _, g := range r.Goals {
 			verdict := "not met"
 			if g.Met {
