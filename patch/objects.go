@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -79,7 +80,7 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 		}
 		// Comparing a whole member first is cheaper than walking it: most members are equal, and a
 		// comparison stops at the first difference.
-		if reflect.DeepEqual(bf.Addr().Interface(), af.Addr().Interface()) {
+		if equal(bf, af) {
 			continue
 		}
 		child := append(segs[:len(segs):len(segs)], f.name)
@@ -179,8 +180,25 @@ func (w *walker) set(path []string, b, a reflect.Value, uncertain int) {
 	w.add(Operation{Op: "replace", Path: joinPointer(path), Value: valueOf(a)}, path, 0)
 }
 
+// equal is reflect.DeepEqual of two members of one type, without reflection for the string maps that
+// every object has (labels, annotations, nodeSelector): reflect reads each key and value of a map into
+// a new allocation, and those maps are most of what a pod's diff compares.
+func equal(b, a reflect.Value) bool {
+	if b.Type() == stringMapType {
+		bm, am := b.Interface().(map[string]string), a.Interface().(map[string]string)
+		return (bm == nil) == (am == nil) && maps.Equal(bm, am)
+	}
+	return reflect.DeepEqual(b.Addr().Interface(), a.Addr().Interface())
+}
+
+var stringMapType = reflect.TypeFor[map[string]string]()
+
 // stringMap diffs two present maps of strings key by key.
 func (w *walker) stringMap(path []string, b, a reflect.Value) {
+	if b.Type() == stringMapType {
+		w.plainStringMap(path, b.Interface().(map[string]string), a.Interface().(map[string]string))
+		return
+	}
 	for _, k := range sortedMapKeys(b) {
 		member := append(path[:len(path):len(path)], k.String())
 		switch av := a.MapIndex(k); {
@@ -194,6 +212,25 @@ func (w *walker) stringMap(path []string, b, a reflect.Value) {
 		if !b.MapIndex(k).IsValid() {
 			member := append(path[:len(path):len(path)], k.String())
 			w.add(Operation{Op: "add", Path: joinPointer(member), Value: a.MapIndex(k).String()}, member, 0)
+		}
+	}
+}
+
+// plainStringMap is stringMap for map[string]string itself, read without reflection.
+func (w *walker) plainStringMap(path []string, b, a map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		member := append(path[:len(path):len(path)], k)
+		switch av, ok := a[k]; {
+		case !ok:
+			w.add(Operation{Op: "remove", Path: joinPointer(member)}, member, 0)
+		case av != b[k]:
+			w.add(Operation{Op: "replace", Path: joinPointer(member), Value: av}, member, 0)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if _, ok := b[k]; !ok {
+			member := append(path[:len(path):len(path)], k)
+			w.add(Operation{Op: "add", Path: joinPointer(member), Value: a[k]}, member, 0)
 		}
 	}
 }

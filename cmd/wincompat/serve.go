@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -32,10 +33,20 @@ certificate is reloaded when tls.crt or tls.key change on disk. On SIGTERM it tu
 answering for --shutdown-delay, closing each keep-alive connection after its next answer, then stops
 accepting connections and finishes the reviews in flight.
 
+Unless GOGC is set in its environment, the server runs Go's garbage collector at GOGC=200 instead of
+100: a review allocates about 160 kB on a live heap of a few MB, and collecting half as often cut the CPU
+per review by about a fifth for some 6 MiB more memory (test/perf/README.md).
+
 Flags:
 `
 
+// serveGCPercent is the server's GOGC unless its environment sets one.
+const serveGCPercent = 200
+
 func runServe(args []string, stderr io.Writer) int {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(serveGCPercent)
+	}
 	o := server.Options{Version: version}
 	var policyFile, kubeconfig string
 	var zapOpts zap.Options

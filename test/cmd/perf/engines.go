@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -131,6 +134,10 @@ func (e *env) runEngines(ctx context.Context, p *prepared) (*perf.EngineResults,
 				if err != nil {
 					return nil, err
 				}
+				var profile <-chan error
+				if !fixed && e.profileDir != "" {
+					profile = e.profileAPIServer(ctx, filepath.Join(e.profileDir, fmt.Sprintf("kube-apiserver-%s-round%d.pprof", en.name, round+1)))
+				}
 				var res *load.Result
 				name := "max"
 				if fixed {
@@ -142,6 +149,11 @@ func (e *env) runEngines(ctx context.Context, p *prepared) (*perf.EngineResults,
 				phase, err := span.End(ctx, res)
 				if err != nil {
 					return nil, err
+				}
+				if profile != nil {
+					if err := <-profile; err != nil {
+						return nil, err
+					}
 				}
 				phase.Warnings = e.warnings.Take()
 				e.checkEngine(en, round, name, phase)
@@ -195,4 +207,26 @@ func (e *env) checkEngine(en engine, round int, load string, p perf.Phase) {
 	if p.Wincompat.Count != want {
 		e.failures = append(e.failures, fmt.Sprintf("%s: %d pods created, wincompat counted %v reviews (%v), want %v", where, p.OK, p.Wincompat.Count, p.Wincompat.ByResult, want))
 	}
+}
+
+// profileAPIServer takes a CPU profile of kube-apiserver (its /debug/pprof, on by default) for the
+// whole seconds of a measured phase that starts now, and writes it to path.
+func (e *env) profileAPIServer(ctx context.Context, path string) <-chan error {
+	done := make(chan error, 1)
+	seconds := max(int(e.apiDuration.Seconds()), 1)
+	go func() {
+		raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(path), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(path, raw, 0o644)
+		}
+		if err != nil {
+			err = fmt.Errorf("profiling kube-apiserver: %w", err)
+		}
+		done <- err
+	}()
+	return done
 }
