@@ -72,7 +72,11 @@ func (e *env) engines(ctx context.Context, p *prepared) ([]engine, error) {
 			func(s perf.ProbeState) bool { return s.Webhook && s.Policies }, chart, true},
 	}
 	if e.kyverno != nil {
-		out = append(out, engine{engineKyverno, fmt.Sprintf("Kyverno %s's admission controller, out of cluster on loopback, with a ClusterPolicy doing the same rewrite", e.kyverno.version),
+		procs := "every core"
+		if e.kyverno.gomaxprocs > 0 {
+			procs = fmt.Sprintf("GOMAXPROCS=%d", e.kyverno.gomaxprocs)
+		}
+		out = append(out, engine{engineKyverno, fmt.Sprintf("Kyverno %s's admission controller (%s), out of cluster on loopback, with a ClusterPolicy doing the same rewrite (test/peers/kyverno/clusterpolicy.yaml)", e.kyverno.version, procs),
 			[]perf.Toggle{e.kyverno}, func(s perf.ProbeState) bool { return s.Placed && !s.Webhook && !s.Policies }, chart, false})
 	}
 	return out, nil

@@ -43,14 +43,18 @@ var clusterPolicies = schema.GroupVersionResource{Group: "kyverno.io", Version: 
 // Kyverno registers no webhook for them and the API server never calls it.
 type kyvernoPeer struct {
 	version string
-	process *perf.Server
-	cs      kubernetes.Interface
-	dyn     dynamic.Interface
-	policy  *unstructured.Unstructured
+	// gomaxprocs is Kyverno's GOMAXPROCS, 0 for unset (every core).
+	gomaxprocs int
+	process    *perf.Server
+	cs         kubernetes.Interface
+	dyn        dynamic.Interface
+	policy     *unstructured.Unstructured
 }
 
 // startKyverno installs Kyverno's CRDs from its Go module (the one test/peers/kyverno pins), starts
-// the binary with GOMAXPROCS=1 like wincompat, and waits until its own policy webhook answers.
+// the binary, and waits until its own policy webhook answers. Unless -kyverno-gomaxprocs says
+// otherwise, Kyverno gets every core: it is built to use them, and measuring it on one core would
+// flatter wincompat.
 func (e *env) startKyverno(ctx context.Context) (*kyvernoPeer, error) {
 	peerModule := filepath.Join(e.root, "test", "peers", "kyverno")
 	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/kyverno/kyverno")
@@ -117,10 +121,16 @@ func (e *env) startKyverno(ctx context.Context) (*kyvernoPeer, error) {
 		"--omitEvents=PolicyApplied,PolicySkipped,PolicyViolation,PolicyError",
 		"--autoMemLimitEnabled=false", "--loggingFormat=text", "--v=2",
 	}
-	env := []string{"GOMAXPROCS=1",
+	env := []string{
 		"KYVERNO_NAMESPACE=" + kyvernoNamespace, "KYVERNO_SERVICEACCOUNT_NAME=kyverno", "KYVERNO_DEPLOYMENT=kyverno",
 		"KYVERNO_POD_NAME=kyverno-perf", "INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics", "KYVERNO_SVC=kyverno-svc"}
-	fmt.Printf("kyverno %s: GOMAXPROCS=1 %s %s\n", k.version, e.kyvernoBinary, joinWords(args))
+	procs := "unset"
+	if e.kyvernoProcs > 0 {
+		procs = strconv.Itoa(e.kyvernoProcs)
+		env = append(env, "GOMAXPROCS="+procs)
+	}
+	k.gomaxprocs = e.kyvernoProcs
+	fmt.Printf("kyverno %s: GOMAXPROCS=%s %s %s\n", k.version, procs, e.kyvernoBinary, joinWords(args))
 	if k.process, err = perf.StartServer(e.kyvernoBinary, args, env, filepath.Join(e.workDir, "kyverno.log")); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,7 @@ type config struct {
 	engineRounds                  int
 	engineRate                    float64
 	kyvernoBinary                 string
+	kyvernoProcs                  int
 	profileDir                    string
 	imageMissRate                 float64
 	serverFlags                   []string
@@ -76,6 +77,7 @@ func main() {
 	fl.BoolVar(&c.enginesPart, "engines", true, "run the engine comparison: the Windows chart pod created with no mutation, wincompat's admission policies, its webhook, hybrid (and Kyverno with -kyverno), interleaved")
 	fl.IntVar(&c.engineRounds, "engine-rounds", 3, "rounds of the engine comparison; each runs every engine, in an order rotated from round to round")
 	fl.Float64Var(&c.engineRate, "engine-rate", 50, "pods per second of the engine comparison's fixed-rate phases")
+	fl.IntVar(&c.kyvernoProcs, "kyverno-gomaxprocs", 0, "GOMAXPROCS for Kyverno; 0 leaves it unset, so Kyverno uses every core as it would in a pod without a CPU limit (wincompat serve always runs with GOMAXPROCS=1)")
 	fl.StringVar(&c.profileDir, "apiserver-profiles", "", "write a CPU profile of kube-apiserver for each engine's full-speed phase into this directory (go tool pprof), taken during the measured window only")
 	fl.StringVar(&c.kyvernoBinary, "kyverno", "", "Kyverno's admission controller binary (make perf-peers builds it into bin/peers/kyverno): adds Kyverno to the engine comparison, run out of cluster on 127.0.0.1")
 	fl.IntVar(&c.creators, "creators", 8, "concurrent pod creators")
