@@ -90,7 +90,7 @@ var reviewCodecs = func() serializer.CodecFactory {
 	return serializer.NewCodecFactory(s)
 }()
 
-// FuzzHandler sends arbitrary bodies through controller-runtime's admission plumbing to wincompat's
+// FuzzHandler sends arbitrary bodies through wincompat's Endpoint (controller-runtime's plumbing, decoding in one pass) to its
 // handlers, as `wincompat serve` wires them, and checks the answer the API server would get: it never
 // panics (panic recovery is off, so a panic fails the fuzzer instead of becoming a 500); every answer is
 // an AdmissionReview with a response; a review that parses is answered under its uid, in its version;
@@ -183,8 +183,10 @@ func FuzzHandler(f *testing.F) {
 			h = NewWorkloadHandler(cfg)
 		}
 		handlers[knobs] = h
-		servers[knobs] = &admission.Webhook{Handler: h, RecoverPanic: new(false),
-			LogConstructor: func(logr.Logger, *admission.Request) logr.Logger { return logr.Discard() }}
+		e := NewEndpoint(h)
+		e.webhook.RecoverPanic = new(false)
+		e.webhook.LogConstructor = func(logr.Logger, *admission.Request) logr.Logger { return logr.Discard() }
+		servers[knobs] = e
 	}
 
 	f.Fuzz(func(t *testing.T, knobs uint8, body []byte) {

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
@@ -247,9 +246,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Log:            o.Log.WithName("admission"),
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.PodPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewPodHandler(shared)}))
-	srv.Register(webhook.WorkloadPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.NewWorkloadHandler(shared)}))
-	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, &admission.Webhook{Handler: webhook.PolicyCheck{}}))
+	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared))))
+	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared))))
+	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{})))
 	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
 		if draining.Load() {
 			return errors.New("shutting down")
