@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/wincompat/wincompat/test/perf"
@@ -184,24 +185,15 @@ func engineGoals(r *perf.Results) []perf.Goal {
 	return out
 }
 
-func percents(xs []float64) string {
-	s := ""
-	for i, x := range xs {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%.0f%%", 100*x)
-	}
-	return s
-}
+func percents(xs []float64) string { return joinEach(xs, "%.0f%%", 100) }
 
-func values(xs []float64) string {
-	s := ""
+func values(xs []float64) string { return joinEach(xs, "%+.2f", 1) }
+
+// joinEach formats each of xs, scaled, with verb and joins them with commas.
+func joinEach(xs []float64, verb string, scale float64) string {
+	parts := make([]string, len(xs))
 	for i, x := range xs {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%+.2f", x)
+		parts[i] = fmt.Sprintf(verb, scale*x)
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
