@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -153,8 +154,9 @@ func Warnings(changes []Change) []string {
 		reason string
 	}
 	type group struct {
-		first  Change
-		owners map[string]bool
+		first Change
+		// owners are few (a pod has a handful of containers): a list costs less than a map per group.
+		owners []string
 	}
 	var order []class
 	groups := map[class]*group{}
@@ -163,11 +165,13 @@ func Warnings(changes []Change) []string {
 		k := class{c.Action, field, c.Reason}
 		g, ok := groups[k]
 		if !ok {
-			g = &group{first: c, owners: map[string]bool{}}
+			g = &group{first: c}
 			groups[k] = g
 			order = append(order, k)
 		}
-		g.owners[owner] = true
+		if !slices.Contains(g.owners, owner) {
+			g.owners = append(g.owners, owner)
+		}
 	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
@@ -193,16 +197,14 @@ func splitOwner(path string) (owner, field string) {
 	return "pod", path
 }
 
-func ownersPhrase(owners map[string]bool) string {
-	if owners["pod"] {
+func ownersPhrase(owners []string) string {
+	if slices.Contains(owners, "pod") {
 		return "the pod"
 	}
 	if len(owners) == 1 {
-		for o := range owners {
-			return strings.TrimPrefix(o, "spec.")
-		}
+		return strings.TrimPrefix(owners[0], "spec.")
 	}
-	return fmt.Sprintf("%d containers", len(owners))
+	return strconv.Itoa(len(owners)) + " containers"
 }
 
 func describe(action Action, field string, c Change, owners string) string {
