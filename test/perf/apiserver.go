@@ -112,23 +112,22 @@ func waitForProbe(ctx context.Context, cs kubernetes.Interface, probe *corev1.Po
 }
 
 // AdmissionPolicySwitch binds and unbinds wincompat's MutatingAdmissionPolicies (rendered from the
-// default policy, as `wincompat policy export` prints them), and waits each time until the API server
-// acts accordingly. The policies stay; only their bindings come and go.
+// default policy, as `wincompat policy export` prints them). The policies stay; only their bindings
+// come and go.
 type AdmissionPolicySwitch struct {
 	cs       kubernetes.Interface
 	bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
-	probe    *corev1.Pod
 }
 
 // NewAdmissionPolicySwitch creates the admission policies, unbound.
-func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod) (*AdmissionPolicySwitch, error) {
+func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface) (*AdmissionPolicySwitch, error) {
 	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf"})
 	for i := range policies {
 		if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &policies[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating MutatingAdmissionPolicy %s: %w", policies[i].Name, err)
 		}
 	}
-	return &AdmissionPolicySwitch{cs: cs, bindings: bindings, probe: probe.DeepCopy()}, nil
+	return &AdmissionPolicySwitch{cs: cs, bindings: bindings}, nil
 }
 
 // Apply binds (on) or unbinds the policies.
@@ -146,15 +145,6 @@ func (s *AdmissionPolicySwitch) Apply(ctx context.Context, on bool) error {
 		}
 	}
 	return nil
-}
-
-// Set binds (on) or unbinds the policies, and returns once a probe pod shows the API server mutating
-// it with them (on) or rejecting it (off).
-func (s *AdmissionPolicySwitch) Set(ctx context.Context, on bool) error {
-	if err := s.Apply(ctx, on); err != nil {
-		return err
-	}
-	return waitForProbe(ctx, s.cs, s.probe, on, "applying the admission policies", func(p ProbeState) bool { return p.Policies && !p.Webhook })
 }
 
 // Warnings counts the warnings the API server returns; it is a rest.WarningHandler that neither

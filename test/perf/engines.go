@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -47,11 +48,13 @@ func (s ProbeState) String() string {
 // change of webhook configuration, binding or policy takes effect through the API server's informers
 // (or a peer's controller) a moment later.
 func WaitForProbeState(ctx context.Context, cs kubernetes.Interface, probe *corev1.Pod, doing string, want func(ProbeState) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
+	var (
+		state ProbeState
+		last  error
+	)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := cs.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		var state ProbeState
+		state, last = ProbeState{}, err
 		switch {
 		case err == nil:
 			state = ProbeState{
@@ -62,17 +65,14 @@ func WaitForProbeState(ctx context.Context, cs kubernetes.Interface, probe *core
 		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod"):
 			state.Rejected = true
 		case !apierrors.IsInvalid(err) && !apierrors.IsInternalError(err):
-			return fmt.Errorf("dry-run probe pod: %w", err)
+			return false, fmt.Errorf("dry-run probe pod: %w", err)
 		}
-		if (err == nil || state.Rejected) && want(state) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("the API server is not %s: the probe pod was %v (%v)", doing, state, err), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		return (err == nil || state.Rejected) && want(state), nil
+	})
+	if err != nil && wait.Interrupted(err) {
+		return errors.Join(fmt.Errorf("the API server is not %s: the probe pod was %v (%v)", doing, state, last), err)
 	}
+	return err
 }
 
 // CheckStoredChartPod is the rewrite every engine must make of the Windows chart pod, read off what
@@ -108,7 +108,7 @@ const (
 func DeletePods(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	api := cs.CoreV1().Pods(ns)
 	for {
-		list, err := api.List(ctx, metav1.ListOptions{Limit: deleteChunk, ResourceVersion: ""})
+		list, err := api.List(ctx, metav1.ListOptions{Limit: deleteChunk})
 		if err != nil {
 			return err
 		}

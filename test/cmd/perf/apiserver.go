@@ -26,28 +26,13 @@ type podKind struct {
 }
 
 func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, error) {
-	linux, err := perf.TypedPod(p.linux)
-	if err != nil {
-		return nil, err
-	}
-	unchanged, err := perf.TypedPod(p.unchanged)
-	if err != nil {
-		return nil, err
-	}
-	mutated, err := perf.TypedPod(p.chart)
-	if err != nil {
-		return nil, err
-	}
+	linux, unchanged, mutated := p.typed.linux, p.typed.unchanged, p.typed.chart
 	kinds := []podKind{
 		{"linux", "the chart pod for Linux in the opted-in namespace: the webhook's matchConditions keep it from wincompat", linux, linux, ""},
 		{"windows-unchanged", "the Windows chart pod as wincompat leaves it: wincompat is called and changes nothing", unchanged, unchanged, "unchanged"},
 		{"windows-mutated", "the Windows chart pod with Linux-only fields: wincompat patches it; without the webhook, the pod as patched is created instead (the original would be rejected)", mutated, unchanged, "mutated"},
 	}
-	webhookSwitch, err := perf.NewWebhookSwitch(ctx, e.cs, webhookConfigName, mutated)
-	if err != nil {
-		return nil, err
-	}
-	sw := webhookSwitch
+	sw := e.webhook
 	// The rounds of each measurement: of kind, at the maximum or the fixed rate, with the webhook or not.
 	type key struct {
 		kind      int
@@ -133,6 +118,7 @@ func (e *env) runAPIServer(ctx context.Context, p *prepared) (*perf.APIResults, 
 	}
 	for i, k := range kinds {
 		ak := perf.APIKind{Name: k.name, Description: k.description}
+		var err error
 		if ak.Max, err = compare(i, false); err != nil {
 			return nil, err
 		}

@@ -39,23 +39,13 @@ type engine struct {
 // engines are the engines of this run: no mutation, wincompat's three (issue 15), and Kyverno when
 // -kyverno names its binary (make perf-peers).
 func (e *env) engines(ctx context.Context, p *prepared) ([]engine, error) {
-	chart, err := perf.TypedPod(p.chart)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := perf.TypedPod(p.unchanged)
-	if err != nil {
-		return nil, err
-	}
-	webhook, err := perf.NewWebhookSwitch(ctx, e.cs, webhookConfigName, chart)
-	if err != nil {
-		return nil, err
-	}
-	// Start from nothing installed: envtest installed the webhook.
+	chart, stored := p.typed.chart, p.typed.unchanged
+	webhook := e.webhook
+	// Start from nothing installed: envtest, or the part before, installed the webhook.
 	if err := webhook.Apply(ctx, false); err != nil {
 		return nil, err
 	}
-	policies, err := perf.NewAdmissionPolicySwitch(ctx, e.cs, chart)
+	policies, err := perf.NewAdmissionPolicySwitch(ctx, e.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +100,8 @@ func (e *env) runEngines(ctx context.Context, p *prepared) (*perf.EngineResults,
 	if err != nil {
 		return nil, err
 	}
-	probe, err := perf.TypedPod(p.chart)
-	if err != nil {
-		return nil, err
-	}
+	// The probe is the chart pod itself: every engine but none must make it admissible.
+	probe := p.typed.chart
 	out := &perf.EngineResults{Creators: e.creators, PhaseSeconds: e.apiDuration.Seconds(), Rounds: e.engineRounds, Rate: e.engineRate}
 	for _, en := range engines {
 		out.Engines = append(out.Engines, perf.Engine{Name: en.name, Description: en.description})
@@ -186,12 +174,9 @@ func (e *env) runEngines(ctx context.Context, p *prepared) (*perf.EngineResults,
 		}
 	}
 	// Leave the API server as the later parts expect it: wincompat's webhook alone.
-	for i, en := range engines {
-		if en.name == engineWebhook {
-			if err := use(ctx, e, engines, i, probe); err != nil {
-				return nil, err
-			}
-		}
+	webhook := slices.IndexFunc(engines, func(en engine) bool { return en.name == engineWebhook })
+	if err := use(ctx, e, engines, webhook, probe); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

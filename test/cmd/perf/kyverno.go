@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -136,18 +137,12 @@ func (e *env) startKyverno(ctx context.Context) (*kyvernoPeer, error) {
 	}
 	// Kyverno issues its certificates and registers its webhooks a few seconds after it leads: a
 	// dry-run creation of the policy passes once its policy webhook answers.
-	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		_, err := k.dyn.Resource(clusterPolicies).Create(readyCtx, k.policy.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil {
-			break
-		}
-		select {
-		case <-readyCtx.Done():
-			return nil, errors.Join(fmt.Errorf("kyverno's policy webhook never answered: %w; the end of its log (%s):\n%s", err, k.process.LogPath, controlplane.TailLines(k.process.LogPath, 20)), k.stop())
-		case <-time.After(500 * time.Millisecond):
-		}
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = k.dyn.Resource(clusterPolicies).Create(ctx, k.policy.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	}); err != nil {
+		return nil, errors.Join(fmt.Errorf("kyverno's policy webhook never answered: %w; the end of its log (%s):\n%s", last, k.process.LogPath, controlplane.TailLines(k.process.LogPath, 20)), err, k.stop())
 	}
 	e.meter.Pids["kyverno"] = k.process.Pid
 	return k, nil
@@ -164,31 +159,35 @@ func (k *kyvernoPeer) Apply(ctx context.Context, on bool) error {
 		}
 		return nil
 	}
-	if err := api.Delete(ctx, k.policy.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := k.deletePolicy(ctx); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		wc, err := k.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, kyvernoResourceWebhook, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && len(wc.Webhooks) == 0) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kyverno kept its webhook for pods after its policy was deleted: %v", errors.Join(err, ctx.Err()))
-		case <-time.After(100 * time.Millisecond):
-		}
+		last = err
+		return apierrors.IsNotFound(err) || (err == nil && len(wc.Webhooks) == 0), nil
+	}); err != nil {
+		return fmt.Errorf("kyverno kept its webhook for pods after its policy was deleted: %w", errors.Join(last, err))
 	}
+	return nil
+}
+
+func (k *kyvernoPeer) deletePolicy(ctx context.Context) error {
+	err := k.dyn.Resource(clusterPolicies).Delete(ctx, k.policy.GetName(), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // stop deletes the policy, stops Kyverno and removes the webhook configurations it leaves behind out
 // of cluster (it removes them only when its Deployment goes down), so that later parts of the run
-// meet an API server without it.
+// meet an API server without it. Removing them makes waiting for Kyverno to empty them pointless.
 func (k *kyvernoPeer) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := k.Apply(ctx, false)
+	err := k.deletePolicy(ctx)
 	if k.process != nil {
 		err = errors.Join(err, k.process.Stop(10*time.Second))
 	}

@@ -120,6 +120,8 @@ type env struct {
 	warnings *perf.Warnings
 	// failures are checks that show a phase did not measure what it claims to.
 	failures []string
+	// webhook installs and removes wincompat's MutatingWebhookConfiguration for the pod-creation parts.
+	webhook *perf.WebhookSwitch
 	// kyverno is the peer of the engine comparison, when -kyverno names it.
 	kyverno *kyvernoPeer
 }
@@ -164,6 +166,11 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	e.results.Wincompat = prep.version
+	// Read while envtest's installation stands: the pod-creation parts remove and reinstall it, and an
+	// odd number of rounds leaves it removed.
+	if e.webhook, err = perf.NewWebhookSwitch(ctx, e.cs, webhookConfigName, prep.typed.chart); err != nil {
+		return err
+	}
 	if c.reviews {
 		if e.results.Reviews, err = e.runReviews(ctx, prep); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/perf"
@@ -25,6 +26,8 @@ type prepared struct {
 	// patch applied, which it must answer with no patch; linux the chart pod for Linux.
 	chart, unchanged, linux []byte
 	reviews                 []*perf.Review
+	// typed are the same three pods decoded for client-go, once for both pod-creation parts.
+	typed struct{ chart, unchanged, linux *corev1.Pod }
 }
 
 func (e *env) prepare(ctx context.Context) (*prepared, error) {
@@ -81,7 +84,7 @@ func (e *env) prepare(ctx context.Context) (*prepared, error) {
 		return nil, err
 	}
 	floor, err := perf.NewReview("floor",
-		"the chart pod's review with operation DELETE, which wincompat allows without reading the object: TLS, HTTP/1.1 keep-alive and controller-runtime's review decoding and response encoding only",
+		"the chart pod's review with operation DELETE, which wincompat allows without reading the object: TLS, HTTP/1.1 keep-alive and the review's decoding and response encoding (webhook.Endpoint) only",
 		p.chart, namespace, admissionv1.Delete, perf.NoPatch, "ignored")
 	if err != nil {
 		return nil, err
@@ -98,6 +101,14 @@ func (e *env) prepare(ctx context.Context) (*prepared, error) {
 	}
 	if err := changesNothing(ctx, client, unchanged, p.unchanged); err != nil {
 		return nil, err
+	}
+	for _, pod := range []struct {
+		raw   []byte
+		typed **corev1.Pod
+	}{{p.chart, &p.typed.chart}, {p.unchanged, &p.typed.unchanged}, {p.linux, &p.typed.linux}} {
+		if *pod.typed, err = perf.TypedPod(pod.raw); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
