@@ -303,6 +303,9 @@ func FuzzObjects(f *testing.F) {
 			t.Fatal("raw decoded once and not twice")
 		}
 		(&editor{data: edits}).edits(reflect.ValueOf(after).Elem())
+		if got, want := equal(reflect.ValueOf(before).Elem(), reflect.ValueOf(after).Elem()), reflect.DeepEqual(before, after); got != want {
+			t.Fatalf("equal says %v where reflect.DeepEqual says %v", got, want)
+		}
 		beforeJSON, err := json.Marshal(before)
 		if err != nil {
 			return // a value raw can hold that its type cannot render (the webhook never diffs one)

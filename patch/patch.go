@@ -45,15 +45,45 @@ func (o Operation) wire() any {
 type Patch []Operation
 
 // MarshalJSON encodes the whole patch in one pass rather than one buffer per operation.
+// It writes what encoding/json writes for the operations' wire form, through one Encoder, so that no
+// operation is boxed and no intermediate buffer is built per value.
 func (p Patch) MarshalJSON() ([]byte, error) {
 	if p == nil {
 		return []byte("null"), nil
 	}
-	ops := make([]any, len(p))
-	for i, op := range p {
-		ops[i] = op.wire()
+	var buf bytes.Buffer
+	buf.Grow(64 * len(p))
+	enc := json.NewEncoder(&buf)
+	encode := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode ends each value with a newline
+		return nil
 	}
-	return json.Marshal(ops)
+	buf.WriteByte('[')
+	for i := range p {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"op":`)
+		if err := encode(&p[i].Op); err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"path":`)
+		if err := encode(&p[i].Path); err != nil {
+			return nil, err
+		}
+		if p[i].Op != "remove" {
+			buf.WriteString(`,"value":`)
+			if err := encode(p[i].Value); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
 }
 
 // Diff returns the operations that turn before into after, sorted by path so that the same change
@@ -345,11 +375,21 @@ func firstByte(v json.RawMessage) byte {
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
+// joinPointer writes segs as an RFC 6901 pointer in one allocation: a diff writes one per operation.
 func joinPointer(segs []string) string {
+	size := 0
+	for _, s := range segs {
+		size += 1 + len(s) + strings.Count(s, "~") + strings.Count(s, "/")
+	}
 	var b strings.Builder
+	b.Grow(size)
 	for _, s := range segs {
 		b.WriteByte('/')
-		b.WriteString(pointerEscaper.Replace(s))
+		if !strings.ContainsAny(s, "~/") {
+			b.WriteString(s)
+			continue
+		}
+		_, _ = pointerEscaper.WriteString(&b, s) // a strings.Builder never fails a write
 	}
 	return b.String()
 }

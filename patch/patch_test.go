@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -103,18 +104,43 @@ func TestDiffIsSortedAndStable(t *testing.T) {
 	}
 }
 
+// A patch is written as encoding/json writes its operations, byte for byte (goldens and the API server
+// see these bytes), whether marshalled whole or by the webhook's direct call.
 func TestOperationJSON(t *testing.T) {
-	b, err := json.Marshal(Patch{
+	p := Patch{
 		{Op: "remove", Path: `/metadata/annotations/a~1"b`},
 		{Op: "add", Path: "/a", Value: nil},
 		{Op: "replace", Path: "/b", Value: false},
-	})
+		{Op: "add", Path: "/c<&>", Value: "[{\"x\":\"<y> & \u2028\"}]"},
+		{Op: "add", Path: "/d", Value: map[string]any{"z": 1, "a": []string{"é"}}},
+		{Op: "test", Path: "/e", Value: json.RawMessage(`{"k": [1, 2]}`)},
+	}
+	wire := make([]any, len(p))
+	for i, op := range p {
+		wire[i] = op.wire()
+	}
+	want, err := json.Marshal(wire)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"op":"remove","path":"/metadata/annotations/a~1\"b"},{"op":"add","path":"/a","value":null},{"op":"replace","path":"/b","value":false}]`
-	if string(b) != want {
-		t.Errorf("got  %s\nwant %s", b, want)
+	if !strings.HasPrefix(string(want), `[{"op":"remove","path":"/metadata/annotations/a~1\"b"},{"op":"add","path":"/a","value":null},{"op":"replace","path":"/b","value":false},`) {
+		t.Fatalf("the wire form changed: %s", want)
+	}
+	direct, err := p.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"MarshalJSON": direct, "json.Marshal": whole} {
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	if _, err := (Patch{{Op: "add", Path: "/f", Value: func() {}}}).MarshalJSON(); err == nil {
+		t.Error("a value JSON cannot hold was written")
 	}
 }
 
@@ -147,6 +173,14 @@ func TestRebaseAddsMissingParents(t *testing.T) {
 func TestSplitPointer(t *testing.T) {
 	if got := SplitPointer("/metadata/annotations/a~1b~0c"); !reflect.DeepEqual(got, []string{"metadata", "annotations", "a/b~c"}) {
 		t.Errorf("SplitPointer = %q", got)
+	}
+	for _, segs := range [][]string{{}, {"a"}, {"metadata", "annotations", "a/b~c"}, {"~", "/", "~1/~0", ""}} {
+		if got := SplitPointer(joinPointer(segs)); len(segs) > 0 && !reflect.DeepEqual(got, segs) {
+			t.Errorf("SplitPointer(joinPointer(%q)) = %q", segs, got)
+		}
+	}
+	if got := joinPointer([]string{"a/b~c", "d"}); got != "/a~1b~0c/d" {
+		t.Errorf("joinPointer = %q", got)
 	}
 }
 

@@ -80,40 +80,52 @@ func jsonValue(v any) json.RawMessage {
 // for []Change, written directly because every pass renders it twice (annotation and audit log) and the
 // library re-validates each raw From and To value.
 func EncodeChanges(changes []Change) string {
-	b := make([]byte, 0, 160*len(changes)+2)
-	b = append(b, '[')
+	size := 2
+	for _, c := range changes {
+		// Keys and quotes take 45 bytes; a string that needs escaping grows the buffer once more.
+		size += 48 + len(c.Action) + len(c.Path) + len(c.From) + len(c.To) + len(c.Reason)
+	}
+	var b strings.Builder // its String shares the buffer: a record of kilobytes is not copied
+	b.Grow(size)
+	b.WriteByte('[')
 	for i, c := range changes {
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		b = append(b, `{"action":`...)
-		b = appendJSONString(b, string(c.Action))
-		b = append(b, `,"path":`...)
-		b = appendJSONString(b, c.Path)
+		b.WriteString(`{"action":`)
+		writeJSONString(&b, string(c.Action))
+		b.WriteString(`,"path":`)
+		writeJSONString(&b, c.Path)
 		// From and To are valid JSON: rendered by jsonValue, or parsed from an annotation.
 		if len(c.From) > 0 {
-			b = append(append(b, `,"from":`...), c.From...)
+			b.WriteString(`,"from":`)
+			b.Write(c.From)
 		}
 		if len(c.To) > 0 {
-			b = append(append(b, `,"to":`...), c.To...)
+			b.WriteString(`,"to":`)
+			b.Write(c.To)
 		}
-		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, c.Reason)
-		b = append(b, '}')
+		b.WriteString(`,"reason":`)
+		writeJSONString(&b, c.Reason)
+		b.WriteByte('}')
 	}
-	return string(append(b, ']'))
+	b.WriteByte(']')
+	return b.String()
 }
 
-// appendJSONString appends s quoted as encoding/json quotes it; strings that need escaping are rare
-// and left to the library.
-func appendJSONString(b []byte, s string) []byte {
+// writeJSONString writes s quoted as encoding/json quotes it; strings that need escaping are rare and
+// left to the library.
+func writeJSONString(b *strings.Builder, s string) {
 	for i := range len(s) {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
+			b.Write(q)
+			return
 		}
 	}
-	return append(append(append(b, '"'), s...), '"')
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // DecodeChanges parses a changes annotation written by any wincompat version.
@@ -146,37 +158,33 @@ next:
 // container), in first-seen order, e.g.
 // "wincompat: removed securityContext.runAsUser from 2 containers (not supported on Windows)".
 func Warnings(changes []Change) []string {
-	type class struct {
+	type group struct {
 		action Action
 		field  string
 		// reason tells warnings apart: each says something of its own (which image, which build, which
 		// taint); the same rule on several containers gives the same reason and one warning.
 		reason string
-	}
-	type group struct {
-		first Change
-		// owners are few (a pod has a handful of containers): a list costs less than a map per group.
+		first  Change
+		// owners holds the second and later owners; most groups have one.
+		owner  string
 		owners []string
 	}
-	var order []class
-	groups := map[class]*group{}
+	// A list searched in order, not a map: a pod's changes fall in a handful of groups, and a warning is
+	// rendered on every review.
+	groups := make([]group, 0, len(changes))
 	for _, c := range changes {
 		owner, field := splitOwner(c.Path)
-		k := class{c.Action, field, c.Reason}
-		g, ok := groups[k]
-		if !ok {
-			g = &group{first: c}
-			groups[k] = g
-			order = append(order, k)
-		}
-		if !slices.Contains(g.owners, owner) {
-			g.owners = append(g.owners, owner)
+		i := slices.IndexFunc(groups, func(g group) bool { return g.action == c.Action && g.field == field && g.reason == c.Reason })
+		switch {
+		case i < 0:
+			groups = append(groups, group{action: c.Action, field: field, reason: c.Reason, first: c, owner: owner})
+		case groups[i].owner != owner && !slices.Contains(groups[i].owners, owner):
+			groups[i].owners = append(groups[i].owners, owner)
 		}
 	}
-	out := make([]string, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		out = append(out, "wincompat: "+describe(k.action, k.field, g.first, ownersPhrase(g.owners)))
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = describe(g.action, g.field, g.first, ownersPhrase(g.owner, g.owners))
 	}
 	return out
 }
@@ -197,29 +205,30 @@ func splitOwner(path string) (owner, field string) {
 	return "pod", path
 }
 
-func ownersPhrase(owners []string) string {
-	if slices.Contains(owners, "pod") {
+func ownersPhrase(first string, more []string) string {
+	if first == "pod" || slices.Contains(more, "pod") {
 		return "the pod"
 	}
-	if len(owners) == 1 {
-		return strings.TrimPrefix(owners[0], "spec.")
+	if len(more) == 0 {
+		return strings.TrimPrefix(first, "spec.")
 	}
-	return strconv.Itoa(len(owners)) + " containers"
+	return strconv.Itoa(1+len(more)) + " containers"
 }
 
+// describe renders one warning, in one allocation.
 func describe(action Action, field string, c Change, owners string) string {
 	switch action {
 	case Strip:
-		return fmt.Sprintf("removed %s from %s (%s)", field, owners, c.Reason)
+		return "wincompat: removed " + field + " from " + owners + " (" + c.Reason + ")"
 	case Rewrite:
 		if len(c.To) == 0 {
-			return fmt.Sprintf("removed %s from %s (%s)", field, owners, c.Reason)
+			return "wincompat: removed " + field + " from " + owners + " (" + c.Reason + ")"
 		}
-		return fmt.Sprintf("changed %s in %s to %s (%s)", field, owners, string(c.To), c.Reason)
+		return "wincompat: changed " + field + " in " + owners + " to " + string(c.To) + " (" + c.Reason + ")"
 	case Inject:
-		return fmt.Sprintf("set %s on %s (%s)", field, owners, c.Reason)
+		return "wincompat: set " + field + " on " + owners + " (" + c.Reason + ")"
 	default:
-		return fmt.Sprintf("%s in %s: %s", field, owners, c.Reason)
+		return "wincompat: " + field + " in " + owners + ": " + c.Reason
 	}
 }
 

@@ -88,6 +88,8 @@ type Decision struct {
 	// the pod may run on any of them (required node affinity rather than a nodeSelector).
 	Build       string
 	BuildSource string
+	// changesJSON is Changes rendered, when the object's record holds exactly them.
+	changesJSON string
 	// Denied, when set, is why the pod must be refused (imagesWithoutWindows: deny). The object is left
 	// as it came.
 	Denied string
@@ -95,6 +97,15 @@ type Decision struct {
 
 // Handled reports whether wincompat decided on the object, as a Windows or as a Linux one.
 func (d Decision) Handled() bool { return d.Windows || d.Linux }
+
+// ChangesJSON renders Changes as EncodeChanges does. An object's first pass records exactly its changes,
+// and that rendering is reused, so the audit annotation costs no second one.
+func (d Decision) ChangesJSON() string {
+	if d.changesJSON != "" {
+		return d.changesJSON
+	}
+	return EncodeChanges(d.Changes)
+}
 
 // Warnings renders the decision's admission warnings.
 func (d Decision) Warnings() []string { return Warnings(d.Changes) }
@@ -184,8 +195,8 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	// On the template, so that every pod carries the opt-outs when it is created: injectors' webhooks
 	// may run before wincompat's on the pod itself.
 	p.optOutOfInjectors(&tpl.ObjectMeta, rec)
-	recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
-	return Decision{Windows: true, Changes: rec.changes}
+	record := recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
+	return Decision{Windows: true, Changes: rec.changes, changesJSON: record}
 }
 
 func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
@@ -237,8 +248,8 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		pod.Annotations[AnnotationBuild] = build
 		pod.Annotations[AnnotationBuildSource] = source
 	}
-	recordChanges(&pod.ObjectMeta, AnnotationChanges, rec.changes)
-	return Decision{Windows: true, Changes: rec.changes, Build: build, BuildSource: source}
+	record := recordChanges(&pod.ObjectMeta, AnnotationChanges, rec.changes)
+	return Decision{Windows: true, Changes: rec.changes, Build: build, BuildSource: source, changesJSON: record}
 }
 
 // stripEphemeral applies the container rows of the strip table to ephemeral containers only.
@@ -253,10 +264,11 @@ type recorder struct{ changes []Change }
 func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
 
 // recordChanges merges found into the JSON list under key. A list that does not parse (edited by hand)
-// is replaced rather than trusted; the lost entries are past decisions, not state we depend on.
-func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) {
+// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. It
+// returns the list written when that is found alone, and "" otherwise.
+func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	if len(found) == 0 {
-		return
+		return ""
 	}
 	var recorded []Change
 	if s, ok := meta.Annotations[key]; ok {
@@ -264,10 +276,15 @@ func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) {
 	}
 	merged, added := mergeChanges(recorded, found)
 	if !added {
-		return
+		return ""
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	meta.Annotations[key] = EncodeChanges(merged)
+	record := EncodeChanges(merged)
+	meta.Annotations[key] = record
+	if len(recorded) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
+		return ""
+	}
+	return record
 }

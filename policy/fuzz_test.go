@@ -466,6 +466,9 @@ func linuxOnlyLeft(spec *corev1.PodSpec, onlyEphemeral bool) []string {
 // pods/ephemeralcontainers updates are the exception: the API server ignores annotations there.
 func checkRecorded(t *testing.T, obj any, d Decision, onlyEphemeral bool) {
 	t.Helper()
+	if got, want := d.ChangesJSON(), EncodeChanges(d.Changes); got != want {
+		t.Fatalf("ChangesJSON is not this pass's changes:\n got %s\nwant %s", got, want)
+	}
 	if onlyEphemeral {
 		return
 	}

@@ -108,6 +108,6 @@ func (p *Policy) decideLinux(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fact
 	if pod {
 		key = AnnotationChanges
 	}
-	recordChanges(meta, key, rec.changes)
-	return Decision{Linux: true, Changes: rec.changes}, true
+	record := recordChanges(meta, key, rec.changes)
+	return Decision{Linux: true, Changes: rec.changes, changesJSON: record}, true
 }

@@ -190,7 +190,7 @@ func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace,
 // auditAnnotations put this pass's changes into the API server's audit log; the API server prefixes the
 // keys with the webhook's name.
 func auditAnnotations(d policy.Decision) map[string]string {
-	a := map[string]string{"changes": policy.EncodeChanges(d.Changes)}
+	a := map[string]string{"changes": d.ChangesJSON()}
 	if d.Build != "" {
 		a["build"] = d.Build
 		a["build-source"] = d.BuildSource
