@@ -30,8 +30,12 @@ func Objects(before, after any, raw []byte) (Patch, error) {
 	if !ok {
 		return diffRenderings(before, after, raw)
 	}
-	w := &walker{}
-	if err := w.object(fields, b.Elem(), a.Elem(), nil, 0); err != nil {
+	const room = 32 // a chart pod's rewrite is about 30 operations
+	w := &walker{ops: make(Patch, 0, room), paths: make([][]string, 0, room), keys: make([][]string, 0, room), check: make([]int, 0, room)}
+	// One array holds the path being walked, grown in place as the walk descends: a child's path is
+	// segs with one more segment, written over the previous sibling's. Whatever keeps a path (an
+	// operation) copies it first.
+	if err := w.object(fields, b.Elem(), a.Elem(), make([]string, 0, 16), 0); err != nil {
 		return nil, err
 	}
 	return w.finish(raw)
@@ -62,7 +66,7 @@ type walker struct {
 	check []int // leading path segments whose presence in raw is not implied by the typed value
 }
 
-// object compares two structs of one type at segs. uncertain is how many leading segments of segs may
+// object compares two structs of one type at segs (borrowed: see Objects). uncertain is how many leading segments of segs may
 // be absent from the raw document. Decoding only fills what raw has, so a non-nil pointer, an element of
 // a slice or a struct with anything set was in raw, and so were its ancestors; only a struct member left
 // zero may be rendered by the type without being in raw.
@@ -73,7 +77,7 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 		if f.descend == descendSlice && bf.Len() == af.Len() && bf.IsNil() == af.IsNil() {
 			// Elements are compared one by one below; comparing the whole slice first would walk the
 			// equal part of the first changed element twice.
-			if err := w.elements(f, bf, af, append(segs[:len(segs):len(segs)], f.name)); err != nil {
+			if err := w.elements(f, bf, af, append(segs, f.name)); err != nil {
 				return err
 			}
 			continue
@@ -83,7 +87,7 @@ func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncer
 		if equal(bf, af) {
 			continue
 		}
-		child := append(segs[:len(segs):len(segs)], f.name)
+		child := append(segs, f.name)
 		var err error
 		switch {
 		case f.descend == descendStruct:
@@ -122,7 +126,7 @@ func (w *walker) elements(f field, b, a reflect.Value, segs []string) error {
 			}
 			be, ae = be.Elem(), ae.Elem()
 		}
-		if err := w.object(f.fields, be, ae, append(segs[:len(segs):len(segs)], strconv.Itoa(i)), 0); err != nil {
+		if err := w.object(f.fields, be, ae, append(segs, strconv.Itoa(i)), 0); err != nil {
 			return err
 		}
 	}
@@ -141,23 +145,25 @@ func (w *walker) leaves(segs []string, uncertain int, fields []field, b, a refle
 			bf, af = b.FieldByIndex(f.index), a.FieldByIndex(f.index)
 		}
 		bGone, aGone := f.omitted(bf), f.omitted(af)
-		path := append(segs[:len(segs):len(segs)], f.name)
+		path := append(segs, f.name) // borrowed, as segs is: an operation keeps a copy
 		switch {
 		case bGone && aGone:
 		case bGone:
+			path = slices.Clone(path)
 			w.add(Operation{Op: "add", Path: joinPointer(path), Value: valueOf(af)}, path, uncertain)
 		case aGone:
+			path = slices.Clone(path)
 			w.add(Operation{Op: "remove", Path: joinPointer(path)}, path, 0)
 		case isScalar(bf.Type()):
 			if !equal(bf, af) {
-				w.set(path, bf, af, uncertain)
+				w.set(slices.Clone(path), bf, af, uncertain)
 			}
 		case isStringMap(bf.Type()) && !bf.IsNil() && !af.IsNil():
 			w.stringMap(path, bf, af)
 		case bf.Kind() == reflect.Map && (bf.IsNil() || af.IsNil()), bf.Kind() == reflect.Slice && (bf.IsNil() || af.IsNil()):
 			// Without omitempty a nil map or slice is written as null: between null and a value the
 			// change is the whole value.
-			w.set(path, bf, af, uncertain)
+			w.set(slices.Clone(path), bf, af, uncertain)
 		default:
 			rest = append(rest, f)
 		}
@@ -270,21 +276,24 @@ func (w *walker) stringMap(path []string, b, a reflect.Value) {
 	}
 }
 
-// plainStringMap is stringMap for map[string]string itself, read without reflection.
+// plainStringMap is stringMap for map[string]string itself, read without reflection. Keys are visited
+// in map order: finish sorts the operations by path.
 func (w *walker) plainStringMap(path []string, b, a map[string]string) {
-	for _, k := range slices.Sorted(maps.Keys(b)) {
-		member := append(path[:len(path):len(path)], k)
+	member := func(k string) []string { return append(path[:len(path):len(path)], k) }
+	for k, bv := range b {
 		switch av, ok := a[k]; {
 		case !ok:
-			w.add(Operation{Op: "remove", Path: joinPointer(member)}, member, 0)
-		case av != b[k]:
-			w.add(Operation{Op: "replace", Path: joinPointer(member), Value: av}, member, 0)
+			m := member(k)
+			w.add(Operation{Op: "remove", Path: joinPointer(m)}, m, 0)
+		case av != bv:
+			m := member(k)
+			w.add(Operation{Op: "replace", Path: joinPointer(m), Value: av}, m, 0)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(a)) {
+	for k, av := range a {
 		if _, ok := b[k]; !ok {
-			member := append(path[:len(path):len(path)], k)
-			w.add(Operation{Op: "add", Path: joinPointer(member), Value: a[k]}, member, 0)
+			m := member(k)
+			w.add(Operation{Op: "add", Path: joinPointer(m), Value: av}, m, 0)
 		}
 	}
 }

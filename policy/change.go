@@ -69,6 +69,21 @@ func (c Change) equal(o Change) bool {
 
 // jsonValue renders v for Change.From/To. Values come from typed API fields, which always marshal.
 func jsonValue(v any) json.RawMessage {
+	// The numbers and booleans most strip-table rows remove, written without encoding/json's reflection.
+	switch x := v.(type) {
+	case *int64:
+		if x != nil {
+			return strconv.AppendInt(make([]byte, 0, 20), *x, 10)
+		}
+	case *bool:
+		if x != nil {
+			return strconv.AppendBool(nil, *x)
+		}
+	case int64:
+		return strconv.AppendInt(make([]byte, 0, 20), x, 10)
+	case bool:
+		return strconv.AppendBool(nil, x)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(v)))

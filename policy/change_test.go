@@ -41,3 +41,17 @@ func TestEncodeChangesMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// jsonValue writes some values itself; they must read as encoding/json writes them.
+func TestJSONValueMatchesEncodingJSON(t *testing.T) {
+	n, yes := int64(-9007199254740993), true
+	for _, v := range []any{&n, n, &yes, false, (*int64)(nil), (*bool)(nil), "a\"<b>", map[string]string{"k": "v"}, []int{1}} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonValue(v); string(got) != string(want) {
+			t.Errorf("jsonValue(%#v) = %s, want %s", v, got, want)
+		}
+	}
+}
