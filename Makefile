@@ -28,7 +28,7 @@ FUZZTIME ?= 10m
 FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload k8s clean demo
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload k8s clean demo image release krew
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -103,5 +103,37 @@ $(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd
 	touch $(K8S_BINS)
 
+# The container image, built without a container engine (deploy/image/README.md): the binary of `make
+# build`, static and for linux, in one layer on an empty base. Every timestamp in it is the last commit's,
+# so building a commit again gives the same digest. IMAGE_ARCH=arm64 builds the arm64 image.
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+image: ## the container image without Docker: bin/image/oci (OCI layout), bin/image/wincompat.tar (docker load); same commit, same digest
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build $(GOFLAGS_BUILD) -o bin/image/wincompat ./cmd/wincompat
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./deploy/image -binary bin/image/wincompat -arch $(IMAGE_ARCH) \
+		-version $(VERSION) -o bin/image/oci -tarball bin/image/wincompat.tar
+
+# Release archives for krew (deploy/krew/README.md). VERSION must be the release tag, vX.Y.Z.
+RELEASE_DIR       ?= bin/release
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+release: ## cross-build kubectl-wincompat for the release platforms into bin/release: archives and checksums.txt (VERSION=vX.Y.Z)
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "release: VERSION=$(VERSION) is not a vX.Y.Z tag"; exit 1 ;; esac
+	rm -rf $(RELEASE_DIR)
+	mkdir -p $(RELEASE_DIR)
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; exe=; if [ $$os = windows ]; then exe=.exe; fi; \
+		bin=$(RELEASE_DIR)/$$os-$$arch/kubectl-wincompat$$exe; \
+		echo "== $$p"; \
+		GOOS=$$os GOARCH=$$arch $(GO) build $(GOFLAGS_BUILD) -o $$bin ./cmd/wincompat; \
+		$(GO) run ./deploy/krew archive -bin $$bin -os $$os -arch $$arch -version $(VERSION) -license LICENSE -out $(RELEASE_DIR); \
+	done
+
+krew: ## bin/release/wincompat.yaml: the krew plugin manifest of make release's archives, checked against krew's rules (VERSION=vX.Y.Z)
+	$(GO) run ./deploy/krew manifest -version $(VERSION) -checksums $(RELEASE_DIR)/checksums.txt \
+		-platforms "$(RELEASE_PLATFORMS)" -o $(RELEASE_DIR)/wincompat.yaml
+
 clean: ## remove build output (keeps bin/k8s, which is slow to rebuild)
+	rm -rf bin/image bin/release
 	rm -f bin/wincompat

@@ -172,7 +172,13 @@ next:
 // Warnings renders one short admission warning per class of change (action and field, ignoring which
 // container), in first-seen order, e.g.
 // "wincompat: removed securityContext.runAsUser from 2 containers (not supported on Windows)".
-func Warnings(changes []Change) []string {
+func Warnings(changes []Change) []string { return warnings(changes, false) }
+
+// WouldWarnings are Warnings for warn mode, where nothing was changed: "wincompat (warn mode) would
+// remove securityContext.runAsUser from 2 containers (not supported on Windows)".
+func WouldWarnings(changes []Change) []string { return warnings(changes, true) }
+
+func warnings(changes []Change, would bool) []string {
 	type group struct {
 		action Action
 		field  string
@@ -199,7 +205,7 @@ func Warnings(changes []Change) []string {
 	}
 	out := make([]string, len(groups))
 	for i, g := range groups {
-		out[i] = describe(g.action, g.field, g.first, ownersPhrase(g.owner, g.owners))
+		out[i] = describe(g.action, g.field, g.first, ownersPhrase(g.owner, g.owners), would)
 	}
 	return out
 }
@@ -230,19 +236,26 @@ func ownersPhrase(first string, more []string) string {
 	return strconv.Itoa(1+len(more)) + " containers"
 }
 
-// describe renders one warning, in one allocation.
-func describe(action Action, field string, c Change, owners string) string {
+// describe renders one warning, in one allocation; would puts it in warn mode's conditional.
+func describe(action Action, field string, c Change, owners string, would bool) string {
+	did := "wincompat: "
+	if would {
+		did = "wincompat (warn mode) would have "
+	}
 	switch action {
 	case Strip:
-		return "wincompat: removed " + field + " from " + owners + " (" + c.Reason + ")"
+		return did + "removed " + field + " from " + owners + " (" + c.Reason + ")"
 	case Rewrite:
 		if len(c.To) == 0 {
-			return "wincompat: removed " + field + " from " + owners + " (" + c.Reason + ")"
+			return did + "removed " + field + " from " + owners + " (" + c.Reason + ")"
 		}
-		return "wincompat: changed " + field + " in " + owners + " to " + string(c.To) + " (" + c.Reason + ")"
+		return did + "changed " + field + " in " + owners + " to " + string(c.To) + " (" + c.Reason + ")"
 	case Inject:
-		return "wincompat: set " + field + " on " + owners + " (" + c.Reason + ")"
-	default:
+		return did + "set " + field + " on " + owners + " (" + c.Reason + ")"
+	default: // a warning either way
+		if would {
+			return "wincompat (warn mode): " + field + " in " + owners + ": " + c.Reason
+		}
 		return "wincompat: " + field + " in " + owners + ": " + c.Reason
 	}
 }

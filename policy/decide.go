@@ -14,6 +14,8 @@ const (
 	LabelEnabled   = "wincompat.io/enabled"
 	LabelSkip      = "wincompat.io/skip"
 	LabelDefaultOS = "wincompat.io/default-os"
+	// LabelMode sets the mode (ModeEnforce, ModeWarn) of one namespace over the policy's.
+	LabelMode = "wincompat.io/mode"
 
 	AnnotationChanges         = "wincompat.io/changes"
 	AnnotationTemplateChanges = "wincompat.io/template-changes"
@@ -109,6 +111,9 @@ func (d Decision) ChangesJSON() string {
 
 // Warnings renders the decision's admission warnings.
 func (d Decision) Warnings() []string { return Warnings(d.Changes) }
+
+// WouldWarnings renders them for warn mode, where nothing was changed.
+func (d Decision) WouldWarnings() []string { return WouldWarnings(d.Changes) }
 
 // UnsupportedKindError is returned for objects that carry no pod spec wincompat knows.
 type UnsupportedKindError struct{ Type string }

@@ -51,6 +51,30 @@ type Policy struct {
 	LinuxByDefaultExcludedNamespaces []string
 	// InjectorOptOuts names the Linux-only injectors (Injectors) whose opt-out Windows pods get.
 	InjectorOptOuts []string
+	// Mode is ModeEnforce or ModeWarn where a namespace's wincompat.io/mode label does not say (ModeFor).
+	Mode string
+}
+
+// Modes: what wincompat does with what it decides.
+const (
+	// ModeEnforce changes objects.
+	ModeEnforce = "enforce"
+	// ModeWarn changes nothing and says what it would have changed, for a staged rollout.
+	ModeWarn = "warn"
+)
+
+// ModeFor returns the mode of objects in ns: its wincompat.io/mode label, else the policy's. A label
+// value that is neither mode leaves the policy's, and note says so: the admission policies' bindings
+// read the label the same way, so both engines agree on a misspelt one.
+func (p *Policy) ModeFor(ns Namespace) (mode, note string) {
+	switch v, ok := ns.Labels[LabelMode]; {
+	case !ok:
+		return p.Mode, ""
+	case v == ModeEnforce || v == ModeWarn:
+		return v, ""
+	default:
+		return p.Mode, fmt.Sprintf("namespace label %s=%q is neither %s nor %s; the policy's mode (%s) applies", LabelMode, v, ModeEnforce, ModeWarn, p.Mode)
+	}
 }
 
 // Values of ImagesWithoutWindows.
@@ -78,6 +102,7 @@ type Build struct {
 type file struct {
 	APIVersion              string      `yaml:"apiVersion"`
 	Kind                    string      `yaml:"kind"`
+	Mode                    *string     `yaml:"mode"`
 	InferOSFromNodeSelector *bool       `yaml:"inferOSFromNodeSelector"`
 	NonRootUserName         *string     `yaml:"nonRootUserName"`
 	PodSecurityRestricted   *bool       `yaml:"podSecurityRestricted"`
@@ -265,6 +290,7 @@ func (f *file) overlay(u *file) {
 	setIf(&f.ImagesWithoutWindows, u.ImagesWithoutWindows)
 	setIf(&f.PodImagePullSecrets, u.PodImagePullSecrets)
 	setIf(&f.LinuxByDefault, u.LinuxByDefault)
+	setIf(&f.Mode, u.Mode)
 	if u.LinuxByDefaultExcluded != nil {
 		f.LinuxByDefaultExcluded = u.LinuxByDefaultExcluded
 	}
@@ -306,6 +332,7 @@ func (f *file) validate() (*Policy, error) {
 		LinuxByDefault:                   *f.LinuxByDefault,
 		LinuxByDefaultExcludedNamespaces: f.LinuxByDefaultExcluded,
 		InjectorOptOuts:                  f.InjectorOptOuts,
+		Mode:                             *f.Mode,
 	}
 	var errs []error
 	fail := func(key, format string, args ...any) {
@@ -325,6 +352,9 @@ func (f *file) validate() (*Policy, error) {
 	}
 	if p.ImagesWithoutWindows != ImagesWithoutWindowsWarn && p.ImagesWithoutWindows != ImagesWithoutWindowsDeny {
 		fail("imagesWithoutWindows", "%q: use %s or %s", p.ImagesWithoutWindows, ImagesWithoutWindowsWarn, ImagesWithoutWindowsDeny)
+	}
+	if p.Mode != ModeEnforce && p.Mode != ModeWarn {
+		fail("mode", "%q: use %s (change objects) or %s (change nothing, warn what would change)", p.Mode, ModeEnforce, ModeWarn)
 	}
 	if p.NonRootUserName != "" && !validUserName(p.NonRootUserName) {
 		fail("nonRootUserName", "%q is not a Windows user name: use USER or DOMAIN\\USER, USER at most 104 characters and none of \"/\\:;|=,+*?<>@[]", p.NonRootUserName)
@@ -402,6 +432,7 @@ func (p *Policy) YAML() []byte {
 	f := file{
 		APIVersion:              policyAPIVersion,
 		Kind:                    policyKind,
+		Mode:                    &p.Mode,
 		InferOSFromNodeSelector: &p.InferOSFromNodeSelector,
 		NonRootUserName:         &p.NonRootUserName,
 		PodSecurityRestricted:   &p.PodSecurityRestricted,

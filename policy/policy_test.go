@@ -63,6 +63,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"bad runtime class", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, runtimeClassName: Windows_2019}\n", "builds[0].runtimeClassName"},
 		{"bad user", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: 'a@b'\n", `nonRootUserName: "a@b" is not a Windows user name`},
 		{"bad namespace", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nexcludedNamespaces: [Kube_System]\n", `excludedNamespaces: "Kube_System" is not a namespace name`},
+		{"bad mode", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nmode: audit\n", `mode: "audit": use enforce (change objects) or warn`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load([]byte(tc.file))
@@ -90,6 +91,37 @@ func TestValidUserName(t *testing.T) {
 	} {
 		if got := validUserName(name); got != want {
 			t.Errorf("validUserName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A namespace's label chooses its mode; a value that is no mode leaves the policy's, and says so.
+func TestModeFor(t *testing.T) {
+	warnByDefault, err := Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nmode: warn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pol     *Policy
+		label   string
+		want    string
+		hasNote bool
+	}{
+		{Default(), "", ModeEnforce, false},
+		{Default(), ModeWarn, ModeWarn, false},
+		{Default(), ModeEnforce, ModeEnforce, false},
+		{Default(), "Warn", ModeEnforce, true},
+		{warnByDefault, "", ModeWarn, false},
+		{warnByDefault, ModeEnforce, ModeEnforce, false},
+		{warnByDefault, "enforced", ModeWarn, true},
+	} {
+		ns := Namespace{Name: "demo", Labels: map[string]string{LabelEnabled: "true"}}
+		if tc.label != "" {
+			ns.Labels[LabelMode] = tc.label
+		}
+		got, note := tc.pol.ModeFor(ns)
+		if got != tc.want || (note != "") != tc.hasNote {
+			t.Errorf("policy mode %s, label %q: got %s (note %q), want %s (note: %v)", tc.pol.Mode, tc.label, got, note, tc.want, tc.hasNote)
 		}
 	}
 }

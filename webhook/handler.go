@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -96,49 +97,78 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if req.SubResource != "" {
 		resource += "/" + req.SubResource
 	}
-	result, resp, decision := h.handle(ctx, req, resource)
-	h.metrics.observe(boundedResource(resource, h.resources), string(req.Operation), result, time.Since(start).Seconds(), decision)
-	return resp
+	pol := h.policy.Load()
+	o := h.handle(ctx, pol, req, resource)
+	if o.mode == "" {
+		o.mode = pol.Mode
+	}
+	h.metrics.observe(boundedResource(resource, h.resources), string(req.Operation), o.result, o.mode, time.Since(start).Seconds(), o.decision)
+	return o.resp
 }
 
-func (h *Handler) handle(ctx context.Context, req admission.Request, resource string) (string, admission.Response, policy.Decision) {
+// outcome is one review's answer and what the metrics say of it. mode is empty until the namespace,
+// and with it the mode, is known.
+type outcome struct {
+	result   string
+	mode     string
+	resp     admission.Response
+	decision policy.Decision
+}
+
+func (h *Handler) handle(ctx context.Context, pol *policy.Policy, req admission.Request, resource string) outcome {
 	if !h.resources[resource] {
-		return "ignored", allowedWithWarning(fmt.Sprintf("wincompat: this webhook path does not handle %s; check the MutatingWebhookConfiguration rules", resource)), policy.Decision{}
+		return outcome{result: "ignored", resp: allowedWithWarning(fmt.Sprintf("wincompat: this webhook path does not handle %s; check the MutatingWebhookConfiguration rules", resource))}
 	}
 	if len(req.Object.Raw) == 0 || string(req.Object.Raw) == "null" {
-		return "error", admission.Errored(http.StatusBadRequest, errors.New("the review has no object")), policy.Decision{}
+		return outcome{result: "error", resp: admission.Errored(http.StatusBadRequest, errors.New("the review has no object"))}
 	}
 	op := policy.Operation(req.Operation)
 	if op != policy.Create && op != policy.Update {
-		return "ignored", admission.Allowed(""), policy.Decision{}
+		return outcome{result: "ignored", resp: admission.Allowed("")}
 	}
 	ns, err := h.namespace(ctx, req.Namespace)
 	if err != nil {
 		h.log.Error(err, "reading namespace", "namespace", req.Namespace)
-		return "error", admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", req.Namespace, err)), policy.Decision{}
+		return outcome{result: "error", resp: admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", req.Namespace, err))}
 	}
+	mode, modeNote := pol.ModeFor(ns)
+	o := h.decide(ctx, pol, req, ns, op, mode == policy.ModeWarn)
+	o.mode = mode
+	if modeNote != "" && (o.decision.Handled() || len(o.resp.Warnings) > 0) {
+		o.resp.Warnings = append(o.resp.Warnings, "wincompat: "+modeNote)
+	}
+	return o
+}
+
+// decide answers a review of an object in ns. In warn mode (warnOnly) it decides as in enforce mode and
+// answers with what it would have done, changing nothing.
+func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.Request, ns policy.Namespace, op policy.Operation, warnOnly bool) outcome {
 	facts := policy.Facts{Operation: op, Namespace: ns, Version: h.version}
+	var err error
 	if h.cluster != nil {
 		if facts.Cluster, err = h.cluster(ctx); err != nil {
 			h.log.Error(err, "reading cluster inventory")
-			return "error", admission.Errored(http.StatusInternalServerError, err), policy.Decision{}
+			return outcome{result: "error", resp: admission.Errored(http.StatusInternalServerError, err)}
 		}
 	}
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	res, err := MutateResolving(ctx, h.policy.Load(), gvk, req.Object.Raw, facts, h.images)
+	res, err := MutateResolving(ctx, pol, gvk, req.Object.Raw, facts, h.images)
 	var unsupported *policy.UnsupportedKindError
 	switch {
 	case errors.As(err, &unsupported):
-		return "ignored", allowedWithWarning("wincompat: " + err.Error()), policy.Decision{}
+		return outcome{result: "ignored", resp: allowedWithWarning("wincompat: " + err.Error())}
 	case err != nil:
-		return "error", admission.Errored(http.StatusBadRequest, err), policy.Decision{}
+		return outcome{result: "error", resp: admission.Errored(http.StatusBadRequest, err)}
 	}
 	if !res.Decision.Handled() {
-		return "skipped", admission.Allowed(""), res.Decision
+		return outcome{result: "skipped", resp: admission.Allowed(""), decision: res.Decision}
+	}
+	if warnOnly {
+		return h.warn(req, res)
 	}
 	if res.Decision.Denied != "" {
 		h.log.Info("denied", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name, "reason", res.Decision.Denied)
-		return "denied", admission.Denied(res.Decision.Denied), res.Decision
+		return outcome{result: "denied", resp: admission.Denied(res.Decision.Denied), decision: res.Decision}
 	}
 	warnings := res.Decision.Warnings()
 	if len(res.Patch) == 0 {
@@ -152,21 +182,42 @@ func (h *Handler) handle(ctx context.Context, req admission.Request, resource st
 			resp.Patch = unchangedPatch(res.Kind)
 			resp.PatchType = new(admissionv1.PatchTypeJSONPatch)
 		}
-		return "unchanged", resp, res.Decision
+		return outcome{result: "unchanged", resp: resp, decision: res.Decision}
 	}
 	patch, err := res.Patch.MarshalJSON()
 	if err != nil {
-		return "error", admission.Errored(http.StatusInternalServerError, err), res.Decision
+		return outcome{result: "error", resp: admission.Errored(http.StatusInternalServerError, err), decision: res.Decision}
 	}
 	h.log.Info("mutated", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name,
 		"changes", len(res.Decision.Changes), "build", res.Decision.Build, "dryRun", req.DryRun != nil && *req.DryRun)
-	return "mutated", admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+	return outcome{result: "mutated", decision: res.Decision, resp: admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed:          true,
 		Patch:            patch,
 		PatchType:        new(admissionv1.PatchTypeJSONPatch),
 		Warnings:         warnings,
-		AuditAnnotations: auditAnnotations(res.Decision),
-	}}, res.Decision
+		AuditAnnotations: auditAnnotations(res.Decision, ""),
+	}}}
+}
+
+// warn answers in warn mode: the object is admitted as it came (the API server's own validation still
+// applies), and the warnings and audit annotations carry what enforce mode would have done. The result
+// is what enforce mode's would have been, so that the metrics of a staged rollout compare.
+func (h *Handler) warn(req admission.Request, res Result) outcome {
+	resp := admission.Allowed("")
+	if res.Decision.Denied != "" {
+		resp.Warnings = []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(res.Decision.Denied, "wincompat: ")}
+		resp.AuditAnnotations = map[string]string{"mode": policy.ModeWarn, "would-deny": res.Decision.Denied}
+		return outcome{result: "denied", resp: resp, decision: res.Decision}
+	}
+	resp.Warnings = res.Decision.WouldWarnings()
+	if len(res.Patch) == 0 {
+		return outcome{result: "unchanged", resp: resp, decision: res.Decision}
+	}
+	h.log.Info("would mutate", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name,
+		"changes", len(res.Decision.Changes), "build", res.Decision.Build)
+	resp.AuditAnnotations = auditAnnotations(res.Decision, "would-")
+	resp.AuditAnnotations["mode"] = policy.ModeWarn
+	return outcome{result: "mutated", resp: resp, decision: res.Decision}
 }
 
 func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace, error) {
@@ -188,12 +239,12 @@ func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace,
 }
 
 // auditAnnotations put this pass's changes into the API server's audit log; the API server prefixes the
-// keys with the webhook's name.
-func auditAnnotations(d policy.Decision) map[string]string {
-	a := map[string]string{"changes": d.ChangesJSON()}
+// keys with the webhook's name. Warn mode prefixes them with "would-": nothing was changed.
+func auditAnnotations(d policy.Decision, prefix string) map[string]string {
+	a := map[string]string{prefix + "changes": d.ChangesJSON()}
 	if d.Build != "" {
-		a["build"] = d.Build
-		a["build-source"] = d.BuildSource
+		a[prefix+"build"] = d.Build
+		a[prefix+"build-source"] = d.BuildSource
 	}
 	return a
 }

@@ -85,13 +85,13 @@ func TestHandlerMutatesWindowsPod(t *testing.T) {
 	if err != nil || len(changes) == 0 || resp.AuditAnnotations["build"] != "10.0.17763" || resp.AuditAnnotations["build-source"] != "image" {
 		t.Errorf("audit annotations: %v (%v)", resp.AuditAnnotations, err)
 	}
-	if got := testutil.ToFloat64(m.admissions.WithLabelValues("pods", "CREATE", "mutated")); got != 1 {
+	if got := testutil.ToFloat64(m.admissions.WithLabelValues("pods", "CREATE", "mutated", policy.ModeEnforce)); got != 1 {
 		t.Errorf("admission counter = %v", got)
 	}
-	if got := testutil.ToFloat64(m.changes.WithLabelValues("strip", "spec.securityContext.runAsUser")); got != 1 {
+	if got := testutil.ToFloat64(m.changes.WithLabelValues("strip", "spec.securityContext.runAsUser", policy.ModeEnforce)); got != 1 {
 		t.Errorf("changes counter = %v", got)
 	}
-	if got := testutil.ToFloat64(m.builds.WithLabelValues("10.0.17763", "image")); got != 1 {
+	if got := testutil.ToFloat64(m.builds.WithLabelValues("10.0.17763", "image", policy.ModeEnforce)); got != 1 {
 		t.Errorf("build counter = %v", got)
 	}
 }
@@ -161,7 +161,7 @@ func TestHandlerAnswers(t *testing.T) {
 			}
 			total := 0.0
 			for _, resource := range []string{"pods", "deployments", "other"} {
-				total += testutil.ToFloat64(m.admissions.WithLabelValues(resource, string(tc.req.Operation), tc.result))
+				total += testutil.ToFloat64(m.admissions.WithLabelValues(resource, string(tc.req.Operation), tc.result, policy.ModeEnforce))
 			}
 			if total != 1 {
 				t.Errorf("no admission counted with result %q", tc.result)

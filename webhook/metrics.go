@@ -21,16 +21,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_admission_total",
-			Help: "Admission reviews answered, by resource, operation and result (mutated, unchanged, skipped, denied, error, ignored).",
-		}, []string{"resource", "operation", "result"}),
+			Help: "Admission reviews answered, by resource, operation, result (mutated, unchanged, skipped, denied, error, ignored) and mode (enforce, warn: the result is what wincompat decided and did not apply).",
+		}, []string{"resource", "operation", "result", "mode"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_changes_total",
-			Help: "Changes made to Windows pods and templates, by action and field.",
-		}, []string{"action", "field"}),
+			Help: "Changes decided for pods and templates, by action, field and mode (warn: decided, not made).",
+		}, []string{"action", "field", "mode"}),
 		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_build_selected_total",
-			Help: "Windows builds chosen for pods, by build and source.",
-		}, []string{"build", "source"}),
+			Help: "Windows builds chosen for pods, by build, source and mode (warn: chosen, not applied).",
+		}, []string{"build", "source", "mode"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "wincompat_admission_duration_seconds",
 			Help: "Time to answer an admission review inside wincompat, by resource.",
@@ -42,16 +42,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(resource, operation, result string, seconds float64, d policy.Decision) {
+func (m *Metrics) observe(resource, operation, result, mode string, seconds float64, d policy.Decision) {
 	if m == nil {
 		return
 	}
-	m.admissions.WithLabelValues(resource, operation, result).Inc()
+	m.admissions.WithLabelValues(resource, operation, result, mode).Inc()
 	m.latency.WithLabelValues(resource).Observe(seconds)
 	for _, c := range d.Changes {
-		m.changes.WithLabelValues(string(c.Action), c.Field()).Inc()
+		m.changes.WithLabelValues(string(c.Action), c.Field(), mode).Inc()
 	}
 	if d.Build != "" {
-		m.builds.WithLabelValues(d.Build, d.BuildSource).Inc()
+		m.builds.WithLabelValues(d.Build, d.BuildSource, mode).Inc()
 	}
 }

@@ -134,10 +134,21 @@ func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, e
 						{Key: policy.LabelEnabled, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
 						{Key: policy.LabelDefaultOS, Operator: defaultOS, Values: []string{"windows"}},
 						{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
+						enforced(pol),
 					}},
 				},
 			},
 		}
+}
+
+// enforced selects the namespaces whose mode is enforce, as policy.ModeFor reads the label: a value
+// other than warn or enforce leaves the policy's mode. In warn mode nothing may change, so the policies
+// are not bound there and the webhook answers alone, with warnings.
+func enforced(pol *policy.Policy) metav1.LabelSelectorRequirement {
+	if pol.Mode == policy.ModeWarn {
+		return metav1.LabelSelectorRequirement{Key: policy.LabelMode, Operator: metav1.LabelSelectorOpIn, Values: []string{policy.ModeEnforce}}
+	}
+	return metav1.LabelSelectorRequirement{Key: policy.LabelMode, Operator: metav1.LabelSelectorOpNotIn, Values: []string{policy.ModeWarn}}
 }
 
 // notSkipped: neither the object nor its pod template is labelled wincompat.io/skip=true (the webhook's

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
@@ -78,6 +80,37 @@ func TestRenderFollowsTheTables(t *testing.T) {
 		pod := strings.HasPrefix(p.Name, "wincompat-pods")
 		if got := strings.Contains(cel, "t.key == 'sku'") && strings.Contains(cel, "'NoExecute'") && strings.Contains(cel, "'Windows'"); got != pod {
 			t.Errorf("%s: the policy's taints in the CEL: %v, want %v (pods only)", p.Name, got, pod)
+		}
+	}
+}
+
+// The policies change objects, so they are bound exactly where the mode is enforce, reading the
+// namespace label as the webhook reads it (policy.ModeFor), whatever the policy's own mode.
+func TestBindingsFollowTheMode(t *testing.T) {
+	warnByDefault, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nmode: warn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []*policy.Policy{policy.Default(), warnByDefault} {
+		_, bindings := Render(pol, Options{Version: "v1"})
+		for _, label := range []string{"", policy.ModeWarn, policy.ModeEnforce, "Warn", "off"} {
+			ns := policy.Namespace{Name: "web", Labels: map[string]string{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}}
+			if label != "" {
+				ns.Labels[policy.LabelMode] = label
+			}
+			mode, _ := pol.ModeFor(ns)
+			for _, b := range bindings {
+				if strings.HasSuffix(b.Name, "-default-os") {
+					continue // the same selector, for default-os=windows namespaces
+				}
+				sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bound := sel.Matches(labels.Set(ns.Labels)); bound != (mode == policy.ModeEnforce) {
+					t.Errorf("policy mode %s, label %q: %s bound %v, but the mode there is %s", pol.Mode, label, b.Name, bound, mode)
+				}
+			}
 		}
 	}
 }

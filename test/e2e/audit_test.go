@@ -120,6 +120,8 @@ func TestAudit(t *testing.T) {
 	t.Run("--kubeconfig is not rate-limited", func(t *testing.T) { checkKubeconfigNotThrottled(t, cl, bin, admin) })
 	// Last: it adds requests to the audit log that the "audit log" case must not see.
 	t.Run("audit log: dry-run and rejected requests", func(t *testing.T) { checkAuditLogNotStored(t, cl, logFile) })
+	// After everything that reads all namespaces or counts the log: its objects are not in the goldens.
+	t.Run("warn mode", func(t *testing.T) { checkWarnMode(t, cl, bin, admin, logFile) })
 
 	// Unless -run picks some of the cases, every golden must have been compared.
 	if f := flag.Lookup("test.run"); f == nil || !strings.Contains(f.Value.String(), "/") {

@@ -57,9 +57,9 @@ func TestServerOperations(t *testing.T) {
 	}
 	_, body := get(t, "http://"+metrics+"/metrics")
 	for _, series := range []string{
-		`wincompat_admission_total{operation="CREATE",resource="pods",result="mutated"}`,
-		`wincompat_changes_total{action="strip",field="spec.securityContext.runAsUser"}`,
-		`wincompat_build_selected_total{build="10.0.20348",source="image"}`,
+		`wincompat_admission_total{mode="enforce",operation="CREATE",resource="pods",result="mutated"}`,
+		`wincompat_changes_total{action="strip",field="spec.securityContext.runAsUser",mode="enforce"}`,
+		`wincompat_build_selected_total{build="10.0.20348",mode="enforce",source="image"}`,
 		`wincompat_admission_duration_seconds_bucket{resource="pods",le="0.001"}`,
 		`controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}`, // controller-runtime's own, beside ours
 	} {

@@ -80,6 +80,8 @@ type NamespaceRow struct {
 	Changed     int    `json:"changed"` // carry wincompat.io/changes
 	Workloads   int    `json:"workloads"`
 	Templates   int    `json:"templatesChanged"`
+	// WouldChange counts the objects warn mode left as they came that enforce mode would change.
+	WouldChange int `json:"wouldChange,omitempty"`
 }
 
 // ChangeRow counts one kind of change: "strip spec.securityContext.runAsUser: 412 objects in 9 namespaces".
@@ -117,6 +119,8 @@ const (
 	LinuxOnlyImage = "linux-only-image"
 	// CannotRunOnBuilds: with --builds, a pod or template no build asked about could run.
 	CannotRunOnBuilds = "cannot-run-on-builds"
+	// WouldChange: an object in a namespace in warn mode that wincompat would change in enforce mode.
+	WouldChange = "would-change"
 	// WithoutBuildDecision: a Windows pod the admission policies (hybrid engine) admitted while the
 	// webhook did not answer.
 	WithoutBuildDecision = "admitted-without-build-decision"
@@ -210,6 +214,9 @@ type auditor struct {
 	// windowsNodes are the ready Windows nodes, for the Linux-side findings (linux.go).
 	windowsNodes    []*windowsNode
 	windowsPodsSeen bool
+	// cluster is what warn mode's decisions read of the cluster (clusterFacts).
+	cluster     *policy.Cluster
+	clusterRead bool
 }
 
 // changeTally counts changes per (action, field): in how many pods and templates, and namespaces. The
@@ -482,6 +489,9 @@ func windowsPod(p *corev1.Pod) bool {
 }
 
 func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
+	if a.warnMode(p.Namespace) {
+		a.wouldChange(ctx, p.Namespace, "Pod/"+p.Name, p.DeepCopy())
+	}
 	if !windowsPod(p) {
 		return
 	}
@@ -502,6 +512,8 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	switch _, byPolicy := p.Annotations[policy.AnnotationAdmissionPolicy]; {
 	case recorded:
 		r.Covered++
+	case a.warnMode(p.Namespace):
+		// Not changed on purpose: the would-change finding says what enforce mode would do.
 	case byPolicy:
 		a.finding(WithoutBuildDecision, p.Namespace, obj, "admitted by wincompat's admission policies while the webhook did not answer: valid and on a Windows node, but no build was chosen (no windows-build pin or RuntimeClass); pods created now get one")
 	default:
@@ -543,6 +555,58 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	}
 }
 
+// warnMode reports whether wincompat answers in warn mode in ns: objects there carry no record, and
+// what enforce mode would change is worked out here instead.
+func (a *auditor) warnMode(ns string) bool {
+	n := a.namespaces[ns]
+	if n == nil {
+		return false
+	}
+	mode, _ := a.pol.ModeFor(policy.Namespace{Name: ns, Labels: n.Labels})
+	return mode == policy.ModeWarn
+}
+
+// wouldChange decides on obj (a copy) as the webhook would on its creation, with the cluster's builds,
+// taints and RuntimeClasses as the webhook's inventory reads them (without permission to read them, as
+// wincompat mutate does offline), and reports what enforce mode would change.
+func (a *auditor) wouldChange(ctx context.Context, ns, obj string, copied any) {
+	n := a.namespaces[ns]
+	facts := policy.Facts{Operation: policy.Create, Namespace: policy.Namespace{Name: ns, Labels: n.Labels, Annotations: n.Annotations},
+		Version: "audit", Cluster: a.clusterFacts(ctx)}
+	if a.opts.Images != nil {
+		facts.Images = a.images // what the registries said, with --resolve-images
+	}
+	d, err := a.pol.Decide(copied, facts)
+	if err != nil || !d.Handled() || d.Denied == "" && len(d.Changes) == 0 {
+		return
+	}
+	a.row(ns).WouldChange++
+	if d.Denied != "" {
+		a.finding(WouldChange, ns, obj, "would be refused: "+strings.TrimPrefix(d.Denied, "wincompat: "))
+		return
+	}
+	var what []string
+	for _, c := range d.Changes {
+		if w := string(c.Action) + " " + c.Path; !slices.Contains(what, w) {
+			what = append(what, w)
+		}
+	}
+	a.finding(WouldChange, ns, obj, strings.Join(what, "; "))
+}
+
+// clusterFacts reads the cluster's facts once per run; nil (decide offline) when they cannot be read.
+func (a *auditor) clusterFacts(ctx context.Context) *policy.Cluster {
+	if !a.clusterRead {
+		a.clusterRead = true
+		c, err := (&inventory.Inventory{Reader: a.c}).Cluster(ctx)
+		if err != nil {
+			a.report.Notes = append(a.report.Notes, "warn mode: "+reason(err)+"; what enforce mode would change is worked out without the cluster's builds, taints and RuntimeClasses")
+		}
+		a.cluster = c
+	}
+	return a.cluster
+}
+
 // whyNotCovered explains a Windows pod without wincompat's marks.
 func (a *auditor) whyNotCovered(p *corev1.Pod) string {
 	ns := a.namespaces[p.Namespace]
@@ -559,6 +623,9 @@ func (a *auditor) whyNotCovered(p *corev1.Pod) string {
 }
 
 func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
+	if a.warnMode(t.meta.Namespace) {
+		a.wouldChange(ctx, t.meta.Namespace, kind+"/"+t.meta.Name, &corev1.PodTemplate{ObjectMeta: t.meta, Template: *t.tpl.DeepCopy()})
+	}
 	windows := isWindows(&t.tpl.Spec)
 	if !windows {
 		a.linuxTemplate(kind, t)

@@ -26,6 +26,10 @@ type LogReport struct {
 	Namespaces []CountRow  `json:"namespaces"`
 	Changes    []ChangeRow `json:"changes"`
 	Builds     []CountRow  `json:"builds"`
+	// WarnMode counts the requests (of Requests) answered in warn mode, whose changes were not made;
+	// WouldChange are those changes.
+	WarnMode    int         `json:"warnMode"`
+	WouldChange []ChangeRow `json:"wouldChange"`
 	// SkippedLines are lines that are not audit events (reported, not fatal).
 	SkippedLines int `json:"skippedLines"`
 	// BadAnnotations are changes annotations that do not parse.
@@ -68,7 +72,7 @@ func SummariseLog(r io.Reader) (*LogReport, error) {
 	rep := &LogReport{}
 	seen := map[string]bool{}
 	byResource, byNamespace, builds := map[string]int{}, map[string]int{}, map[string]int{}
-	changes := changeTally{}
+	changes, would := changeTally{}, changeTally{}
 	br := bufio.NewReaderSize(r, 1<<20)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -77,7 +81,7 @@ func SummariseLog(r io.Reader) (*LogReport, error) {
 			if jerr := json.Unmarshal(line, &ev); jerr != nil || ev.AuditID == "" {
 				rep.SkippedLines++
 			} else if !seen[ev.AuditID] {
-				if counted := summariseEvent(&ev, rep, byResource, byNamespace, builds, changes); counted {
+				if counted := summariseEvent(&ev, rep, byResource, byNamespace, builds, changes, would); counted {
 					seen[ev.AuditID] = true
 				}
 			}
@@ -90,13 +94,13 @@ func SummariseLog(r io.Reader) (*LogReport, error) {
 		}
 	}
 	rep.ByResource, rep.Namespaces, rep.Builds = counts(byResource), counts(byNamespace), counts(builds)
-	rep.Changes = changes.rows()
+	rep.Changes, rep.WouldChange = changes.rows(), would.rows()
 	return rep, nil
 }
 
-func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, builds map[string]int, changes changeTally) bool {
+func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, builds map[string]int, changes, would changeTally) bool {
 	var changesJSON, build, source string
-	found := false
+	found, warnMode := false, false
 	for k, v := range ev.Annotations {
 		key, ok := wincompatKey(k)
 		if !ok {
@@ -110,6 +114,10 @@ func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, bui
 			build = v
 		case "build-source":
 			source = v
+		case "mode":
+			warnMode = v == policy.ModeWarn
+		case "would-changes":
+			changesJSON = v
 		}
 	}
 	if !found {
@@ -133,6 +141,10 @@ func summariseEvent(ev *auditEvent, rep *LogReport, byResource, byNamespace, bui
 	}
 	byResource[ev.Verb+" "+resource]++
 	byNamespace[ns]++
+	if warnMode {
+		rep.WarnMode++
+		changes = would
+	}
 	if build != "" {
 		builds[build+" ("+source+")"]++
 	}
@@ -189,6 +201,12 @@ func (l *LogReport) WriteTable(w io.Writer) error {
 	}
 	for _, c := range l.Changes {
 		fmt.Fprintf(w, "  %s\n", c.Sentence())
+	}
+	if l.WarnMode > 0 {
+		fmt.Fprintf(w, "\nWOULD CHANGE (%d requests in warn mode, nothing changed)\n", l.WarnMode)
+		for _, c := range l.WouldChange {
+			fmt.Fprintf(w, "  %s\n", c.Sentence())
+		}
 	}
 	if l.SkippedLines > 0 || l.BadAnnotations > 0 {
 		fmt.Fprintf(w, "\nSKIPPED: %d lines that are not audit events, %d changes annotations that do not parse\n", l.SkippedLines, l.BadAnnotations)

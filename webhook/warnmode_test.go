@@ -1,0 +1,144 @@
+package webhook
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
+)
+
+// caseImages answers image lookups with what a golden case says its registry holds.
+type caseImages map[string]policy.Image
+
+func (c caseImages) Lookup(context.Context, images.Request) map[string]policy.Image { return c }
+func (caseImages) Warm(images.Request)                                              {}
+
+// Warn mode must say exactly what enforce mode does, change nothing, and be told apart in the audit
+// annotations and the metrics: every golden case is reviewed in its namespace as it is (enforce) and
+// again labelled wincompat.io/mode=warn, and once more under a policy whose default mode is warn.
+func TestWarnModeSaysWhatEnforceDoes(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, in := range cases {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			c, pol, gvk := loadCase(t, in)
+			facts := c.facts()
+			if facts.Operation != policy.Create {
+				t.Skip("an UPDATE of ephemeral containers: the same path, covered by the CREATE cases")
+			}
+			review := func(pol *policy.Policy, labels map[string]string) (admission.Response, *Metrics) {
+				current := &atomic.Pointer[policy.Policy]{}
+				current.Store(pol)
+				m := NewMetrics(prometheus.NewRegistry())
+				cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: labels}, Version: goldenVersion, Metrics: m, Log: logr.Discard()}
+				if facts.Cluster != nil {
+					cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
+				}
+				if facts.Images != nil {
+					cfg.Images = caseImages(facts.Images)
+				}
+				newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
+				if gvk.Kind == "Pod" {
+					newHandler, resource = NewPodHandler, "pods"
+				}
+				req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+					UID: "uid", Namespace: facts.Namespace.Name, Operation: admissionv1.Create,
+					Kind:     metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+					Resource: metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
+					Object:   runtime.RawExtension{Raw: c.Object},
+				}}
+				return newHandler(cfg).Handle(context.Background(), req), m
+			}
+			labels := maps.Clone(facts.Namespace.Labels)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			if _, set := labels[policy.LabelMode]; set {
+				t.Skip("the case sets the mode itself")
+			}
+			enforce, _ := review(pol, labels)
+			warnLabels := maps.Clone(labels)
+			warnLabels[policy.LabelMode] = policy.ModeWarn
+			warnPolicy := *pol
+			warnPolicy.Mode = policy.ModeWarn
+			for how, w := range map[string]struct {
+				pol    *policy.Policy
+				labels map[string]string
+			}{"labelled": {pol, warnLabels}, "policy default": {&warnPolicy, labels}} {
+				warn, m := review(w.pol, w.labels)
+				if !warn.Allowed || len(warn.Patch) > 0 || warn.PatchType != nil {
+					t.Fatalf("%s: warn mode changed or refused the object: %+v", how, warn.AdmissionResponse)
+				}
+				if !enforce.Allowed && !strings.Contains(strings.Join(warn.Warnings, "\n"), "would have refused it") {
+					t.Errorf("%s: enforce refused (%s) but warn mode does not say it would: %q", how, enforce.Result.Message, warn.Warnings)
+				}
+				for _, k := range []string{"changes", "build", "build-source"} {
+					if enforce.AuditAnnotations[k] != warn.AuditAnnotations["would-"+k] {
+						t.Errorf("%s: audit annotation %s: enforce %q, warn mode would-%s %q", how, k, enforce.AuditAnnotations[k], k, warn.AuditAnnotations["would-"+k])
+					}
+					if _, set := warn.AuditAnnotations[k]; set {
+						t.Errorf("%s: warn mode claims a change it did not make: %s", how, k)
+					}
+				}
+				if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 && warn.AuditAnnotations["mode"] != policy.ModeWarn {
+					t.Errorf("%s: the audit annotations do not say warn mode: %v", how, warn.AuditAnnotations)
+				}
+				if got, want := warn.Warnings, conditional(enforce.Warnings); enforce.Allowed && !slices.Equal(got, want) {
+					t.Errorf("%s: warnings\n got %q\nwant %q", how, got, want)
+				}
+				if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 {
+					if got := testutil.ToFloat64(m.admissions.WithLabelValues(resourceLabel(gvk.Kind), "CREATE", "mutated", policy.ModeWarn)); got != 1 {
+						t.Errorf("%s: wincompat_admission_total{result=mutated,mode=warn} = %v", how, got)
+					}
+					compared++
+				}
+			}
+		})
+	}
+	if compared < 40 {
+		t.Errorf("only %d reviews compared enforce with warn mode on a change; the cases should give more", compared)
+	}
+}
+
+// conditional is what warn mode says for enforce mode's warnings.
+func conditional(enforce []string) []string {
+	var out []string
+	for _, w := range enforce {
+		rest := strings.TrimPrefix(w, "wincompat: ")
+		switch verb, _, _ := strings.Cut(rest, " "); verb {
+		case "removed", "changed", "set":
+			out = append(out, "wincompat (warn mode) would have "+rest)
+		default:
+			out = append(out, "wincompat (warn mode): "+rest)
+		}
+	}
+	return out
+}
+
+func resourceLabel(kind string) string {
+	if kind == "Pod" {
+		return "pods"
+	}
+	return strings.ToLower(kind) + "s"
+}
