@@ -238,6 +238,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.mixedClusters(ctx); err != nil {
 		return err
 	}
+	if err := d.warnMode(ctx); err != nil {
+		return err
+	}
 	if err := d.policyGuard(ctx); err != nil {
 		return err
 	}
