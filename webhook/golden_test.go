@@ -164,6 +164,13 @@ func TestGolden(t *testing.T) {
 			compareGolden(t, filepath.Join(goldenDir, name+".patch.json"), patchJSON)
 			compareGolden(t, filepath.Join(goldenDir, name+".out.yaml"), outYAML)
 
+			t.Run("every change has a rule", func(t *testing.T) {
+				for _, c := range res.Decision.Changes {
+					if res.Decision.Rule(c) == "" {
+						t.Errorf("no rule says where %s %s (%s) comes from: add it to policy/rules.go", c.Action, c.Path, c.Reason)
+					}
+				}
+			})
 			t.Run("round trip", func(t *testing.T) {
 				// The patch applied to the raw input must give the object the policy decided, field for field.
 				decided := typedJSON(t, gvk, raw, func(obj any) {

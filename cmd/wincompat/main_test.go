@@ -119,7 +119,7 @@ func TestMutateBadInput(t *testing.T) {
 		"wrong type":         {strings.Replace(pod, "1000", "[1]", 1), nil, 1, "stdin#1 Pod default/web: decoding Pod"},
 		"unknown policy key": {pod, []string{"--policy", badPolicy}, 1, `line 3: unknown key "tolerations"`},
 		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
-		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml or patch`},
+		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml, patch, explain or diff`},
 		"bad labels":         {pod, []string{"--namespace-labels", "novalue"}, 2, `"novalue" is not key=value`},
 		"stray argument":     {pod, []string{"file.yaml"}, 2, `unexpected argument "file.yaml"`},
 	} {
@@ -246,5 +246,50 @@ func TestPolicyExport(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "", "policy", "export", "--policy", "/nonexistent"); code != 1 {
 		t.Errorf("a missing policy file: exit %d, want 1", code)
+	}
+}
+
+// --explain and --output diff on a chart of the shared corpus, declared Windows by its namespace, are
+// pinned by goldens (UPDATE_GOLDEN=1 rewrites them); the diff must name every object the YAML output
+// changed, and in warn mode nothing is applied.
+func TestMutateExplainAndDiff(t *testing.T) {
+	chart := filepath.Join("..", "..", "..", "shared", "corpus", "charts", "bitnami-postgresql.yaml")
+	labels := "wincompat.io/enabled=true,wincompat.io/default-os=windows"
+	for _, tc := range []struct{ golden, output string }{{"bitnami-postgresql.explain.txt", "explain"}, {"bitnami-postgresql.diff", "diff"}} {
+		code, out, errOut := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels, "--quiet", "--output", tc.output)
+		if code != 0 || errOut != "" {
+			t.Fatalf("--output %s: exit %d: %s", tc.output, code, errOut)
+		}
+		path := filepath.Join("testdata", tc.golden)
+		if os.Getenv("UPDATE_GOLDEN") == "1" {
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil || string(want) != out {
+			t.Errorf("%s is stale or missing (UPDATE_GOLDEN=1 go test ./cmd/wincompat, then review): %v", path, err)
+		}
+	}
+	_, yamlOut, _ := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels, "--quiet", "--output", "patch")
+	_, diff, _ := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels, "--quiet", "--output", "diff")
+	for _, line := range strings.Split(strings.TrimSpace(yamlOut), "\n") {
+		var d struct {
+			Document int   `json:"document"`
+			Patch    []any `json:"patch"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		if changed := strings.Contains(diff, fmt.Sprintf("+++ b/%s#%d ", chart, d.Document)); changed != (len(d.Patch) > 0) {
+			t.Errorf("document %d: patched %v, in the diff %v", d.Document, len(d.Patch) > 0, changed)
+		}
+	}
+	code, out, _ := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels+",wincompat.io/mode=warn", "--explain")
+	if code != 0 || !strings.Contains(out, "warn mode: nothing applied") || !strings.Contains(out, "strip table: ") {
+		t.Errorf("warn mode --explain: exit %d\n%s", code, out)
+	}
+	if _, diff, _ := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels+",wincompat.io/mode=warn", "--output", "diff"); diff != "" {
+		t.Errorf("warn mode changed objects:\n%s", diff)
 	}
 }

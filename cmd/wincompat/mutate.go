@@ -29,6 +29,10 @@ A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
 
+For review: --explain (or --output explain) prints every change of every Pod and workload with its
+reason and where the rule comes from (a strip-table row, a policy key, the build's source); --output diff
+prints a unified diff of each changed object, for a CI job to show what a chart would get.
+
 With --resolve-images, the Windows build comes from each image's registry (its index's os.version
 entries, or the image config's), as in the cluster; without it, from tags, annotations and the policy.
 
@@ -52,17 +56,24 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
-	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, or "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux")
+	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux, or "+policy.LabelMode+"="+policy.ModeWarn+" to change nothing and warn what would change")
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
-	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch")
+	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	explain := fl.Bool("explain", false, "same as --output explain")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
 	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
 	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
-	if *output != "yaml" && *output != "patch" {
-		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml or patch\n", *output)
+	if *explain {
+		*output = "explain"
+	}
+	writeReport, known := map[string]func(io.Writer, []manifest.Document) error{
+		"yaml": nil, "patch": writePatches, "explain": manifest.WriteExplain, "diff": manifest.WriteDiff,
+	}[*output]
+	if !known {
+		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, patch, explain or diff\n", *output)
 		return 2
 	}
 	labels, err := parseKeyValues(*nsLabels)
@@ -132,15 +143,13 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				failed = true
 				continue
 			}
-			if *output == "yaml" {
+			if writeReport == nil {
 				out.append(stream.Bytes())
 				continue
 			}
-			if *output == "patch" {
-				if err := writePatches(stdout, docs); err != nil {
-					fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
-					return 1
-				}
+			if err := writeReport(stdout, docs); err != nil {
+				fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+				return 1
 			}
 		}
 	}

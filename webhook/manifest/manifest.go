@@ -45,6 +45,12 @@ type Document struct {
 	Warnings []string
 	// Mutated is true when the object changed.
 	Mutated bool
+	// Decision is what the policy decided (in warn mode too, where nothing changed), for --explain.
+	Decision policy.Decision
+	// WarnMode is true when the namespace's mode left the object as it came.
+	WarnMode bool
+	// Before and After are the document as read and as written, for --output diff.
+	Before, After []byte
 }
 
 // Label names the document in messages: "deploy.yaml#3 Deployment demo/web".
@@ -79,6 +85,9 @@ func Process(source string, src []byte, out io.Writer, opts Options) ([]Document
 		if err != nil {
 			errs = append(errs, &Error{Doc: doc, Err: err})
 			continue
+		}
+		if doc.Mutated {
+			doc.Before, doc.After = chunk.body, body
 		}
 		buf.Write(body)
 		if doc.Kind != "" {
@@ -185,6 +194,20 @@ func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
 	res, err := webhook.MutateResolving(context.Background(), opts.Policy, gvk, raw, policy.Facts{Operation: policy.Create, Namespace: ns, Version: opts.Version}, opts.Images)
 	if err != nil {
 		return nil, errors.New(oneLine(err))
+	}
+	doc.Decision = res.Decision
+	mode, modeNote := opts.Policy.ModeFor(ns)
+	if modeNote != "" && res.Decision.Handled() {
+		defer func() { doc.Warnings = append(doc.Warnings, "wincompat: "+modeNote) }()
+	}
+	if mode == policy.ModeWarn {
+		// As the webhook answers in warn mode: the object as it came, and what would have changed.
+		doc.WarnMode = true
+		doc.Warnings = res.Decision.WouldWarnings()
+		if res.Decision.Denied != "" {
+			doc.Warnings = []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(res.Decision.Denied, "wincompat: ")}
+		}
+		return body, nil
 	}
 	if res.Decision.Denied != "" {
 		return nil, errors.New(res.Decision.Denied)

@@ -170,3 +170,31 @@ func TestSplitDocuments(t *testing.T) {
 		t.Errorf("chunks: %+v", chunks)
 	}
 }
+
+// In warn mode the stream comes out byte for byte, and the warnings are enforce mode's, conditional.
+func TestProcessWarnModeChangesNothing(t *testing.T) {
+	src := service + "---\n" + windowsPod
+	var enforced bytes.Buffer
+	enforceDocs, err := Process("in.yaml", []byte(src), &enforced, opts())
+	if err != nil || len(enforceDocs) != 1 || !enforceDocs[0].Mutated {
+		t.Fatalf("enforce: %+v %v", enforceDocs, err)
+	}
+	warn := opts()
+	warn.Namespace.Labels[policy.LabelMode] = policy.ModeWarn
+	var out bytes.Buffer
+	docs, err := Process("in.yaml", []byte(src), &out, warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != src || len(docs) != 1 || docs[0].Mutated || len(docs[0].Patch) != 0 {
+		t.Errorf("warn mode changed the stream (docs %+v):\n%s", docs, out.String())
+	}
+	if len(docs[0].Warnings) != len(enforceDocs[0].Warnings) {
+		t.Fatalf("warn mode warnings %q, enforce %q", docs[0].Warnings, enforceDocs[0].Warnings)
+	}
+	for i, w := range docs[0].Warnings {
+		if !strings.HasPrefix(w, "wincompat (warn mode)") || !strings.HasSuffix(w, enforceDocs[0].Warnings[i][strings.Index(enforceDocs[0].Warnings[i], " ")+1:]) {
+			t.Errorf("warning %d: %q for enforce mode's %q", i, w, enforceDocs[0].Warnings[i])
+		}
+	}
+}
