@@ -19,6 +19,8 @@ K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 	-X k8s.io/component-base/version.gitTreeState=clean
 # helm, pinned in test/go.mod, for the chart's lint, template and install tests.
 HELM     := bin/helm
+# kustomize, for the KRM function's test with the real thing (its version is pinned in test/go.mod).
+KUSTOMIZE := bin/kustomize
 
 FUZZTIME ?= 10m
 # Every fuzz target as package:Target. `make fuzz` runs them one after the other, FUZZTIME each, and
@@ -42,7 +44,7 @@ test: lint unit e2e ## everything CI runs: lint, unit tests (goldens, fuzz seeds
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
 
-e2e: $(K8S_BINS) $(HELM) ## tests against a real kube-apiserver, etcd and kube-scheduler (builds them once)
+e2e: $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd and kube-scheduler (builds them once)
 	cd test && $(GO) test -count=1 ./...
 
 lint: ## go vet and gofmt on both modules
@@ -93,6 +95,9 @@ demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, exampl
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat
 
 k8s: $(K8S_BINS) ## build the test control plane into bin/k8s
+
+$(KUSTOMIZE): test/go.mod test/go.sum
+	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
 
 $(HELM): test/go.mod test/go.sum
 	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(HELM) helm.sh/helm/v3/cmd/helm

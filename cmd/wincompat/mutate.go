@@ -25,6 +25,11 @@ Reads multi-document YAML, rewrites every Windows Pod and workload template exac
 webhook would in a namespace with the given labels, and prints the stream: changed objects re-rendered
 (comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin.
 
+A KRM function: when stdin is a config.kubernetes.io/v1 ResourceList (kustomize's exec transformers,
+kpt), it returns the list with its Pods and workloads mutated, every other item untouched, and a result
+per warning. Its functionConfig may be a wincompat.io/v1alpha1 Policy, or a ConfigMap whose data gives
+namespace, namespace-labels, namespace-annotations (k=v,...) and policy. See deploy/examples/kustomize.
+
 A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
@@ -76,12 +81,12 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, patch, explain or diff\n", *output)
 		return 2
 	}
-	labels, err := parseKeyValues(*nsLabels)
+	labels, err := manifest.ParseKeyValues(*nsLabels)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat mutate: --namespace-labels: %v\n", err)
 		return 2
 	}
-	annotations, err := parseKeyValues(*nsAnnotations)
+	annotations, err := manifest.ParseKeyValues(*nsAnnotations)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat mutate: --namespace-annotations: %v\n", err)
 		return 2
@@ -108,6 +113,22 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		opts.Images = r
 	}
 
+	if len(files) == 1 && files[0] == "-" {
+		data, err := readInput("-", stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+			return 1
+		}
+		if manifest.IsResourceList(data) {
+			// A KRM function (kustomize, kpt): the list back on stdout, its results in it.
+			if err := manifest.ProcessResourceList(bytes.NewReader(data), stdout, opts); err != nil {
+				fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+		stdin = bytes.NewReader(data)
+	}
 	failed := false
 	out := &streamWriter{w: stdout}
 	for _, src := range files {
@@ -245,21 +266,6 @@ func nonNilPatch(d manifest.Document) any {
 		return []any{}
 	}
 	return d.Patch
-}
-
-func parseKeyValues(s string) (map[string]string, error) {
-	m := map[string]string{}
-	if strings.TrimSpace(s) == "" {
-		return m, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not key=value", kv)
-		}
-		m[k] = v
-	}
-	return m, nil
 }
 
 // streamWriter concatenates the streams of several files into one valid multi-document stream.
