@@ -92,8 +92,8 @@ func jsonValue(v any) json.RawMessage {
 }
 
 // EncodeChanges renders the compact JSON stored in the changes annotations: what encoding/json writes
-// for []Change, written directly because every pass renders it twice (annotation and audit log) and the
-// library re-validates each raw From and To value.
+// for []Change, written directly because it is rendered on every review (Decision.ChangesJSON reuses it
+// for the audit annotation) and the library re-validates each raw From and To value.
 func EncodeChanges(changes []Change) string {
 	size := 2
 	for _, c := range changes {
@@ -175,7 +175,7 @@ next:
 func Warnings(changes []Change) []string { return warnings(changes, false) }
 
 // WouldWarnings are Warnings for warn mode, where nothing was changed: "wincompat (warn mode) would
-// remove securityContext.runAsUser from 2 containers (not supported on Windows)".
+// have removed securityContext.runAsUser from 2 containers (not supported on Windows)".
 func WouldWarnings(changes []Change) []string { return warnings(changes, true) }
 
 func warnings(changes []Change, would bool) []string {

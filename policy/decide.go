@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -112,8 +113,13 @@ func (d Decision) ChangesJSON() string {
 // Warnings renders the decision's admission warnings.
 func (d Decision) Warnings() []string { return Warnings(d.Changes) }
 
-// WouldWarnings renders them for warn mode, where nothing was changed.
-func (d Decision) WouldWarnings() []string { return WouldWarnings(d.Changes) }
+// WouldWarnings renders them for warn mode, where nothing was changed; a refusal is the one warning.
+func (d Decision) WouldWarnings() []string {
+	if d.Denied != "" {
+		return []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(d.Denied, "wincompat: ")}
+	}
+	return WouldWarnings(d.Changes)
+}
 
 // UnsupportedKindError is returned for objects that carry no pod spec wincompat knows.
 type UnsupportedKindError struct{ Type string }

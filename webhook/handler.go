@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -204,12 +203,11 @@ func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.
 // is what enforce mode's would have been, so that the metrics of a staged rollout compare.
 func (h *Handler) warn(req admission.Request, res Result) outcome {
 	resp := admission.Allowed("")
+	resp.Warnings = res.Decision.WouldWarnings()
 	if res.Decision.Denied != "" {
-		resp.Warnings = []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(res.Decision.Denied, "wincompat: ")}
 		resp.AuditAnnotations = map[string]string{"mode": policy.ModeWarn, "would-deny": res.Decision.Denied}
 		return outcome{result: "denied", resp: resp, decision: res.Decision}
 	}
-	resp.Warnings = res.Decision.WouldWarnings()
 	if len(res.Patch) == 0 {
 		return outcome{result: "unchanged", resp: resp, decision: res.Decision}
 	}

@@ -489,7 +489,8 @@ func windowsPod(p *corev1.Pod) bool {
 }
 
 func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
-	if a.warnMode(p.Namespace) {
+	warnMode := a.warnMode(p.Namespace)
+	if warnMode {
 		a.wouldChange(ctx, p.Namespace, "Pod/"+p.Name, p.DeepCopy())
 	}
 	if !windowsPod(p) {
@@ -512,7 +513,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	switch _, byPolicy := p.Annotations[policy.AnnotationAdmissionPolicy]; {
 	case recorded:
 		r.Covered++
-	case a.warnMode(p.Namespace):
+	case warnMode:
 		// Not changed on purpose: the would-change finding says what enforce mode would do.
 	case byPolicy:
 		a.finding(WithoutBuildDecision, p.Namespace, obj, "admitted by wincompat's admission policies while the webhook did not answer: valid and on a Windows node, but no build was chosen (no windows-build pin or RuntimeClass); pods created now get one")

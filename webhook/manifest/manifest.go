@@ -204,9 +204,6 @@ func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
 		// As the webhook answers in warn mode: the object as it came, and what would have changed.
 		doc.WarnMode = true
 		doc.Warnings = res.Decision.WouldWarnings()
-		if res.Decision.Denied != "" {
-			doc.Warnings = []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(res.Decision.Denied, "wincompat: ")}
-		}
 		return body, nil
 	}
 	if res.Decision.Denied != "" {
