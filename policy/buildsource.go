@@ -45,6 +45,7 @@ var buildSources = []buildSource{
 	{"(recorded)", "the builds an earlier pass recorded in `wincompat.io/build` and `wincompat.io/build-source`, so that reinvocation gives the same answer", (*Policy).recordedBuild},
 	{SourceNodeSelector, "the pod already pins `node.kubernetes.io/windows-build` in its nodeSelector (checked against its images: a contradiction is a warning)", (*Policy).nodeSelectorBuild},
 	{SourceRuntimeClass, "the pod names a RuntimeClass: its build, when it selects one (checked against the images); a class that selects no build decides where the pod runs, so none is pinned", (*Policy).runtimeClassBuild},
+	{SourceAffinity, "the pod's required node affinity already limits `node.kubernetes.io/windows-build` in every term: those builds, narrowed no further unless its `wincompat.io/build` annotation names one of them (checked against its images: a build that cannot run one is a warning)", (*Policy).affinityBuild},
 	{SourceAnnotation, "the pod's `wincompat.io/build` annotation (`10.0.20348`, `ltsc2022` or `2022`), checked against the images", (*Policy).annotationBuild},
 	{SourceImageManifest, "the registry: the builds every container and init container image can run on (the Windows entries' `os.version` by `windowsCompatibility`), among the builds of ready nodes (server mode) or of the catalog; an image the registry did not answer for counts by its tag", (*Policy).imageBuilds},
 	{SourceImage, "the same from image tags alone (`servercore:ltsc2022`, `app:10.0.17763.5830`), when no registry answered", nil},
@@ -102,6 +103,31 @@ func (p *Policy) nodeSelectorBuild(q *buildQuery) (buildChoice, bool) {
 	p.overriddenRequest(q.pod, b, "the pod's nodeSelector pins "+labelWindowsBuild+"="+pinned, q.rec)
 	p.checkAgainstImages(q, b, "its nodeSelector pins "+labelWindowsBuild+"="+pinned)
 	return one(b, SourceNodeSelector)
+}
+
+// affinityBuild keeps the builds the pod's own required node affinity allows: narrowing them further (to
+// what its images or the cluster suggest) could leave the pod with no node at all, and widening them is
+// not ours to do.
+func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
+	allowed := PinnedBuilds(&q.pod.Spec) // the nodeSelector has no build here: the row above decided that
+	if allowed == nil {
+		return buildChoice{}, false
+	}
+	if requested, ok := p.lookupBuild(q.pod.Annotations[AnnotationBuild]); ok && q.pod.Annotations[AnnotationBuildSource] == "" && slices.Contains(allowed, requested.Number) {
+		return buildChoice{}, false // the annotation narrows within what the affinity allows: its row pins it
+	}
+	c := buildChoice{source: SourceAffinity}
+	for _, n := range allowed {
+		b := p.catalogEntry(n)
+		c.builds = append(c.builds, b)
+		p.checkAgainstImages(q, b, "its required node affinity allows it")
+	}
+	if len(c.builds) == 1 {
+		p.overriddenRequest(q.pod, c.builds[0], "the pod's required node affinity pins "+labelWindowsBuild+"="+allowed[0], q.rec)
+	} else {
+		p.overriddenRequest(q.pod, Build{}, "the pod's required node affinity allows "+labelWindowsBuild+" "+strings.Join(allowed, ", "), q.rec)
+	}
+	return c, true
 }
 
 func (p *Policy) runtimeClassBuild(q *buildQuery) (buildChoice, bool) {

@@ -17,6 +17,7 @@ const (
 	SourceDefault       = "default"
 	SourceNodeSelector  = "nodeSelector" // the pod already pins node.kubernetes.io/windows-build
 	SourceRuntimeClass  = "runtimeClass" // the pod already names a catalog RuntimeClass
+	SourceAffinity      = "affinity"     // the pod's required node affinity already limits the build
 )
 
 // schedule injects what a Windows pod needs to land on a Windows node that can run it (DESIGN §5) and
@@ -53,14 +54,16 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		return "", ""
 	case 1:
 		b := choice.builds[0]
-		if choice.source != SourceRuntimeClass {
+		if choice.source != SourceRuntimeClass && choice.source != SourceAffinity {
 			pin(labelWindowsBuild, b.Number)
 		}
 		p.setRuntimeClass(spec, b, facts, rec)
 	default:
 		// No RuntimeClass: each catalog class selects one build, and one that selected none would add
 		// nothing the os nodeSelector and tolerations do not already give.
-		requireBuilds(spec, chosen, rec)
+		if choice.source != SourceAffinity {
+			requireBuilds(spec, chosen, rec)
+		}
 	}
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
 		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
