@@ -54,7 +54,7 @@ type Cluster struct {
 	Builds []string
 	// RuntimeClasses are the RuntimeClasses that exist, by name.
 	RuntimeClasses map[string]RuntimeClass
-	// WindowsTaints are the distinct taints of ready Windows nodes, sorted; the policy decides which a
+	// WindowsTaints are the distinct taints of Windows nodes, ready or joining, sorted; the policy decides which a
 	// Windows pod tolerates (WindowsPodsTolerate).
 	WindowsTaints []corev1.Taint
 }

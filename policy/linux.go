@@ -14,13 +14,15 @@ import (
 
 // linuxByDefault says why objects with no OS signal in ns are pinned to Linux, "" when they are not. A
 // namespace labelled default-os=linux is named explicitly, so the cluster-wide setting's exclusions
-// (kube-system, wincompat's own namespace) do not apply to it.
+// do not apply to it. kube-system is excluded from the cluster-wide setting even when a policy's own list
+// leaves it out: its add-ons (CNI, kube-proxy, CSI node plugins) are often built for both systems and
+// select their nodes themselves, and a list written for other namespaces must not pin them by accident.
 func (p *Policy) linuxByDefault(ns Namespace) string {
 	switch ns.Labels[LabelDefaultOS] {
 	case string(corev1.Linux):
 		return "namespace is labelled " + LabelDefaultOS + "=linux"
 	case "":
-		if p.LinuxByDefault && !slices.Contains(p.LinuxByDefaultExcludedNamespaces, ns.Name) {
+		if p.LinuxByDefault && ns.Name != metav1.NamespaceSystem && !slices.Contains(p.LinuxByDefaultExcludedNamespaces, ns.Name) {
 			return "policy linuxByDefault pins every namespace not labelled " + LabelDefaultOS
 		}
 	}

@@ -407,6 +407,14 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 			`pods-linux-all.wincompat.io Fail [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [kube-system monitoring wincompat-system]]`,
 			`workloads-linux-all.wincompat.io Fail [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [kube-system monitoring wincompat-system]]`,
 		}, true, []string{"kube-system", "monitoring"}},
+		// kube-system stays out of the webhooks' namespaces even when the list leaves it out, as the
+		// policy keeps it out of the decision.
+		{"all namespaces with a list without kube-system", "linuxByDefault: {allNamespaces: true, excludedNamespaces: [monitoring]}\n", []string{
+			`pods-linux.wincompat.io Ignore [wincompat.io/default-os In [linux]]`,
+			`workloads-linux.wincompat.io Ignore [wincompat.io/default-os In [linux]]`,
+			`pods-linux-all.wincompat.io Ignore [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [monitoring kube-system wincompat-system]]`,
+			`workloads-linux-all.wincompat.io Ignore [wincompat.io/default-os DoesNotExist [] kubernetes.io/metadata.name NotIn [monitoring kube-system wincompat-system]]`,
+		}, true, []string{"monitoring"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var webhooks []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,5 +67,32 @@ func TestPolicyFileInvalidAtStartWithoutStoreIsAnError(t *testing.T) {
 	f := &policyFile{path: file}
 	if _, err := f.load(context.Background()); err == nil {
 		t.Error("without a kept policy to fall back to (--policy-configmap), an invalid policy at start must stop the server, not be ignored")
+	}
+}
+
+func TestOwnNamespaceIsExcludedFromBothSides(t *testing.T) {
+	own := "wincompat-system"
+	for _, tc := range []struct {
+		name             string
+		windows, linux   []string
+		wantWin, wantLin []string
+	}{
+		{"neither list names it", []string{"kube-system"}, []string{"kube-system"}, []string{"kube-system", own}, []string{"kube-system", own}},
+		{"only the Windows list does", []string{own}, nil, []string{own}, []string{own}},
+		{"only the Linux list does", nil, []string{own}, []string{own}, []string{own}},
+		{"both do", []string{own}, []string{own}, []string{own}, []string{own}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := policy.Default()
+			p.ExcludedNamespaces, p.LinuxByDefaultExcludedNamespaces = tc.windows, tc.linux
+			before := *p
+			got := withOwnNamespace(p, own)
+			if !slices.Equal(got.ExcludedNamespaces, tc.wantWin) || !slices.Equal(got.LinuxByDefaultExcludedNamespaces, tc.wantLin) {
+				t.Errorf("excluded %v, Linux by default excluded %v; want %v and %v", got.ExcludedNamespaces, got.LinuxByDefaultExcludedNamespaces, tc.wantWin, tc.wantLin)
+			}
+			if !slices.Equal(p.ExcludedNamespaces, before.ExcludedNamespaces) || !slices.Equal(p.LinuxByDefaultExcludedNamespaces, before.LinuxByDefaultExcludedNamespaces) {
+				t.Error("the loaded policy was changed in place; it is shared with readers of the old one")
+			}
+		})
 	}
 }

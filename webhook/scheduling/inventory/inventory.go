@@ -22,7 +22,11 @@ type Inventory struct {
 	Reader client.Reader
 }
 
-// Cluster returns the Windows builds and taints of ready nodes and the RuntimeClasses that exist.
+// Cluster returns the Windows builds of ready nodes, the taints of all Windows nodes and the
+// RuntimeClasses that exist. Taints are read from nodes not yet ready too: a pool that is joining (or
+// recovering) is NotReady exactly while the pods meant for it are created, and a pod admitted without the
+// pool's OS taint would stay Pending once the nodes are ready. The policy tolerates only OS taints of
+// these, so reading more nodes never widens what a pod tolerates beyond them.
 func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	// Read-only, on the admission path: skip the cache's deep copies, and copy only Windows nodes.
 	var nodes corev1.NodeList
@@ -36,11 +40,7 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	}
 	c := &policy.Cluster{RuntimeClasses: make(map[string]policy.RuntimeClass, len(classes.Items))}
 	for _, n := range nodes.Items {
-		build := n.Labels[corev1.LabelWindowsBuild]
-		if build == "" || !NodeReady(&n) {
-			continue
-		}
-		if !slices.Contains(c.Builds, build) {
+		if build := n.Labels[corev1.LabelWindowsBuild]; build != "" && NodeReady(&n) && !slices.Contains(c.Builds, build) {
 			c.Builds = append(c.Builds, build)
 		}
 		for _, t := range n.Spec.Taints {
