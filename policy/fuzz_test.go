@@ -71,6 +71,8 @@ func withSides(pol *Policy, facts *Facts, sides uint8) *Policy {
 			{Key: "os", Value: "Windows", Effect: corev1.TaintEffectNoSchedule},
 			teamTaint,
 			{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
+			{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
+			{Key: "windows", Value: "true", Effect: corev1.TaintEffectNoExecute}, // names Windows, but not an OS key
 		}
 	}
 	if sides&sideLinuxEverywhere != 0 {
@@ -383,9 +385,15 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("the decision widened privileges: %s\nbefore: %s\nafter:  %s", strings.Join(widened, "; "), beforeJSON, after)
 		}
 		checkRecorded(t, obj, d, onlyEphemeral)
-		for _, tol := range spec.Tolerations {
-			if tol.ToleratesTaint(logr.Discard(), &teamTaint, false) && !slices.ContainsFunc(inSpec.Tolerations, func(o corev1.Toleration) bool { return o.ToleratesTaint(logr.Discard(), &teamTaint, false) }) {
-				t.Fatalf("a Windows pod was made to tolerate a node's team taint %s: %+v", teamTaint.ToString(), tol)
+		if facts.Cluster != nil {
+			for _, taint := range facts.Cluster.WindowsTaints {
+				if pol.WindowsPodsTolerate(taint) {
+					continue
+				}
+				tolerates := func(o corev1.Toleration) bool { return o.ToleratesTaint(logr.Discard(), &taint, false) }
+				if slices.ContainsFunc(spec.Tolerations, tolerates) && !slices.ContainsFunc(inSpec.Tolerations, tolerates) {
+					t.Fatalf("a Windows pod was made to tolerate %s, a node taint that is not about the operating system: %+v", taint.ToString(), spec.Tolerations)
+				}
 			}
 		}
 

@@ -38,7 +38,7 @@ func (p *Policy) configuredTaint(t corev1.Taint) bool {
 
 // tolerateWindowsTaints appends a toleration for each taint a Windows pod should tolerate and does not
 // yet: the policy's windowsNodeTaints always, and in server mode the operating-system taints found on
-// ready Windows nodes, so that GKE, AKS, EKS and Rancher conventions need no configuration. Existing
+// Windows nodes (ready or joining), so that GKE, AKS, EKS and Rancher conventions need no configuration. Existing
 // tolerations are never edited or reordered.
 func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, rec *recorder) {
 	type wanted struct {
@@ -52,7 +52,7 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 	if cluster != nil {
 		for _, t := range cluster.WindowsTaints {
 			if osTaint(t) && !p.configuredTaint(t) {
-				taints = append(taints, wanted{t, "tolerates the taint " + t.ToString() + " found on ready Windows nodes"})
+				taints = append(taints, wanted{t, "tolerates the taint " + t.ToString() + " found on Windows nodes"})
 			}
 		}
 	}

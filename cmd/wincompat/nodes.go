@@ -16,7 +16,7 @@ const nodesUsage = `Usage: wincompat nodes [flags]
 Prints the cluster's Windows builds: node counts (ready/total), architectures, taints, and the
 RuntimeClass the policy's catalog names for each build (managed by wincompat, unmanaged, or missing).
 "(tolerated)" marks the taints Windows pods get a toleration for: the policy's windowsNodeTaints, and
-operating-system taints such as node.kubernetes.io/os=windows found on ready nodes. Then lists what
+operating-system taints such as node.kubernetes.io/os=windows found on Windows nodes, ready or joining. Then lists what
 needs attention: Windows nodes with no operating-system taint (pods that choose no OS may land there;
 see wincompat.io/default-os=linux) or without a windows-build label, builds with nodes but no
 RuntimeClass, RuntimeClasses whose build has no node.

@@ -152,7 +152,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 // windowsTolerations creates a Windows pod in the shop namespace, configured with no taint but the
 // policy's default, and shows the tolerations and injector opt-outs it gets.
 func (d *demo) windowsTolerations(ctx context.Context) error {
-	d.step("a Windows pod in %s: tolerations from the taints found on ready Windows nodes, injector opt-outs", shopNamespace)
+	d.step("a Windows pod in %s: tolerations from the taints found on Windows nodes, injector opt-outs", shopNamespace)
 	sp := &shopPod{name: "iis", containers: []shopContainer{{"iis", imgAPI}}}
 	// The inventory sees the new node's taint a moment after it was set.
 	var pod *corev1.Pod
