@@ -29,13 +29,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"action", "field", "mode"}),
 		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_build_selected_total",
-			Help: "Windows builds chosen for pods, by build, source and mode (warn: chosen, not applied).",
+			Help: "Windows builds chosen for pods, by build (several joined by commas when node affinity allows them all), source and mode (warn: chosen, not applied).",
 		}, []string{"build", "source", "mode"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "wincompat_admission_duration_seconds",
 			Help: "Time to answer an admission review inside wincompat, by resource.",
-			// Sub-millisecond buckets: a review costs tens to hundreds of microseconds.
-			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1},
+			// Sub-millisecond buckets: a review costs tens to hundreds of microseconds. The top ones lie
+			// past the image lookup deadline (1 s by default, 2 s at most), so reviews that waited for a
+			// slow registry are told apart from those that took longer still.
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 1.5, 2.5, 5},
 		}, []string{"resource"}),
 	}
 	reg.MustRegister(m.admissions, m.changes, m.builds, m.latency)

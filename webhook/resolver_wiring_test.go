@@ -1,0 +1,69 @@
+package webhook
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
+)
+
+// recordingResolver answers every image with one 2022 Windows entry (which 2022 and, by containerd's rule,
+// 2025 nodes run) and remembers how it was asked: the question here is when the handler waits for
+// registries and when it only warms the cache.
+type recordingResolver struct {
+	lookups, warms []images.Request
+}
+
+func (r *recordingResolver) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
+	r.lookups = append(r.lookups, req)
+	out := map[string]policy.Image{}
+	for _, ref := range req.Images {
+		out[ref] = policy.Image{Platforms: []policy.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2227"}}}
+	}
+	return out
+}
+
+func (r *recordingResolver) Warm(req images.Request) { r.warms = append(r.warms, req) }
+
+func TestHandlerAsksRegistriesForPodsAndWarmsForTemplates(t *testing.T) {
+	resolver := &recordingResolver{}
+	withResolver := func(newHandler func(Config) *Handler) func(Config) *Handler {
+		return func(c Config) *Handler { c.Images = resolver; return newHandler(c) }
+	}
+	pods, _ := newTestHandler(t, withResolver(NewPodHandler))
+	workloads, _ := newTestHandler(t, withResolver(NewWorkloadHandler))
+	const untagged = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"os":{"name":"windows"},
+"containers":[{"name":"web","image":"example.com/web:1.4.2"}]}}`
+
+	resp := pods.Handle(context.Background(), podRequest("demo", untagged))
+	if len(resolver.lookups) != 1 || len(resolver.warms) != 0 || !slices.Equal(resolver.lookups[0].Images, []string{"example.com/web:1.4.2"}) || resolver.lookups[0].Namespace != "demo" {
+		t.Fatalf("a Windows pod: lookups %+v, warms %+v; want one lookup of its image in its namespace", resolver.lookups, resolver.warms)
+	}
+	if resp.AuditAnnotations["build"] != "10.0.20348,10.0.26100" || resp.AuditAnnotations["build-source"] != policy.SourceImageManifest {
+		t.Errorf("the registry's answer was not used: %v", resp.AuditAnnotations)
+	}
+
+	deployment := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"selector":{"matchLabels":{"app":"web"}},
+"template":{"metadata":{"labels":{"app":"web"}},"spec":{"os":{"name":"windows"},"containers":[{"name":"web","image":"example.com/web:1.5.0"}]}}}}`
+	workloads.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "uid-2", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource:  metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Namespace: "demo", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(deployment)},
+	}})
+	if len(resolver.lookups) != 1 || len(resolver.warms) != 1 || !slices.Equal(resolver.warms[0].Images, []string{"example.com/web:1.5.0"}) {
+		t.Fatalf("a Windows Deployment: lookups %+v, warms %+v; want its image warmed, never waited for", resolver.lookups, resolver.warms)
+	}
+
+	pods.Handle(context.Background(), podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"l"},"spec":{"containers":[{"name":"l","image":"example.com/l:1"}]}}`))
+	pods.Handle(context.Background(), podRequest("elsewhere", untagged))
+	if len(resolver.lookups) != 1 || len(resolver.warms) != 1 {
+		t.Errorf("a Linux pod or a namespace not opted in reached the registries: lookups %+v, warms %+v", resolver.lookups, resolver.warms)
+	}
+}
