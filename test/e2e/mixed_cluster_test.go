@@ -189,6 +189,9 @@ func runMixedCluster(t *testing.T, style taintStyle, workloads []workload) {
 	if style.taints == nil && onWindowsWithout == 0 {
 		t.Errorf("untainted Windows nodes, no wincompat: no pod lands on a Windows node; the comparison shows nothing")
 	}
+	if style.taints != nil && daemonsWithout == 0 {
+		t.Errorf("%s: no wincompat: the DaemonSet that tolerates every taint targets no Windows node; the taints are not what the test thinks", style.name)
+	}
 	t.Logf("%s: without wincompat %d pods of unpinned workloads on or targeted at Windows nodes (%d of them DaemonSet pods); with it %d",
 		style.name, onWindowsWithout, daemonsWithout, onWindowsWith)
 
@@ -196,6 +199,32 @@ func runMixedCluster(t *testing.T, style taintStyle, workloads []workload) {
 	cl.checkMixedAudit(t, style)
 	if style.taints == nil {
 		cl.checkLinuxWhileDown(t)
+	}
+	if style.name == "gke" {
+		cl.checkJoiningNodeTaints(t) // last: its node would change what the checks above see
+	}
+}
+
+// checkJoiningNodeTaints: a Windows node that has joined but is not Ready yet (a pool scaling up) already
+// carries its OS taint, and the pods created for it meanwhile must tolerate that taint, never its
+// not-ready one.
+func (cl *cluster) checkJoiningNodeTaints(t *testing.T) {
+	t.Helper()
+	joiningTaint := corev1.Taint{Key: corev1.LabelOSStable, Value: "Windows", Effect: corev1.TaintEffectNoSchedule}
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	create(context.Background(), t, cl.c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-joining", Labels: map[string]string{
+		corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: build2022,
+	}}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{joiningTaint, notReady}}})
+	tolerates := func(p *corev1.Pod, taint corev1.Taint) bool {
+		return slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &taint, false) })
+	}
+	var last *corev1.Pod
+	cl.waitForAdmission(t, nsWindows, windowsPod(nsWindows, "joining"), "the joining node's OS taint", func(p *corev1.Pod, _ []string) bool {
+		last = p
+		return tolerates(p, joiningTaint)
+	})
+	if tolerates(last, notReady) {
+		t.Errorf("a Windows pod tolerates the joining node's %s: %v", notReady.ToString(), last.Spec.Tolerations)
 	}
 }
 
@@ -499,9 +528,20 @@ func checkWindowsPlacement(t *testing.T, style taintStyle, pods []*corev1.Pod) {
 		if slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &teamTaint, false) }) {
 			t.Errorf("%s: Windows pod %s tolerates the team's taint %s: %v", style.name, p.Name, teamTaint.ToString(), p.Spec.Tolerations)
 		}
+		changes, err := policy.DecodeChanges(p.Annotations[policy.AnnotationChanges])
+		if err != nil {
+			t.Fatalf("%s: Windows pod %s: %v", style.name, p.Name, err)
+		}
 		for _, taint := range style.taints {
 			if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &taint, false) }) {
 				t.Errorf("%s: Windows pod %s does not tolerate %s", style.name, p.Name, taint.ToString())
+			}
+			// The catalog's RuntimeClasses here tolerate os=windows themselves (as many clusters' do), so
+			// the toleration alone proves nothing for that style: wincompat must have found the taint.
+			if !slices.ContainsFunc(changes, func(c policy.Change) bool {
+				return c.Path == "spec.tolerations" && strings.Contains(c.Reason, taint.ToString()+" found on Windows nodes")
+			}) {
+				t.Errorf("%s: Windows pod %s: no toleration of %s recorded as found on the nodes: %v", style.name, p.Name, taint.ToString(), changes)
 			}
 		}
 	}
