@@ -37,7 +37,11 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 		return check
 	}
 	if allowedByPins != nil {
-		if excluded := slices.DeleteFunc(slices.Clone(builds), func(b string) bool { return slices.Contains(allowedByPins, b) }); len(excluded) > 0 {
+		excluded := slices.DeleteFunc(slices.Clone(builds), func(b string) bool { return slices.Contains(allowedByPins, b) })
+		switch {
+		case len(allowedByPins) == 0:
+			check.Reasons = append(check.Reasons, "its nodeSelector and required node affinity allow no "+labelWindowsBuild+" at all")
+		case len(excluded) > 0:
 			check.Reasons = append(check.Reasons, "pinned to Windows build "+strings.Join(allowedByPins, " or ")+" by "+labelWindowsBuild)
 		}
 	}
@@ -61,14 +65,19 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 }
 
 // PinnedBuilds is the set of Windows builds the pod's nodeSelector and required node affinity allow, or
-// nil when they do not limit it. Terms are alternatives: a term that says nothing of the build allows all.
+// nil when they do not limit it; empty (not nil) when they allow none. Terms are alternatives: a term that
+// says nothing of the build allows all.
 func PinnedBuilds(spec *corev1.PodSpec) []string {
 	var pinned []string
 	if v, ok := spec.NodeSelector[labelWindowsBuild]; ok {
 		pinned = []string{v}
 	}
-	var union []string
-	for _, t := range requiredTerms(spec) {
+	terms := requiredTerms(spec)
+	if len(terms) == 0 {
+		return pinned
+	}
+	union := []string{} // every term limits the build, or the loop returns: not nil from here on
+	for _, t := range terms {
 		var term []string
 		limited := false
 		for _, e := range t.MatchExpressions {
@@ -89,9 +98,6 @@ func PinnedBuilds(spec *corev1.PodSpec) []string {
 				union = append(union, v)
 			}
 		}
-	}
-	if union == nil {
-		return pinned
 	}
 	if pinned != nil {
 		return slices.DeleteFunc(union, func(v string) bool { return !slices.Contains(pinned, v) })

@@ -31,6 +31,11 @@ func TestCheckBuilds(t *testing.T) {
 	affinity.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763", "10.0.20348"}}}}}}}}
+	excluding := pod("app:any")
+	excluding.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763"}},
+			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.20348"}}}}}}}}
 	only2025 := []string{"10.0.26100"}
 	for name, c := range map[string]struct {
 		spec     *corev1.PodSpec
@@ -47,10 +52,51 @@ func TestCheckBuilds(t *testing.T) {
 		"no answer, tag names no build":  {pod("timeout:1"), only2025, []string{"10.0.26100"}, 0},
 		"tag names 2019 (ltsc2019)":      {pod("mcr.microsoft.com/windows/nanoserver:ltsc2019"), only2025, nil, 1},
 		"2019 and 2022 containers on 19": {pod("app:2019", "app:2022"), []string{"10.0.17763"}, nil, 1},
+		"affinity that allows no build":  {excluding, []string{"10.0.17763", "10.0.20348"}, nil, 1},
 	} {
 		got := p.CheckBuilds(c.spec, images, c.builds)
 		if !reflect.DeepEqual(got.Runnable, c.runnable) || len(got.Reasons) != c.reasons {
 			t.Errorf("%s: got %+v, want runnable %v and %d reasons", name, got, c.runnable, c.reasons)
+		}
+	}
+}
+
+func TestPinnedBuilds(t *testing.T) {
+	in := func(values ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: values}
+	}
+	zone := corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}
+	spec := func(selector string, terms ...[]corev1.NodeSelectorRequirement) *corev1.PodSpec {
+		s := &corev1.PodSpec{}
+		if selector != "" {
+			s.NodeSelector = map[string]string{labelWindowsBuild: selector}
+		}
+		if len(terms) > 0 {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+			for _, e := range terms {
+				s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = append(
+					s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: e})
+			}
+		}
+		return s
+	}
+	for name, c := range map[string]struct {
+		spec *corev1.PodSpec
+		want []string // nil: not limited
+	}{
+		"nothing":                                     {spec(""), nil},
+		"a nodeSelector":                              {spec("10.0.17763"), []string{"10.0.17763"}},
+		"one term":                                    {spec("", []corev1.NodeSelectorRequirement{zone, in("10.0.17763", "10.0.20348")}), []string{"10.0.17763", "10.0.20348"}},
+		"two terms: the union":                        {spec("", []corev1.NodeSelectorRequirement{in("10.0.17763")}, []corev1.NodeSelectorRequirement{in("10.0.26100")}), []string{"10.0.17763", "10.0.26100"}},
+		"a term that says nothing allows all":         {spec("", []corev1.NodeSelectorRequirement{in("10.0.17763")}, []corev1.NodeSelectorRequirement{zone}), nil},
+		"expressions of a term intersect":             {spec("", []corev1.NodeSelectorRequirement{in("10.0.17763", "10.0.20348"), in("10.0.20348")}), []string{"10.0.20348"}},
+		"expressions that exclude each other":         {spec("", []corev1.NodeSelectorRequirement{in("10.0.17763"), in("10.0.20348")}), []string{}},
+		"a nodeSelector outside the affinity":         {spec("10.0.26100", []corev1.NodeSelectorRequirement{in("10.0.17763")}), []string{}},
+		"a nodeSelector and a term that says nothing": {spec("10.0.26100", []corev1.NodeSelectorRequirement{zone}), []string{"10.0.26100"}},
+	} {
+		got := PinnedBuilds(c.spec)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: PinnedBuilds = %#v, want %#v", name, got, c.want)
 		}
 	}
 }

@@ -113,6 +113,11 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 	if allowed == nil {
 		return buildChoice{}, false
 	}
+	if len(allowed) == 0 {
+		q.rec.add(Change{Action: Warn, Path: "spec.affinity.nodeAffinity",
+			Reason: "the pod's required node affinity allows no " + labelWindowsBuild + " at all (the values of each term exclude each other); no build pinned, the pod cannot be scheduled as it is"})
+		return buildChoice{}, true
+	}
 	if requested, ok := p.lookupBuild(q.pod.Annotations[AnnotationBuild]); ok && q.pod.Annotations[AnnotationBuildSource] == "" && slices.Contains(allowed, requested.Number) {
 		return buildChoice{}, false // the annotation narrows within what the affinity allows: its row pins it
 	}
