@@ -27,7 +27,8 @@ FUZZTIME ?= 10m
 # fails at the end if any failed (its input is then in the package's testdata/fuzz). FUZZFLAGS passes
 # more, e.g. FUZZFLAGS="-parallel 1 -fuzzminimizetime 10s": with one worker, every new input is otherwise
 # minimized for up to a minute, during which nothing else runs.
-FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler
+FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler \
+	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
 .PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload k8s clean demo image release krew

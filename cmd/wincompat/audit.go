@@ -10,11 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/wincompat/wincompat/webhook/audit"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 const auditUsage = `Usage: wincompat audit [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|csv] [--view VIEW]
@@ -42,8 +40,10 @@ pod: its replacement would be decided again.
 
 Images are judged by their tags (servercore:ltsc2019) unless --resolve-images: then each distinct image
 is read once from its registry (its manifest, and config for single-platform images; never layers) with
-your docker credentials (~/.docker/config.json and helpers, as crane and docker use), which also
-finds images with no Windows entry. Off by default, so an audit reads only the cluster.
+your docker credentials (~/.docker/config.json and helpers, as crane and docker use). Images with no
+Windows entry are found either way in pods whose admission recorded it; --resolve-images also finds them
+in templates and in pods admitted before the image changed. Off by default, so an audit reads only the
+cluster.
 
 With --audit-log, summarises wincompat's auditAnnotations (changes, build) from an API server audit log
 file (JSON lines, --audit-log-path) instead of reading the cluster.
@@ -107,7 +107,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		// An audit is not an admission review: it can wait for a slow registry, but not forever for one
 		// that never answers.
 		wait := min(*timeout, 30*time.Second)
-		r, err := images.New(images.Config{Timeout: wait, BackgroundTimeout: wait, Keychain: authn.DefaultKeychain})
+		r, err := newCLIResolver(wait)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 			return 1

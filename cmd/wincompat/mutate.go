@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,14 +39,35 @@ For review: --explain (or --output explain) prints every change of every Pod and
 reason and where the rule comes from (a strip-table row, a policy key, the build's source); --output diff
 prints a unified diff of each changed object, for a CI job to show what a chart would get.
 
-With --resolve-images, the Windows build comes from each image's registry (its index's os.version
+With --resolve-images, a Pod's Windows build comes from each image's registry (its index's os.version
 entries, or the image config's), as in the cluster; without it, from tags, annotations and the policy.
+Workload templates get no build (their pods get one when they are created), so their images are not read.
 
 Exit status: 0 on success; 1 when a document is invalid (nothing is printed then, and every bad document
 is named on stderr by source and index, e.g. "chart.yaml#3 Deployment demo/web: ..."); 2 on usage errors.
 
 Flags:
 `
+
+// newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait.
+func newCLIResolver(wait time.Duration) (*images.Resolver, error) {
+	return images.New(images.Config{
+		Timeout:           wait,
+		BackgroundTimeout: wait,
+		Keychain:          authn.DefaultKeychain,
+		// The server's bound keeps tenants from piling up lookups; here every lookup is the user's
+		// own, and an audit asks a whole page's images at once: none may be refused.
+		MaxLookups: math.MaxInt,
+		// authn.DefaultKeychain reads the user's docker config, not the chart's pull secret.
+		UnauthorizedHint: "log in with docker login or crane auth login",
+	})
+}
+
+// lookupOnly is the resolver without warming: the server warms the cache with a template's images for the
+// pods that follow, but mutate exits first, so those lookups would only cost registry requests.
+type lookupOnly struct{ *images.Resolver }
+
+func (lookupOnly) Warm(images.Request) {}
 
 // maxInput bounds what mutate reads, so a runaway pipe fails clearly instead of exhausting memory.
 const maxInput = 256 << 20
@@ -105,12 +127,12 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Version:   version,
 	}
 	if *resolveImages {
-		r, err := images.New(images.Config{Timeout: *lookupTimeout, BackgroundTimeout: *lookupTimeout, Keychain: authn.DefaultKeychain})
+		r, err := newCLIResolver(*lookupTimeout)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 2
 		}
-		opts.Images = r
+		opts.Images = lookupOnly{r}
 	}
 
 	if len(files) == 1 && files[0] == "-" {

@@ -19,7 +19,7 @@ type Admissions struct {
 	// without TLS, HTTP and the review's decoding and encoding.
 	HandlerSeconds float64 `json:"handlerSeconds"`
 	Count          float64 `json:"count"`
-	// ImageLookups is wincompat_image_lookups_total by result (hit, miss, error, timeout): the images
+	// ImageLookups is wincompat_image_lookups_total by result (hit, miss, error, timeout, busy): the images
 	// the reviews asked the resolver for. Empty when wincompat serves without image resolution.
 	ImageLookups map[string]float64 `json:"imageLookups,omitempty"`
 }

@@ -34,7 +34,8 @@ var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.N
 // been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
 // own identity (so RBAC decides whether that works).
 func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
-	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics(), Log: log}
+	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics(), Log: log,
+		UnauthorizedHint: "set imageResolver.pullSecret"}
 	if o.PullSecret != "" {
 		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}
 	}
@@ -42,6 +43,8 @@ func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, 
 	if err != nil {
 		return nil, fmt.Errorf("image resolver: %w", err)
 	}
+	// Always there, but used only for lookups that carry pull-secret names, as the policy's
+	// podImagePullSecrets makes them: only those are told about the pod's secrets.
 	c.PodPullSecrets = images.PullSecretKeychain(clientset)
 	return images.New(c)
 }

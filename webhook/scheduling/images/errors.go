@@ -16,8 +16,8 @@ import (
 )
 
 // explain turns an error from reading an image of registry into one short sentence for an admission
-// warning. The log has the full error.
-func (r *Resolver) explain(registry string, err error) string {
+// warning; podSecrets says whether the lookup offered the pod's pull secrets. The log has the full error.
+func (r *Resolver) explain(registry string, podSecrets bool, err error) string {
 	var (
 		plain  *plainHTTPError
 		large  *tooLargeError
@@ -31,7 +31,7 @@ func (r *Resolver) explain(registry string, err error) string {
 		op     *net.OpError
 	)
 	if errors.As(err, &secret) {
-		return r.explain(registry, secret.err) + "; the pod's pull secrets are unreadable: " + brief(secret.secrets)
+		return r.explain(registry, podSecrets, secret.err) + "; the pod's pull secrets are unreadable: " + brief(secret.secrets)
 	}
 	switch {
 	// Before the others: a registry reached over https that failed, then refused over http, is
@@ -45,7 +45,7 @@ func (r *Resolver) explain(registry string, err error) string {
 	case errors.As(err, &bad):
 		return bad.msg
 	case errors.As(err, &status):
-		return r.explainStatus(registry, status)
+		return r.explainStatus(registry, podSecrets, status)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%s: no answer within %v", registry, r.c.BackgroundTimeout)
 	case errors.As(err, &dns):
@@ -63,7 +63,7 @@ func (r *Resolver) explain(registry string, err error) string {
 	return registry + ": " + brief(err)
 }
 
-func (r *Resolver) explainStatus(registry string, e *transport.Error) string {
+func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.Error) string {
 	code := e.StatusCode
 	for _, d := range e.Errors {
 		switch d.Code {
@@ -77,10 +77,7 @@ func (r *Resolver) explainStatus(registry string, e *transport.Error) string {
 	}
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		if r.c.PodPullSecrets != nil {
-			return registry + ": unauthorized (set imageResolver.pullSecret or the pod's imagePullSecrets)"
-		}
-		return registry + ": unauthorized (set imageResolver.pullSecret)"
+		return registry + ": unauthorized" + r.unauthorizedHint(podSecrets)
 	case http.StatusNotFound:
 		if e.Request != nil && strings.Contains(e.Request.URL.Path, "/blobs/") {
 			return "image config missing from the registry"
@@ -90,6 +87,20 @@ func (r *Resolver) explainStatus(registry string, e *transport.Error) string {
 		return registry + ": rate limited (HTTP 429)"
 	}
 	return fmt.Sprintf("%s: HTTP %d %s", registry, e.StatusCode, http.StatusText(e.StatusCode))
+}
+
+// unauthorizedHint names only credentials the lookup could have used: a pod that listed no pull
+// secrets, or whose secrets the policy does not read, is not helped by fixing them.
+func (r *Resolver) unauthorizedHint(podSecrets bool) string {
+	switch hint := r.c.UnauthorizedHint; {
+	case podSecrets && hint != "":
+		return " (" + hint + " or the pod's imagePullSecrets)"
+	case podSecrets:
+		return " (check the pod's imagePullSecrets)"
+	case hint != "":
+		return " (" + hint + ")"
+	}
+	return ""
 }
 
 // brief keeps an unforeseen error short: without the request URL, and cut.

@@ -12,6 +12,7 @@ const (
 	resultMiss    = "miss"
 	resultError   = "error"
 	resultTimeout = "timeout"
+	resultBusy    = "busy"
 )
 
 // Metrics are the resolver's series. No image or namespace label: a cluster has unboundedly many.
@@ -27,7 +28,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_image_lookups_total",
 			Help: "Images answered to reviews, by result: hit (from the cache), miss (read from the registry in time), " +
-				"error (the registry's error, a cached one, or an invalid reference), timeout (not in time).",
+				"error (the registry's error, a cached one, or an invalid reference), timeout (not in time), " +
+				"busy (not asked: too many registry lookups in flight).",
 		}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "wincompat_image_lookup_duration_seconds",
@@ -37,8 +39,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	// Every result exists from the start, so that rate() sees the first timeout.
-	m.byResult = make(map[string]prometheus.Counter, 4)
-	for _, r := range []string{resultHit, resultMiss, resultError, resultTimeout} {
+	m.byResult = make(map[string]prometheus.Counter, 5)
+	for _, r := range []string{resultHit, resultMiss, resultError, resultTimeout, resultBusy} {
 		m.byResult[r] = m.lookups.WithLabelValues(r)
 	}
 	reg.MustRegister(m.lookups, m.duration)

@@ -155,6 +155,37 @@ func testIndex(t testing.TB, mediaType types.MediaType, platforms ...policy.Plat
 	return idx
 }
 
+// gate holds registry requests until the test opens it. A call that returns while the gate is shut did
+// not wait for the registry, which no stopwatch could prove on a busy machine.
+type gate struct {
+	// arrived receives the path of every request the gate holds, as it arrives.
+	arrived chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+// newGate returns a shut gate, opened when t ends so that the registry can close.
+func newGate(t testing.TB) *gate {
+	g := &gate{arrived: make(chan string, 16), release: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// hold blocks r until the gate opens or r's client gives up.
+func (g *gate) hold(r *http.Request) {
+	select {
+	case g.arrived <- r.URL.Path:
+	case <-g.release:
+	case <-r.Context().Done():
+	}
+	select {
+	case <-g.release:
+	case <-r.Context().Done():
+	}
+}
+
 // clock is a settable Config.Now.
 type clock struct {
 	mu  sync.Mutex

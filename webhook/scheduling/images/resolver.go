@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/util/cache"
 
@@ -40,12 +42,21 @@ type Config struct {
 	NegativeTTL time.Duration
 	// MaxEntries bounds each cache: digests, tags, errors and parsed references (default 10000).
 	MaxEntries int
+	// MaxLookups bounds the registry lookups in flight, over all images (default 64). Each may last
+	// BackgroundTimeout and hold a 4 MiB response, and whoever creates pods chooses how many distinct
+	// images there are: past the bound, an image is answered at once with an error, which is not
+	// remembered, and no registry is asked. Reviews that join a lookup already running take no slot.
+	MaxLookups int
 	// Keychain gives the credentials for every registry (default anonymous). The server builds it
 	// from a docker-config Secret (DockerConfigKeychain), the CLI uses authn.DefaultKeychain.
 	Keychain authn.Keychain
 	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain).
 	// Nil: the pod's pull secrets are never read, and the webhook needs no access to Secrets.
 	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
+	// UnauthorizedHint is the advice a registry's refusal gives for Keychain's credentials, since only
+	// the caller knows where they come from: "set imageResolver.pullSecret" in the server, docker login
+	// for the CLI. Empty: no advice. A lookup that also used the pod's pull secrets names them too.
+	UnauthorizedHint string
 	// Metrics receives the resolver's series; nil records none.
 	Metrics *Metrics
 	// Transport carries registry requests (default a clone of http.DefaultTransport). The resolver
@@ -81,6 +92,10 @@ type Resolver struct {
 	refs *cache.LRUExpireCache
 	// flights: one registry lookup per lookup key at a time, shared by every review that asks.
 	flights singleflight.Group
+	// slots: a flight holds one while it asks the registry, MaxLookups in all.
+	slots *semaphore.Weighted
+	// busy is the answer past MaxLookups.
+	busy string
 }
 
 // forever is the expiry of entries only the LRU bound removes.
@@ -92,6 +107,9 @@ const maxReference = 1024
 
 // errInvalid is the answer for a reference that does not parse, which no registry could answer.
 const errInvalid = "invalid image reference"
+
+// errBusy marks a flight refused by MaxLookups, for the metrics: its answer is an Err like any other.
+var errBusy = errors.New("too many registry lookups in flight")
 
 // Go-containerregistry retries network blips after 1s and 3s by default, past a review's deadline.
 // One quick retry helps a review; slow registries are the background lookup's business.
@@ -146,6 +164,12 @@ func New(c Config) (*Resolver, error) {
 	if c.MaxEntries == 0 {
 		c.MaxEntries = 10000
 	}
+	if c.MaxLookups < 0 {
+		return nil, fmt.Errorf("image resolver: MaxLookups is negative (%d)", c.MaxLookups)
+	}
+	if c.MaxLookups == 0 {
+		c.MaxLookups = 64
+	}
 	if c.Keychain == nil {
 		// An empty MultiKeychain resolves every registry to authn.Anonymous.
 		c.Keychain = authn.NewMultiKeychain()
@@ -164,6 +188,8 @@ func New(c Config) (*Resolver, error) {
 		tags:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
 		failures:  cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
 		refs:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
+		slots:     semaphore.NewWeighted(int64(c.MaxLookups)),
+		busy:      fmt.Sprintf("%v (%d)", errBusy, c.MaxLookups),
 	}, nil
 }
 
@@ -224,7 +250,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 			select {
 			case res := <-w.ch:
 				out[w.image] = answer(res)
-				r.c.Metrics.count(registryResult(out[w.image]))
+				r.c.Metrics.count(registryResult(res))
 				continue
 			case <-timer.C:
 				expired = true
@@ -236,7 +262,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 		case res := <-w.ch:
 			// Finished while the deadline fired: still in time to be useful.
 			out[w.image] = answer(res)
-			r.c.Metrics.count(registryResult(out[w.image]))
+			r.c.Metrics.count(registryResult(res))
 		default:
 			out[w.image] = policy.Image{Err: fmt.Sprintf("registry lookup timed out after %v", budget)}
 			r.c.Metrics.count(resultTimeout)
@@ -323,9 +349,19 @@ func (r *Resolver) fresh(e tagEntry) bool {
 }
 
 // start joins the lookup's flight, or starts one. The flight runs in its own goroutine, detached from
-// every review, and ends by BackgroundTimeout.
+// every review, and ends by BackgroundTimeout. Past MaxLookups it ends at once.
 func (r *Resolver) start(l lookup) <-chan singleflight.Result {
-	return r.flights.DoChan(l.key, func() (any, error) { return r.fetch(l), nil })
+	return r.flights.DoChan(l.key, func() (any, error) {
+		// Waiting for a slot would hold the review, and the flight's goroutine, for the very registry
+		// that is slow. The refusal says nothing of the image, so it is not remembered: the next review
+		// asks again.
+		if !r.slots.TryAcquire(1) {
+			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "answer", r.busy)
+			return policy.Image{Err: r.busy}, errBusy
+		}
+		defer r.slots.Release(1)
+		return r.fetch(l), nil
+	})
 }
 
 func answer(res singleflight.Result) policy.Image {
@@ -341,8 +377,11 @@ func cachedResult(img policy.Image) string {
 	return resultHit
 }
 
-func registryResult(img policy.Image) string {
-	if img.Err != "" {
+func registryResult(res singleflight.Result) string {
+	if errors.Is(res.Err, errBusy) {
+		return resultBusy
+	}
+	if img, _ := res.Val.(policy.Image); img.Err != "" {
 		return resultError
 	}
 	return resultMiss
@@ -364,7 +403,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	img, err := r.read(ctx, l)
 	r.c.Metrics.observe(time.Since(start))
 	if err != nil {
-		msg := r.explain(l.ref.Context().RegistryStr(), err)
+		msg := r.explain(l.ref.Context().RegistryStr(), l.creds.secrets != nil, err)
 		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "error", err.Error(), "answer", msg)
 		r.failures.Add(l.key, msg, r.c.NegativeTTL)
 		return policy.Image{Err: msg}
