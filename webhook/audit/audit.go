@@ -20,6 +20,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -134,33 +136,31 @@ type Finding struct {
 	Detail    string `json:"detail"`
 }
 
-// workloadLists are the eight kinds whose templates wincompat annotates, with their list types.
-var workloadLists = []struct {
-	kind string
-	list func() client.ObjectList
-	tpl  func(client.ObjectList) []templateOf
-}{
-	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }, func(l client.ObjectList) []templateOf {
+// workloadLists are the eight kinds whose templates wincompat annotates, with their API groups and list
+// types. A controller comes before the kinds it controls (CronJob before Job), so that when an object is
+// read, whether its controller was read is already known (controlledByRead).
+var workloadLists = []workloadList{
+	{"Deployment", "apps", func() client.ObjectList { return &appsv1.DeploymentList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*appsv1.DeploymentList).Items, func(o *appsv1.Deployment) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
 	}},
-	{"ReplicaSet", func() client.ObjectList { return &appsv1.ReplicaSetList{} }, func(l client.ObjectList) []templateOf {
+	{"ReplicaSet", "apps", func() client.ObjectList { return &appsv1.ReplicaSetList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*appsv1.ReplicaSetList).Items, func(o *appsv1.ReplicaSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
 	}},
-	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }, func(l client.ObjectList) []templateOf {
+	{"StatefulSet", "apps", func() client.ObjectList { return &appsv1.StatefulSetList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*appsv1.StatefulSetList).Items, func(o *appsv1.StatefulSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
 	}},
-	{"DaemonSet", func() client.ObjectList { return &appsv1.DaemonSetList{} }, func(l client.ObjectList) []templateOf {
+	{"DaemonSet", "apps", func() client.ObjectList { return &appsv1.DaemonSetList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*appsv1.DaemonSetList).Items, func(o *appsv1.DaemonSet) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
 	}},
-	{"Job", func() client.ObjectList { return &batchv1.JobList{} }, func(l client.ObjectList) []templateOf {
-		return templates(l.(*batchv1.JobList).Items, func(o *batchv1.Job) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
-	}},
-	{"CronJob", func() client.ObjectList { return &batchv1.CronJobList{} }, func(l client.ObjectList) []templateOf {
+	{"CronJob", "batch", func() client.ObjectList { return &batchv1.CronJobList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*batchv1.CronJobList).Items, func(o *batchv1.CronJob) templateOf {
 			return templateOf{o.ObjectMeta, o.Spec.JobTemplate.Spec.Template}
 		})
 	}},
-	{"ReplicationController", func() client.ObjectList { return &corev1.ReplicationControllerList{} }, func(l client.ObjectList) []templateOf {
+	{"Job", "batch", func() client.ObjectList { return &batchv1.JobList{} }, func(l client.ObjectList) []templateOf {
+		return templates(l.(*batchv1.JobList).Items, func(o *batchv1.Job) templateOf { return templateOf{o.ObjectMeta, o.Spec.Template} })
+	}},
+	{"ReplicationController", "", func() client.ObjectList { return &corev1.ReplicationControllerList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*corev1.ReplicationControllerList).Items, func(o *corev1.ReplicationController) templateOf {
 			if o.Spec.Template == nil {
 				return templateOf{meta: o.ObjectMeta}
@@ -168,9 +168,15 @@ var workloadLists = []struct {
 			return templateOf{o.ObjectMeta, *o.Spec.Template}
 		})
 	}},
-	{"PodTemplate", func() client.ObjectList { return &corev1.PodTemplateList{} }, func(l client.ObjectList) []templateOf {
+	{"PodTemplate", "", func() client.ObjectList { return &corev1.PodTemplateList{} }, func(l client.ObjectList) []templateOf {
 		return templates(l.(*corev1.PodTemplateList).Items, func(o *corev1.PodTemplate) templateOf { return templateOf{o.ObjectMeta, o.Template} })
 	}},
+}
+
+type workloadList struct {
+	kind, group string
+	list        func() client.ObjectList
+	tpl         func(client.ObjectList) []templateOf
 }
 
 type templateOf struct {
@@ -214,9 +220,18 @@ type auditor struct {
 	// windowsNodes are the ready Windows nodes, for the Linux-side findings (linux.go).
 	windowsNodes    []*windowsNode
 	windowsPodsSeen bool
-	// cluster is what warn mode's decisions read of the cluster (clusterFacts).
-	cluster     *policy.Cluster
-	clusterRead bool
+	// cluster is what warn mode's decisions and the Linux-side findings read of the cluster
+	// (clusterFacts); clusterErr says why it could not be read.
+	cluster                      *policy.Cluster
+	clusterErr                   error
+	clusterRead                  bool
+	warnFactsNoted, osClassNoted bool
+	// kindsRead marks the workload kinds read completely, by kind and scope ("Deployment/" for all
+	// namespaces): an object such a kind controls is judged through its controller.
+	kindsRead map[string]bool
+	// ownersRead are, with a label selector, the UIDs of the workloads read: a selector may pick an
+	// object and not its controller. Without one, kindsRead says as much in constant memory.
+	ownersRead map[types.UID]bool
 }
 
 // changeTally counts changes per (action, field): in how many pods and templates, and namespaces. The
@@ -278,7 +293,8 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 	}
 	a := &auditor{opts: opts, c: c, namespaces: map[string]*corev1.Namespace{}, labelsUnknown: map[string]bool{}, nodeBuild: map[string]string{},
 		readyBuild: map[string]bool{}, rows: map[string]*NamespaceRow{}, changes: changeTally{}, perKind: map[string]int{}, start: time.Now(),
-		pol: opts.Policy, images: map[string]policy.Image{}, classBuilds: map[string]string{}, reasons: map[string]*ReasonRow{}}
+		pol: opts.Policy, images: map[string]policy.Image{}, classBuilds: map[string]string{}, reasons: map[string]*ReasonRow{},
+		kindsRead: map[string]bool{}, ownersRead: map[types.UID]bool{}}
 	if a.pol == nil {
 		a.pol = policy.Default()
 	}
@@ -411,7 +427,9 @@ func (a *auditor) readWorkloads(ctx context.Context) {
 					a.template(ctx, w.kind, t)
 				}
 			})
-			if err != nil {
+			if err == nil {
+				a.kindsRead[w.kind+"/"+ns] = true
+			} else {
 				where := "all namespaces"
 				if ns != "" {
 					where = ns
@@ -494,6 +512,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		a.wouldChange(ctx, p.Namespace, "Pod/"+p.Name, p.DeepCopy())
 	}
 	if !windowsPod(p) {
+		a.linuxPod(ctx, p)
 		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.Kind != "DaemonSet" {
@@ -520,8 +539,10 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	default:
 		a.finding(NotCovered, p.Namespace, obj, a.whyNotCovered(p))
 	}
+	var changes []policy.Change
 	if s, ok := p.Annotations[policy.AnnotationChanges]; ok {
-		changes, err := policy.DecodeChanges(s)
+		var err error
+		changes, err = policy.DecodeChanges(s)
 		if err != nil {
 			a.finding(BadAnnotation, p.Namespace, obj, policy.AnnotationChanges+": "+err.Error())
 		} else {
@@ -546,7 +567,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 			a.finding(PendingNoBuild, p.Namespace, obj, fmt.Sprintf("no ready node runs build %s", strings.Join(chosen, " or ")))
 		}
 	}
-	a.imageFindings(p.Namespace, obj, &p.Spec, p.Annotations)
+	a.imageFindings(p.Namespace, obj, &p.Spec, p.Annotations, changes)
 	// A pod that has finished will not run again; its Job's template is judged instead.
 	if a.report.Builds != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		a.checkBuilds(p.Namespace, obj, withoutDerivedPins(p), true)
@@ -577,6 +598,10 @@ func (a *auditor) wouldChange(ctx context.Context, ns, obj string, copied any) {
 	if a.opts.Images != nil {
 		facts.Images = a.images // what the registries said, with --resolve-images
 	}
+	if facts.Cluster == nil && !a.warnFactsNoted {
+		a.warnFactsNoted = true
+		a.report.Notes = append(a.report.Notes, "warn mode: "+reason(a.clusterErr)+"; what enforce mode would change is worked out without the cluster's builds, taints and RuntimeClasses")
+	}
 	d, err := a.pol.Decide(copied, facts)
 	if err != nil || !d.Handled() || d.Denied == "" && len(d.Changes) == 0 {
 		return
@@ -595,17 +620,37 @@ func (a *auditor) wouldChange(ctx context.Context, ns, obj string, copied any) {
 	a.finding(WouldChange, ns, obj, strings.Join(what, "; "))
 }
 
-// clusterFacts reads the cluster's facts once per run; nil (decide offline) when they cannot be read.
+// clusterFacts reads the cluster's facts once per run, as the webhook's inventory does; nil when they
+// cannot be read (a.clusterErr says why), and each caller notes what it did without them.
 func (a *auditor) clusterFacts(ctx context.Context) *policy.Cluster {
 	if !a.clusterRead {
 		a.clusterRead = true
-		c, err := (&inventory.Inventory{Reader: a.c}).Cluster(ctx)
-		if err != nil {
-			a.report.Notes = append(a.report.Notes, "warn mode: "+reason(err)+"; what enforce mode would change is worked out without the cluster's builds, taints and RuntimeClasses")
-		}
-		a.cluster = c
+		a.cluster, a.clusterErr = (&inventory.Inventory{Reader: a.c}).Cluster(ctx)
 	}
 	return a.cluster
+}
+
+// controlledByRead reports whether meta's controller is a workload this run read (a Deployment of a
+// ReplicaSet, a CronJob of a Job): the findings on the controller's template cover meta, whose own
+// template is an old revision or a copy of it.
+func (a *auditor) controlledByRead(meta *metav1.ObjectMeta) bool {
+	ref := metav1.GetControllerOfNoCopy(meta)
+	if ref == nil || !auditedKind(ref) {
+		return false
+	}
+	if !a.opts.Selector.Empty() {
+		return a.ownersRead[ref.UID]
+	}
+	return a.kindsRead[ref.Kind+"/"] || a.kindsRead[ref.Kind+"/"+meta.Namespace]
+}
+
+// auditedKind reports whether ref names one of the workload kinds the audit reads.
+func auditedKind(ref *metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(workloadLists, func(w workloadList) bool { return w.kind == ref.Kind && w.group == gv.Group })
 }
 
 // whyNotCovered explains a Windows pod without wincompat's marks.
@@ -627,9 +672,12 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	if a.warnMode(t.meta.Namespace) {
 		a.wouldChange(ctx, t.meta.Namespace, kind+"/"+t.meta.Name, &corev1.PodTemplate{ObjectMeta: t.meta, Template: *t.tpl.DeepCopy()})
 	}
+	if !a.opts.Selector.Empty() {
+		a.ownersRead[t.meta.UID] = true
+	}
 	windows := isWindows(&t.tpl.Spec)
 	if !windows {
-		a.linuxTemplate(kind, t)
+		a.linuxTemplate(ctx, kind, t)
 	}
 	s, recorded := t.tpl.Annotations[policy.AnnotationTemplateChanges]
 	if !windows && !recorded {
@@ -639,8 +687,10 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	r.Workloads++
 	obj := kind + "/" + t.meta.Name
 	row := ObjectRow{Namespace: t.meta.Namespace, Kind: kind, Name: t.meta.Name, Covered: recorded}
+	var changes []policy.Change
 	if recorded {
-		changes, err := policy.DecodeChanges(s)
+		var err error
+		changes, err = policy.DecodeChanges(s)
 		if err != nil {
 			a.finding(BadAnnotation, t.meta.Namespace, obj, policy.AnnotationTemplateChanges+": "+err.Error())
 		} else {
@@ -650,7 +700,7 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 		}
 	}
 	spec := a.withClassPin(ctx, &t.tpl.Spec)
-	a.imageFindings(t.meta.Namespace, obj, spec, t.tpl.Annotations)
+	a.imageFindings(t.meta.Namespace, obj, spec, t.tpl.Annotations, changes)
 	if a.report.Builds != nil {
 		a.checkBuilds(t.meta.Namespace, obj, spec, false)
 	}

@@ -153,17 +153,25 @@ func unpinned(spec *corev1.PodSpec) *corev1.PodSpec {
 
 // imageFindings reports, on every run, a Windows pod or template with an image that has no Windows
 // entry, or pinned to builds none of which its images can run on. annotations are the object's own
-// (a pod's, or a template's metadata), where wincompat.io/build may ask for builds.
-func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotations map[string]string) {
+// (a pod's, or a template's metadata), where wincompat.io/build may ask for builds; changes are what
+// wincompat recorded on it.
+func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotations map[string]string, changes []policy.Change) {
 	var linux []string
 	for owner, list := range map[string][]corev1.Container{"initContainers": spec.InitContainers, "containers": spec.Containers} {
 		for _, c := range list {
-			if img, ok := a.images[c.Image]; ok && img.Err == "" && !a.hasWindowsEntry(img) {
-				var platforms []string
-				for _, pl := range img.Platforms {
-					platforms = append(platforms, pl.String())
+			// The registry's answer of this run is fresher than admission's, either way.
+			if img, ok := a.images[c.Image]; ok && img.Err == "" {
+				if !a.hasWindowsEntry(img) {
+					var platforms []string
+					for _, pl := range img.Platforms {
+						platforms = append(platforms, pl.String())
+					}
+					linux = append(linux, fmt.Sprintf("%s[%s]: image %s (%s) has no Windows entry", owner, c.Name, c.Image, strings.Join(platforms, ", ")))
 				}
-				linux = append(linux, fmt.Sprintf("%s[%s]: image %s (%s) has no Windows entry", owner, c.Name, c.Image, strings.Join(platforms, ", ")))
+				continue
+			}
+			if what, ok := recordedLinuxOnly(changes, "spec."+owner+"["+c.Name+"]", c.Image); ok {
+				linux = append(linux, owner+"["+c.Name+"]: image "+what)
 			}
 		}
 	}
@@ -183,6 +191,24 @@ func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotation
 	if check := a.pol.CheckBuilds(unpinned(spec), a.images, pins); len(check.Runnable) == 0 && len(check.Reasons) > 0 {
 		a.finding(BuildNotInImage, ns, obj, fmt.Sprintf("pinned to %s by %s, but %s", strings.Join(pins, " or "), by, strings.Join(check.Reasons, "; ")))
 	}
+}
+
+// recordedLinuxOnly finds the warning admission records when the registry says the image of the
+// container at path has no Windows entry (policy decidePod: at spec.containers[NAME].image, "<image>
+// (<platforms>) has no Windows entry: it cannot run on a Windows node"), and returns what it says of the
+// image. A warning about another image does not count: a container's image can be changed after
+// admission, which records nothing then.
+func recordedLinuxOnly(changes []policy.Change, path, image string) (string, bool) {
+	for _, c := range changes {
+		if c.Action != policy.Warn || c.Path != path+".image" {
+			continue
+		}
+		if what, ok := strings.CutSuffix(c.Reason, ": it cannot run on a Windows node"); ok &&
+			strings.HasSuffix(what, " has no Windows entry") && strings.HasPrefix(what, image+" (") {
+			return what, true
+		}
+	}
+	return "", false
 }
 
 // hasWindowsEntry mirrors the policy: an entry of another architecture than the policy's does not count.

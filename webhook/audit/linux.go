@@ -1,12 +1,14 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -15,8 +17,9 @@ import (
 
 // Kinds of finding on the Linux side of a mixed cluster.
 const (
-	// NoOSPin: a workload that chooses no operating system and whose pods the scheduler may place on
-	// Windows nodes (their taints tolerated, or absent: the AKS default).
+	// NoOSPin: a workload, or a pod no workload the audit reads controls and not scheduled yet, that
+	// chooses no operating system and whose pods the scheduler may place on Windows nodes (their taints
+	// tolerated, or absent: the AKS default).
 	NoOSPin = "no-os-pin"
 	// DaemonSetOnWindows: a DaemonSet that is not Windows, yet targets Windows nodes: the DaemonSet
 	// controller makes a pod for each, and each fails there.
@@ -98,23 +101,70 @@ func (a *auditor) reachableWindowsNodes(spec *corev1.PodSpec, daemon bool) []str
 	return names
 }
 
+// linuxFix is what the Linux-side findings advise.
+const linuxFix = "label its namespace " + policy.LabelDefaultOS + "=linux (or set linuxByDefault), or give it a kubernetes.io/os nodeSelector"
+
 // linuxTemplate reports a workload that is not Windows and chooses no operating system, when its pods
-// can reach Windows nodes.
-func (a *auditor) linuxTemplate(kind string, t templateOf) {
-	if !a.nodesKnown || len(a.windowsNodes) == 0 || a.pol.OSSignal(&t.tpl.Spec, nil) != "" {
+// can reach Windows nodes. A workload controlled by another that this run read is left to its
+// controller, which says what pods will be made: an old ReplicaSet's template is a past revision of its
+// Deployment's, a Job's a copy of its CronJob's at the time, and each would repeat or contradict it.
+func (a *auditor) linuxTemplate(ctx context.Context, kind string, t templateOf) {
+	if a.controlledByRead(&t.meta) {
 		return
 	}
-	reachable := a.reachableWindowsNodes(&t.tpl.Spec, kind == "DaemonSet")
+	reachable := a.unpinnedReach(ctx, &t.tpl.Spec, kind == "DaemonSet")
 	if len(reachable) == 0 {
 		return
 	}
 	obj, nodes := kind+"/"+t.meta.Name, nodeList(reachable)
-	fix := "label its namespace " + policy.LabelDefaultOS + "=linux (or set linuxByDefault), or give it a kubernetes.io/os nodeSelector"
 	if kind == "DaemonSet" {
-		a.finding(DaemonSetOnWindows, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and targets Windows %s: the DaemonSet controller makes a pod for each, which fails there; %s", nodes, fix))
+		a.finding(DaemonSetOnWindows, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and targets Windows %s: the DaemonSet controller makes a pod for each, which fails there; %s", nodes, linuxFix))
 		return
 	}
-	a.finding(NoOSPin, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and its pods may be scheduled onto Windows %s; %s", nodes, fix))
+	a.finding(NoOSPin, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and its pods may be scheduled onto Windows %s; %s", nodes, linuxFix))
+}
+
+// linuxPod reports a pod that chooses no operating system and that the scheduler may still place on a
+// Windows node: not bound yet, and controlled by no workload the audit reads (a bare pod, or one an
+// operator's custom resource made), since those are judged by their template. A bound pod has been
+// placed; what recreates it is what matters, and a workload's template says that.
+func (a *auditor) linuxPod(ctx context.Context, p *corev1.Pod) {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && auditedKind(ref) {
+		// Its controller's template made it and is judged. Pods are read before workloads, so whether
+		// that controller is read too cannot be known here, as it is for templates.
+		return
+	}
+	reachable := a.unpinnedReach(ctx, &p.Spec, false)
+	if len(reachable) == 0 {
+		return
+	}
+	a.finding(NoOSPin, p.Namespace, "Pod/"+p.Name, fmt.Sprintf("chooses no operating system and, not scheduled yet, may be placed onto Windows %s; %s, then create it again", nodeList(reachable), linuxFix))
+}
+
+// unpinnedReach are the ready Windows nodes a pod of spec may be placed on when spec chooses no
+// operating system; none when it chooses one, or when nodes could not be read.
+func (a *auditor) unpinnedReach(ctx context.Context, spec *corev1.PodSpec, daemon bool) []string {
+	if !a.nodesKnown || len(a.windowsNodes) == 0 {
+		return nil
+	}
+	if a.pol.OSSignal(spec, nil) != "" {
+		return nil
+	}
+	if spec.RuntimeClassName != nil {
+		// Only a class outside the catalog needs the cluster's RuntimeClasses, so they are read only then.
+		cluster := a.clusterFacts(ctx)
+		if cluster == nil && !a.osClassNoted {
+			a.osClassNoted = true
+			a.report.Notes = append(a.report.Notes, "RuntimeClasses: "+reason(a.clusterErr)+"; one outside the policy's catalog was not taken as choosing an operating system")
+		}
+		if a.pol.OSSignal(spec, cluster) != "" {
+			return nil
+		}
+	}
+	return a.reachableWindowsNodes(spec, daemon)
 }
 
 // finishTaints reports the hard taints of ready Windows nodes that no Windows pod tolerates (DaemonSet
