@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/audit"
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
@@ -62,6 +63,9 @@ type shopPod struct {
 	class      string     // its RuntimeClass ("" for none)
 	warnsOf    *shopImage // an image an admission warning must name as having no Windows entry
 	expected   string     // what the demo shows with it
+	// ownBuilds is the pod's own required node affinity on the build label (nil: none); wincompat keeps
+	// it as the pod's choice (build source affinity) and warns where a build cannot run the images.
+	ownBuilds []string
 }
 
 type shopContainer struct {
@@ -78,6 +82,8 @@ var shopPods = []*shopPod{
 		expected: "a 2019-only Docker manifest list on the 2019 node"},
 	{name: "api-with-exporter", containers: []shopContainer{{"api", imgAPI}, {"node-exporter", imgExporter}}, warnsOf: imgExporter,
 		expected: "a Linux-only sidecar: warned about, no build pinned"},
+	{name: "api-on-2019", containers: []shopContainer{{"api", imgAPI}}, builds: []string{build2019}, class: "windows-2019", ownBuilds: []string{build2019},
+		expected: "its own affinity allows only 2019 and its image is 2022-only: kept (its RuntimeClass selects the same build), warned about"},
 }
 
 // fromImages is the second part: a registry on loopback with Windows images whose tags say nothing of
@@ -135,7 +141,7 @@ func (d *demo) fromImages(ctx context.Context) error {
 		reports = append(reports, podReport{namespace: shopNamespace, name: pod.Name, warnings: warns})
 		d.detail("created pod %-18s %s; the API server returned %s", sp.name, sp.imageList(), plural(len(warns), "warning"))
 		for _, w := range warns {
-			if strings.Contains(w, "no Windows entry") {
+			if strings.Contains(w, "no Windows entry") || strings.Contains(w, "its required node affinity allows it") {
 				d.detail("  Warning: %s", w)
 			}
 		}
@@ -177,7 +183,9 @@ func (d *demo) fromImages(ctx context.Context) error {
 		return fmt.Errorf("wincompat misbehaved with images from the registry: %s", strings.Join(wrong, "; "))
 	}
 	fmt.Fprintf(d.out, "\n  all %d pods decided from what the registry says of their images; their tags name no build.\n", len(reports))
-
+	if err := d.auditLinuxOnly(ctx); err != nil {
+		return err
+	}
 	return d.offline(ctx)
 }
 
@@ -222,6 +230,11 @@ func (sp *shopPod) pod() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: sp.name, Namespace: shopNamespace},
 		Spec:       corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows}},
 	}
+	if sp.ownBuilds != nil {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: sp.ownBuilds}}}}}}}
+	}
 	for _, c := range sp.containers {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c.name, Image: c.img.ref})
 	}
@@ -246,8 +259,19 @@ func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
 	if build != want {
 		wrong = append(wrong, fmt.Sprintf("pod %s: %s is %q, want %q", sp.name, policy.AnnotationBuild, build, want))
 	}
-	if want != "" && source != policy.SourceImageManifest {
-		wrong = append(wrong, fmt.Sprintf("pod %s: %s is %q, want %q", sp.name, policy.AnnotationBuildSource, source, policy.SourceImageManifest))
+	wantSource := policy.SourceImageManifest
+	if sp.ownBuilds != nil {
+		wantSource = policy.SourceAffinity
+		// Its RuntimeClass brings a nodeSelector of its own build, which must be one the affinity allows.
+		if b, pinned := p.Spec.NodeSelector[labelWindowsBuild]; pinned && !slices.Contains(sp.ownBuilds, b) {
+			wrong = append(wrong, fmt.Sprintf("pod %s: nodeSelector build %s contradicts its own affinity %v", sp.name, b, sp.ownBuilds))
+		}
+		if !slices.ContainsFunc(r.warnings, func(w string) bool { return strings.Contains(w, "its required node affinity allows it") }) {
+			wrong = append(wrong, fmt.Sprintf("pod %s: no admission warning that its own build cannot run its image (warnings: %q)", sp.name, r.warnings))
+		}
+	}
+	if want != "" && source != wantSource {
+		wrong = append(wrong, fmt.Sprintf("pod %s: %s is %q, want %q", sp.name, policy.AnnotationBuildSource, source, wantSource))
 	}
 	rc := ""
 	if p.Spec.RuntimeClassName != nil {
@@ -259,7 +283,7 @@ func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
 	if len(sp.builds) > 1 && !slices.Equal(affinityBuilds(p), sp.builds) {
 		wrong = append(wrong, fmt.Sprintf("pod %s: required node affinity %s In %v, want In %v", sp.name, labelWindowsBuild, affinityBuilds(p), sp.builds))
 	}
-	if len(sp.builds) > 0 && !slices.Contains(sp.builds, nodes[p.Spec.NodeName].build) {
+	if len(sp.builds) > 0 && sp.ownBuilds == nil && !slices.Contains(sp.builds, nodes[p.Spec.NodeName].build) {
 		wrong = append(wrong, fmt.Sprintf("pod %s: bound to %s (Windows %s), whose build cannot run its image", sp.name, p.Spec.NodeName, nodes[p.Spec.NodeName].build))
 	}
 	if sp.warnsOf != nil && !slices.ContainsFunc(r.warnings, func(w string) bool {
@@ -384,4 +408,26 @@ func describePlatforms(ps []imagestest.Platform) string {
 		s = append(s, x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// auditLinuxOnly shows that the audit finds the Linux-only sidecar without reading any registry itself:
+// admission recorded what the registry said.
+func (d *demo) auditLinuxOnly(ctx context.Context) error {
+	d.step("wincompat audit (in process, no registry access) on %s", shopNamespace)
+	rep, err := audit.Run(ctx, d.c, audit.Options{Namespaces: []string{shopNamespace}})
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.Kind != audit.LinuxOnlyImage {
+			continue
+		}
+		d.detail("%s  %s/%s: %s", f.Kind, f.Namespace, f.Object, f.Detail)
+		found = found || f.Object == "Pod/api-with-exporter"
+	}
+	if !found {
+		return fmt.Errorf("the audit does not report the Linux-only sidecar of pod api-with-exporter from admission's record")
+	}
+	return nil
 }

@@ -812,6 +812,8 @@ func buildSource(s string) string {
 		return "the pod's nodeSelector"
 	case policy.SourceRuntimeClass:
 		return "the pod's RuntimeClass"
+	case policy.SourceAffinity:
+		return "the pod's own required node affinity (" + policy.SourceAffinity + ")"
 	}
 	return "source " + strconv.Quote(s)
 }
