@@ -164,8 +164,8 @@ func TestUsage(t *testing.T) {
 
 func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	var errOut bytes.Buffer
-	code := run([]string{"serve", "--cert-dir", t.TempDir(), "--tls-min-version", "1.1", "--port", "0"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
-	for _, want := range []string{`--tls-min-version "1.1": use 1.2 or 1.3`, "--port 0", "tls.crt", "mount the serving certificate Secret"} {
+	code := run([]string{"serve", "--cert-dir", t.TempDir(), "--tls-min-version", "1.1", "--port", "0", "--image-max-lookups", "-1"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	for _, want := range []string{`--tls-min-version "1.1": use 1.2 or 1.3`, "--port 0", "tls.crt", "mount the serving certificate Secret", "--image-max-lookups -1: use at least 1"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}

@@ -83,6 +83,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries (manifests and configs only, cached) to learn which Windows builds can run them; false leaves the build to tags, annotations and the cluster")
 	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries; past it the build falls back to the other sources (with a warning) and the lookup finishes in the background for the next pod. At most 2s, under the webhook's timeoutSeconds")
 	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again (digests are immutable and cached until evicted)")
+	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image is not looked up (its build falls back at once, with a warning; metric result=busy), so pods naming many new images cannot pile up connections and memory while a registry is slow")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
 	zapOpts.BindFlags(fl)
 	if code, done := parseFlags(fl, args, stderr); done {

@@ -312,14 +312,14 @@ func TestHelmChartImageResolver(t *testing.T) {
 		secretRules    []string // every rule on Secrets: kind, verbs, resourceNames
 		podPullSecrets bool     // the policy's podImagePullSecrets
 	}{
-		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m"}, nil, false},
+		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64"}, nil, false},
 		{"off", "imageResolver: {enabled: false, pullSecret: registry-creds, podPullSecrets: true}\n",
 			[]string{"--resolve-images=false"}, nil, false},
-		{"pull secret", "imageResolver: {pullSecret: registry-creds, timeout: 0.5s}\nwebhook: {timeoutSeconds: 1}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-pull-secret=registry-creds"},
+		{"pull secret", "imageResolver: {pullSecret: registry-creds, timeout: 0.5s, maxLookups: 16}\nwebhook: {timeoutSeconds: 1}\n",
+			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-pull-secret=registry-creds"},
 			[]string{`Role get ["registry-creds"]`}, false},
 		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m"},
+			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64"},
 			[]string{`ClusterRole get []`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -376,6 +376,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 			"imageResolver.timeout 2s is not under webhook.timeoutSeconds (2)"},
 		{"podImagePullSecrets without its RBAC", "policy: {podImagePullSecrets: true}\n",
 			"policy.podImagePullSecrets is true but imageResolver.podPullSecrets is not"},
+		{"no lookups at all", "imageResolver: {maxLookups: 0}\n", `imageResolver.maxLookups "0": use a whole number of at least 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, err := runHelm(t, templateArgs(valuesFile(t, tc.values))...)

@@ -26,6 +26,8 @@ type ImageOptions struct {
 	// PullSecret names a docker-config Secret in the server's namespace with credentials for private
 	// registries; empty for anonymous access only.
 	PullSecret string
+	// MaxLookups bounds the registry lookups in flight (0: the resolver's default, 64).
+	MaxLookups int
 }
 
 var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.NewMetrics(metrics.Registry) })
@@ -34,7 +36,7 @@ var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.N
 // been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
 // own identity (so RBAC decides whether that works).
 func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
-	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, Metrics: sharedImageMetrics(), Log: log,
+	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, Metrics: sharedImageMetrics(), Log: log,
 		UnauthorizedHint: "set imageResolver.pullSecret"}
 	if o.PullSecret != "" {
 		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}

@@ -128,6 +128,9 @@ func (o *Options) Validate() error {
 	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
 		errs = append(errs, fmt.Errorf("--image-lookup-timeout %v: use more than 0 and at most 2s, well under the webhook's timeoutSeconds (3)", o.Images.Timeout))
 	}
+	if o.Images != nil && o.Images.MaxLookups < 0 {
+		errs = append(errs, fmt.Errorf("--image-max-lookups %d: use at least 1 (0 for the default, 64)", o.Images.MaxLookups))
+	}
 	if o.Images != nil && o.Images.PullSecret != "" && o.Namespace == "" {
 		errs = append(errs, errors.New("--image-pull-secret needs --namespace (or POD_NAMESPACE): the Secret is read from wincompat's own namespace"))
 	}
