@@ -239,7 +239,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 			return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
-		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + " has no Windows entry: it cannot run on a Windows node"})
+		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + linuxOnlyWarning})
 	}
 	if inferred != "" {
 		p.setWindowsOS(&pod.Spec, rec, inferred)
@@ -298,4 +298,24 @@ func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 		return ""
 	}
 	return record
+}
+
+// linuxOnlyWarning ends the reason decidePod records for an image with no Windows entry, which
+// RecordedLinuxOnly reads back.
+const linuxOnlyWarning = " has no Windows entry: it cannot run on a Windows node"
+
+// RecordedLinuxOnly finds, among the changes recorded on a pod, the warning that the image of the
+// container at containerPath (spec.containers[NAME]) has no Windows entry, and returns the image as the
+// warning describes it. A warning about another image does not count: a container's image can be
+// changed after admission, which records nothing then.
+func RecordedLinuxOnly(changes []Change, containerPath, image string) (string, bool) {
+	for _, c := range changes {
+		if c.Action != Warn || c.Path != containerPath+".image" {
+			continue
+		}
+		if described, ok := strings.CutSuffix(c.Reason, linuxOnlyWarning); ok && strings.HasPrefix(described, image+" (") {
+			return described + " has no Windows entry", true
+		}
+	}
+	return "", false
 }

@@ -117,7 +117,8 @@ const (
 	BadAnnotation      = "bad-annotation"
 	// BuildNotInImage: pinned to builds none of which its images can run on.
 	BuildNotInImage = "build-not-in-image"
-	// LinuxOnlyImage: a Windows pod or template with an image that has no Windows entry (registries only).
+	// LinuxOnlyImage: a Windows pod or template with an image that has no Windows entry, as its
+	// registry says (--resolve-images) or admission recorded.
 	LinuxOnlyImage = "linux-only-image"
 	// CannotRunOnBuilds: with --builds, a pod or template no build asked about could run.
 	CannotRunOnBuilds = "cannot-run-on-builds"

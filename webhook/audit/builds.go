@@ -170,7 +170,7 @@ func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotation
 				}
 				continue
 			}
-			if what, ok := recordedLinuxOnly(changes, "spec."+owner+"["+c.Name+"]", c.Image); ok {
+			if what, ok := policy.RecordedLinuxOnly(changes, "spec."+owner+"["+c.Name+"]", c.Image); ok {
 				linux = append(linux, owner+"["+c.Name+"]: image "+what)
 			}
 		}
@@ -191,24 +191,6 @@ func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotation
 	if check := a.pol.CheckBuilds(unpinned(spec), a.images, pins); len(check.Runnable) == 0 && len(check.Reasons) > 0 {
 		a.finding(BuildNotInImage, ns, obj, fmt.Sprintf("pinned to %s by %s, but %s", strings.Join(pins, " or "), by, strings.Join(check.Reasons, "; ")))
 	}
-}
-
-// recordedLinuxOnly finds the warning admission records when the registry says the image of the
-// container at path has no Windows entry (policy decidePod: at spec.containers[NAME].image, "<image>
-// (<platforms>) has no Windows entry: it cannot run on a Windows node"), and returns what it says of the
-// image. A warning about another image does not count: a container's image can be changed after
-// admission, which records nothing then.
-func recordedLinuxOnly(changes []policy.Change, path, image string) (string, bool) {
-	for _, c := range changes {
-		if c.Action != policy.Warn || c.Path != path+".image" {
-			continue
-		}
-		if what, ok := strings.CutSuffix(c.Reason, ": it cannot run on a Windows node"); ok &&
-			strings.HasSuffix(what, " has no Windows entry") && strings.HasPrefix(what, image+" (") {
-			return what, true
-		}
-	}
-	return "", false
 }
 
 // hasWindowsEntry mirrors the policy: an entry of another architecture than the policy's does not count.
