@@ -127,11 +127,12 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 		c.builds = append(c.builds, b)
 		p.checkAgainstImages(q, b, "its required node affinity allows it")
 	}
-	if len(c.builds) == 1 {
-		p.overriddenRequest(q.pod, c.builds[0], "the pod's required node affinity pins "+labelWindowsBuild+"="+allowed[0], q.rec)
-	} else {
-		p.overriddenRequest(q.pod, Build{}, "the pod's required node affinity allows "+labelWindowsBuild+" "+strings.Join(allowed, ", "), q.rec)
+	// An annotation naming an allowed build returned above, so any request left is overridden.
+	why := "the pod's required node affinity allows " + labelWindowsBuild + " " + strings.Join(allowed, ", ")
+	if len(allowed) == 1 {
+		why = "the pod's required node affinity pins " + labelWindowsBuild + "=" + allowed[0]
 	}
+	p.overriddenRequest(q.pod, Build{}, why, q.rec)
 	return c, true
 }
 

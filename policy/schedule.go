@@ -54,14 +54,14 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		return "", ""
 	case 1:
 		b := choice.builds[0]
-		if choice.source != SourceRuntimeClass && choice.source != SourceAffinity {
+		if !heldByPod(choice.source) {
 			pin(labelWindowsBuild, b.Number)
 		}
 		p.setRuntimeClass(spec, b, facts, rec)
 	default:
 		// No RuntimeClass: each catalog class selects one build, and one that selected none would add
 		// nothing the os nodeSelector and tolerations do not already give.
-		if choice.source != SourceAffinity {
+		if !heldByPod(choice.source) {
 			requireBuilds(spec, chosen, rec)
 		}
 	}
@@ -71,6 +71,10 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	}
 	return strings.Join(chosen, ","), choice.source
 }
+
+// heldByPod: builds from this source already bind the pod's scheduling (its RuntimeClass's selector, its
+// own required affinity), so pinning them again would only add a constraint to keep in step.
+func heldByPod(source string) bool { return source == SourceRuntimeClass || source == SourceAffinity }
 
 // namedClassSelector is the nodeSelector of the RuntimeClass the pod names: from the cluster in server
 // mode, from the catalog offline. nil when the pod names none or an unknown one.
