@@ -20,6 +20,23 @@ const (
 	SourceAffinity      = "affinity"     // the pod's required node affinity already limits the build
 )
 
+// KnownBuildSource reports whether source is one wincompat writes to wincompat.io/build-source (a row of
+// buildSources). A pod may carry any other text there: it is the pod's annotation.
+func KnownBuildSource(source string) bool {
+	return slices.ContainsFunc(buildSources, func(s buildSource) bool { return s.name == source })
+}
+
+// CatalogBuilds reports whether build, one build number or several joined by commas (Decision.Build),
+// names only builds of the catalog. A pod's own node affinity or a recorded annotation may name anything.
+func (p *Policy) CatalogBuilds(build string) bool {
+	for b := range strings.SplitSeq(build, ",") {
+		if !slices.ContainsFunc(p.Builds, func(c Build) bool { return c.Number == b }) {
+			return false
+		}
+	}
+	return build != ""
+}
+
 // schedule injects what a Windows pod needs to land on a Windows node that can run it (DESIGN §5) and
 // returns the chosen builds, comma-separated, and their source ("" when none was chosen).
 func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage, rec *recorder) (build, source string) {

@@ -380,7 +380,8 @@ func leafAt(doc any, ptr string) (any, bool) {
 }
 
 // TestGoldenCasesCoverStripTable fails when a row of the strip table has no golden case that strips it
-// from each kind of container, so that a new row cannot land without a case.
+// from each kind of container, so that a new row cannot land without a case, and when a case's change
+// has a field outside the metric's closed set.
 func TestGoldenCasesCoverStripTable(t *testing.T) {
 	inputs, _ := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
 	stripped := map[string]bool{}
@@ -396,6 +397,10 @@ func TestGoldenCasesCoverStripTable(t *testing.T) {
 		for _, ch := range res.Decision.Changes {
 			if ch.Action == policy.Strip {
 				stripped[ch.Field()] = true
+			}
+			// The metric's closed set of fields must hold every field a decision produces.
+			if ch.MetricField() == policy.OtherField {
+				t.Errorf("%s: %s is not among the metric's fields (policy.metricFields)", in, ch.Path)
 			}
 		}
 	}

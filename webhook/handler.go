@@ -101,7 +101,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if o.mode == "" {
 		o.mode = pol.Mode
 	}
-	h.metrics.observe(boundedResource(resource, h.resources), string(req.Operation), o.result, o.mode, time.Since(start).Seconds(), o.decision)
+	h.metrics.observe(pol, boundedResource(resource, h.resources), string(req.Operation), o.result, o.mode, time.Since(start).Seconds(), o.decision)
 	return o.resp
 }
 
@@ -263,5 +263,5 @@ func boundedResource(resource string, known map[string]bool) string {
 	if known[resource] {
 		return resource
 	}
-	return "other"
+	return other
 }

@@ -198,3 +198,67 @@ func TestMutateRefusesDuplicateKeys(t *testing.T) {
 		t.Errorf("a duplicated key must be a decode error, got %v", err)
 	}
 }
+
+// TestMetricLabelsAreClosedSets sends what a pod author or a direct caller chooses (a build in the pod's
+// own node affinity, a recorded build source, a container name with brackets, an operation and a
+// resource of their own) and checks the exact series that come out: nothing they wrote becomes a label.
+func TestMetricLabelsAreClosedSets(t *testing.T) {
+	h, m := newTestHandler(t, NewPodHandler)
+	hostile := strings.Repeat("evil", 64)
+	affinity := `{"os":{"name":"windows"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+		{"matchExpressions":[{"key":"node.kubernetes.io/windows-build","operator":"In","values":["` + hostile + `"]}]}]}}},
+		"containers":[{"name":"web","image":"example.com/web:1"}]}`
+	recorded := `{"os":{"name":"windows"},"containers":[{"name":"web","image":"example.com/web:1"}]}`
+	bracketed := `{"os":{"name":"windows"},"containers":[{"name":"a].` + hostile + `[b","image":"example.com/web:1","securityContext":{"runAsUser":1}}]}`
+	reviews := []admission.Request{
+		podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"affinity"},"spec":`+affinity+`}`),
+		podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"recorded","annotations":{"wincompat.io/build":"10.0.17763","wincompat.io/build-source":"`+hostile+`"}},"spec":`+recorded+`}`),
+		podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bracketed"},"spec":`+bracketed+`}`),
+	}
+	op := podRequest("demo", windowsPodJSON)
+	op.Operation = admissionv1.Operation(hostile)
+	res := podRequest("demo", windowsPodJSON)
+	res.Resource.Resource = hostile
+	reviews = append(reviews, op, res)
+	for _, r := range reviews {
+		h.Handle(context.Background(), r)
+	}
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.admissions, m.changes, m.builds)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			series := f.GetName() + "{"
+			for i, l := range s.GetLabel() {
+				if i > 0 {
+					series += ","
+				}
+				series += l.GetName() + "=" + l.GetValue()
+			}
+			got = append(got, series+"}")
+		}
+	}
+	want := []string{
+		"wincompat_admission_total{mode=enforce,operation=CREATE,resource=other,result=ignored}",
+		"wincompat_admission_total{mode=enforce,operation=CREATE,resource=pods,result=mutated}",
+		"wincompat_admission_total{mode=enforce,operation=other,resource=pods,result=ignored}",
+		"wincompat_build_selected_total{build=10.0.17763,mode=enforce,source=other}",
+		"wincompat_build_selected_total{build=other,mode=enforce,source=affinity}",
+		"wincompat_changes_total{action=inject,field=metadata.annotations,mode=enforce}",
+		"wincompat_changes_total{action=inject,field=metadata.labels,mode=enforce}",
+		"wincompat_changes_total{action=inject,field=other,mode=enforce}", // runAsUserName of the bracketed container
+		"wincompat_changes_total{action=inject,field=spec.nodeSelector[kubernetes.io/os],mode=enforce}",
+		"wincompat_changes_total{action=inject,field=spec.nodeSelector[node.kubernetes.io/windows-build],mode=enforce}",
+		"wincompat_changes_total{action=inject,field=spec.runtimeClassName,mode=enforce}",
+		"wincompat_changes_total{action=inject,field=spec.tolerations,mode=enforce}",
+		"wincompat_changes_total{action=strip,field=other,mode=enforce}", // its runAsUser
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

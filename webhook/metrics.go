@@ -1,14 +1,19 @@
 package webhook
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/wincompat/wincompat/policy"
 )
 
-// Metrics are wincompat's own series (DESIGN §7). Labels are bounded: resources and operations the
-// webhook configuration allows, change fields from the policy's paths with names replaced by "*", and
-// builds. Never a namespace or a pod name.
+// Metrics are wincompat's own series (DESIGN §7). Every label value comes from a closed set, since
+// whoever reaches the port or creates a pod chooses the strings a review carries: the handler's
+// resources, the admission operations, results and modes, the fields wincompat changes
+// (policy.Change.MetricField), the catalog's builds and the build sources wincompat writes; anything
+// else is "other". Never a namespace or a pod name.
 type Metrics struct {
 	admissions *prometheus.CounterVec
 	changes    *prometheus.CounterVec
@@ -44,16 +49,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(resource, operation, result, mode string, seconds float64, d policy.Decision) {
+// other is the label value for anything outside a label's closed set.
+const other = "other"
+
+// observe records one review. resource must already be bounded (boundedResource); result is one of the
+// handler's own and mode one of the policy's.
+func (m *Metrics) observe(pol *policy.Policy, resource, operation, result, mode string, seconds float64, d policy.Decision) {
 	if m == nil {
 		return
 	}
-	m.admissions.WithLabelValues(resource, operation, result, mode).Inc()
+	m.admissions.WithLabelValues(resource, closed(operation, admissionOperations), result, closed(mode, modes)).Inc()
 	m.latency.WithLabelValues(resource).Observe(seconds)
 	for _, c := range d.Changes {
-		m.changes.WithLabelValues(string(c.Action), c.Field(), mode).Inc()
+		m.changes.WithLabelValues(closed(string(c.Action), actions), c.MetricField(), closed(mode, modes)).Inc()
 	}
 	if d.Build != "" {
-		m.builds.WithLabelValues(d.Build, d.BuildSource, mode).Inc()
+		build := d.Build
+		if !pol.CatalogBuilds(build) {
+			build = other
+		}
+		source := d.BuildSource
+		if !policy.KnownBuildSource(source) {
+			source = other
+		}
+		m.builds.WithLabelValues(build, source, closed(mode, modes)).Inc()
 	}
+}
+
+var (
+	admissionOperations = []string{string(admissionv1.Create), string(admissionv1.Update), string(admissionv1.Delete), string(admissionv1.Connect)}
+	modes               = []string{policy.ModeEnforce, policy.ModeWarn}
+	actions             = []string{string(policy.Strip), string(policy.Rewrite), string(policy.Inject), string(policy.Warn)}
+)
+
+func closed(v string, set []string) string {
+	if slices.Contains(set, v) {
+		return v
+	}
+	return other
 }
