@@ -205,20 +205,47 @@ func DecodeChanges(s string) ([]Change, error) {
 }
 
 // mergeChanges appends to recorded the changes it does not already hold, so that reinvocation never
-// grows the list with repeats. It reports whether anything was added.
+// grows the list with repeats. It reports whether anything was added. Past a few dozen changes it
+// remembers what it holds in a map: a pod of thousands of containers, or a recorded list its author
+// wrote, must cost time linear in its size.
 func mergeChanges(recorded, found []Change) ([]Change, bool) {
 	added := false
+	var held map[changeKey]bool
+	if len(recorded)+len(found) > manyChanges {
+		held = make(map[changeKey]bool, len(recorded)+len(found))
+		for _, r := range recorded {
+			held[r.key()] = true
+		}
+	}
 next:
 	for _, c := range found {
-		for _, r := range recorded {
-			if r.equal(c) {
-				continue next
+		if held != nil {
+			k := c.key()
+			if held[k] {
+				continue
+			}
+			held[k] = true
+		} else {
+			for _, r := range recorded {
+				if r.equal(c) {
+					continue next
+				}
 			}
 		}
 		recorded = append(recorded, c)
 		added = true
 	}
 	return recorded, added
+}
+
+// manyChanges is where searching a list stops being cheaper than a map.
+const manyChanges = 32
+
+// changeKey is a Change as a map key: equal keys, equal changes.
+type changeKey struct{ action, path, from, to, reason string }
+
+func (c Change) key() changeKey {
+	return changeKey{string(c.Action), c.Path, string(c.From), string(c.To), c.Reason}
 }
 
 // Warnings renders one short admission warning per class of change (action and field, ignoring which
@@ -242,16 +269,48 @@ func warnings(changes []Change, would bool) []string {
 		owner  string
 		owners []string
 	}
-	// A list searched in order, not a map: a pod's changes fall in a handful of groups, and a warning is
-	// rendered on every review.
+	// A list searched in order: a pod's changes fall in a handful of groups, and a warning is rendered
+	// on every review. Past a few dozen changes, maps find the group and the owners already counted,
+	// so that a pod of thousands of containers costs time linear in its size.
 	groups := make([]group, 0, len(changes))
+	type groupKey struct {
+		action        Action
+		field, reason string
+	}
+	type ownerKey struct {
+		group int
+		owner string
+	}
+	var index map[groupKey]int
+	var owned map[ownerKey]bool
+	if len(changes) > manyChanges {
+		index, owned = map[groupKey]int{}, map[ownerKey]bool{}
+	}
 	for _, c := range changes {
 		owner, field := splitOwner(c.Path)
-		i := slices.IndexFunc(groups, func(g group) bool { return g.action == c.Action && g.field == field && g.reason == c.Reason })
+		var i int
+		if index != nil {
+			var ok bool
+			if i, ok = index[groupKey{c.Action, field, c.Reason}]; !ok {
+				i = -1
+				index[groupKey{c.Action, field, c.Reason}] = len(groups)
+			}
+		} else {
+			i = slices.IndexFunc(groups, func(g group) bool { return g.action == c.Action && g.field == field && g.reason == c.Reason })
+		}
 		switch {
 		case i < 0:
 			groups = append(groups, group{action: c.Action, field: field, reason: c.Reason, first: c, owner: owner})
-		case groups[i].owner != owner && !slices.Contains(groups[i].owners, owner):
+			if owned != nil {
+				owned[ownerKey{len(groups) - 1, owner}] = true
+			}
+		case groups[i].owner == owner:
+		case owned != nil:
+			if !owned[ownerKey{i, owner}] {
+				owned[ownerKey{i, owner}] = true
+				groups[i].owners = append(groups[i].owners, owner)
+			}
+		case !slices.Contains(groups[i].owners, owner):
 			groups[i].owners = append(groups[i].owners, owner)
 		}
 	}

@@ -130,9 +130,21 @@ func (p *Policy) ImagesToLookUp(obj any, facts Facts) ImageLookup {
 		return ImageLookup{}
 	}
 	var l ImageLookup
+	// A map past a few dozen containers keeps a pod of thousands linear in its size.
+	var listed map[string]bool
+	if len(spec.InitContainers)+len(spec.Containers) > manyChanges {
+		listed = map[string]bool{}
+	}
 	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range list {
-			if c.Image != "" && !slices.Contains(l.Images, c.Image) {
+			switch {
+			case c.Image == "":
+			case listed != nil:
+				if !listed[c.Image] {
+					listed[c.Image] = true
+					l.Images = append(l.Images, c.Image)
+				}
+			case !slices.Contains(l.Images, c.Image):
 				l.Images = append(l.Images, c.Image)
 			}
 		}

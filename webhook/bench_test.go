@@ -349,3 +349,31 @@ func reportPercentiles(b *testing.B, took []time.Duration) {
 	b.ReportMetric(at(0.5), "p50-µs")
 	b.ReportMetric(at(0.99), "p99-µs")
 }
+
+// BenchmarkMutateScaling is BenchmarkMutate over pods of 1,000 to 8,000 containers, each with an image
+// of its own (a 3 MiB body holds about 4,000): the time per container must stay flat (CPU linear in
+// the object's size), or one hostile pod costs seconds of CPU that go on after the API server gave up.
+func BenchmarkMutateScaling(b *testing.B) {
+	pol := policy.Default()
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	for _, n := range []int{1000, 2000, 4000, 8000} {
+		parts := strings.Split(string(benchPod(n)), "iis:windowsservercore-ltsc2022")
+		var distinct strings.Builder
+		for i, p := range parts {
+			if i > 0 {
+				fmt.Fprintf(&distinct, "iis%d:windowsservercore-ltsc2022", i)
+			}
+			distinct.WriteString(p)
+		}
+		raw := []byte(distinct.String())
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if _, err := Mutate(pol, gvk, raw, benchFacts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/container")
+		})
+	}
+}
