@@ -1,11 +1,14 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -27,11 +30,32 @@ const maxReviewBytes = 7 << 20
 // apiVersion and kind, which for a pod review was a sixth of wincompat's CPU per review.
 type Endpoint struct {
 	webhook admission.Webhook
+	limits  Limits
 }
 
-// NewEndpoint returns h served over HTTP.
+// Limits bound what one review may hold, because whoever reaches the port chooses how big a body is,
+// how slowly it arrives and how many arrive at once. Zero fields bound nothing (tests, benchmarks).
+type Limits struct {
+	// Budget is shared by the endpoints of a server: the bytes of review bodies held at once. A review
+	// reserves what it has read, as it arrives, until it is answered; one that would go past the budget
+	// is answered 429 at once, and its connection closed.
+	Budget *Budget
+	// ReadTimeout bounds reading one body: a peer that sends all but its last byte and waits is cut off.
+	ReadTimeout time.Duration
+	// ReviewTimeout bounds answering one review: the API server waits at most the webhook's
+	// timeoutSeconds (30 at most), and work past that helps no one.
+	ReviewTimeout time.Duration
+}
+
+// NewEndpoint returns h served over HTTP, with no limits but the body size.
 func NewEndpoint(h admission.Handler) *Endpoint {
 	return &Endpoint{webhook: admission.Webhook{Handler: h}}
+}
+
+// WithLimits returns e bounded by l.
+func (e *Endpoint) WithLimits(l Limits) *Endpoint {
+	e.limits = l
+	return e
 }
 
 var reviewV1 = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
@@ -42,9 +66,31 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer r.Body.Close()
+	if e.limits.ReadTimeout > 0 {
+		// Ignored where the connection cannot set one (a test's recorder); the server sets its own too.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.limits.ReadTimeout))
+	}
+	ctx := r.Context()
+	if e.limits.ReviewTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.limits.ReviewTimeout)
+		defer cancel()
+	}
 	limited := &io.LimitedReader{R: r.Body, N: maxReviewBytes}
-	body, err := readBody(limited, r.ContentLength)
-	if err != nil {
+	held := &reservation{budget: e.limits.Budget}
+	defer held.release()
+	body, err := readBody(limited, r.ContentLength, held)
+	var over *overBudgetError
+	switch {
+	case errors.As(err, &over):
+		w.Header().Set("Connection", "close") // the rest of its body is not read
+		e.fail(w, http.StatusTooManyRequests, err)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		e.fail(w, http.StatusRequestTimeout, fmt.Errorf("the review's body did not arrive within %v", e.limits.ReadTimeout))
+		return
+	case err != nil:
 		e.fail(w, http.StatusBadRequest, err)
 		return
 	}
@@ -62,7 +108,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, http.StatusBadRequest, err)
 		return
 	}
-	resp := e.webhook.Handle(r.Context(), req)
+	resp := e.webhook.Handle(withCaller(ctx, r), req)
 	out := admissionv1.AdmissionReview{Response: &resp.AdmissionResponse}
 	if gvk.Empty() {
 		gvk = reviewV1
@@ -71,23 +117,41 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.write(w, out)
 }
 
-// readBody reads the whole body into one buffer of the declared length (the API server always declares
-// it) instead of growing one from 512 bytes, which copied a pod review four times over.
-func readBody(r io.Reader, declared int64) ([]byte, error) {
-	if declared <= 0 || declared >= maxReviewBytes {
-		return io.ReadAll(r)
+// readBody reads the whole body, growing its buffer with what has arrived (never to a length only
+// declared: a peer may declare 7 MiB and send one byte) and reserving each growth in held. A body whose
+// declared length is right fits a buffer of exactly that length, so an honest review is copied as few
+// times as a growing buffer allows.
+func readBody(r io.Reader, declared int64, held *reservation) ([]byte, error) {
+	const first = 16 << 10
+	size := int64(first)
+	if declared > 0 && declared < size {
+		size = declared + 1 // one byte more: a body that ends where it said fills all but that byte
 	}
-	// One byte more than declared: a body that ends where it said fills all but that byte.
-	buf := make([]byte, declared+1)
-	n, err := io.ReadFull(r, buf)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return buf[:n], nil
-	case err != nil:
+	if err := held.grow(size); err != nil {
 		return nil, err
 	}
-	rest, err := io.ReadAll(r) // longer than declared: net/http does not let this happen, but be whole
-	return append(buf, rest...), err
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			next := int64(2 * cap(buf))
+			if declared > int64(len(buf)) && declared+1 < next {
+				next = declared + 1
+			}
+			if err := held.grow(next); err != nil {
+				return nil, err
+			}
+			buf = append(make([]byte, 0, next), buf...)
+			held.shrinkTo(next)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // readReview reads a review into req and returns the version it names. The API server writes

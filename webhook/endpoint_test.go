@@ -1,24 +1,33 @@
 package webhook
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // readBody must return the body whole whatever length the request declared, and pass read errors on.
 func TestReadBody(t *testing.T) {
 	body := strings.Repeat("review", 100)
 	for _, declared := range []int64{-1, 0, 1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1, 10 * int64(len(body)), maxReviewBytes} {
-		got, err := readBody(strings.NewReader(body), declared)
+		got, err := readBody(strings.NewReader(body), declared, &reservation{})
 		if err != nil || string(got) != body {
 			t.Errorf("declared %d: got %d bytes, %v; want the %d bytes", declared, len(got), err, len(body))
 		}
 	}
 	broken := errors.New("connection reset")
 	for _, declared := range []int64{-1, int64(len(body))} {
-		if _, err := readBody(io.MultiReader(strings.NewReader(body[:10]), errReader{broken}), declared); !errors.Is(err, broken) {
+		if _, err := readBody(io.MultiReader(strings.NewReader(body[:10]), errReader{broken}), declared, &reservation{}); !errors.Is(err, broken) {
 			t.Errorf("declared %d: a read error gave %v", declared, err)
 		}
 	}
@@ -27,3 +36,86 @@ func TestReadBody(t *testing.T) {
 type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// A peer that declares 7 MiB and sends a little holds what it sent, not what it declared.
+func TestReadBodyReservesWhatArrived(t *testing.T) {
+	held := &reservation{budget: NewBudget(MinBudget)}
+	peek := &peekingReader{r: strings.NewReader(strings.Repeat("x", 100)), held: held}
+	if _, err := readBody(peek, maxReviewBytes-1, held); err != nil {
+		t.Fatal(err)
+	}
+	if peek.most > 64<<10 {
+		t.Errorf("%d bytes reserved while reading a body of 100 that declared 7 MiB", peek.most)
+	}
+	held.release()
+	if !held.budget.sem.TryAcquire(MinBudget) {
+		t.Error("the reservation was not given back whole")
+	}
+}
+
+type peekingReader struct {
+	r    io.Reader
+	held *reservation
+	most int64
+}
+
+func (p *peekingReader) Read(b []byte) (int, error) {
+	p.most = max(p.most, p.held.held)
+	return p.r.Read(b)
+}
+
+// Bodies held at once stay within the budget: past it a review is answered 429 at once, and a review
+// that arrives after the others are answered gets through again.
+func TestEndpointBudget(t *testing.T) {
+	budget := NewBudget(1 << 20)
+	e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.Allowed("")
+	})).WithLimits(Limits{Budget: budget})
+	post := func(body string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, PodPath, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		e.ServeHTTP(w, r)
+		return w
+	}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1"}}`
+	if !budget.sem.TryAcquire(1<<20 - 1<<10) { // other reviews in flight hold all but 1 KiB
+		t.Fatal("budget")
+	}
+	if w := post(review + strings.Repeat(" ", 4<<10)); !strings.Contains(w.Body.String(), `"code":429`) || w.Header().Get("Connection") != "close" {
+		t.Errorf("a review past the budget: %s %v", w.Body, w.Header())
+	}
+	budget.sem.Release(1<<20 - 1<<10)
+	if w := post(review); !strings.Contains(w.Body.String(), `"allowed":true`) {
+		t.Errorf("a review within the budget: %s", w.Body)
+	}
+	if !budget.sem.TryAcquire(1 << 20) {
+		t.Error("answered reviews still hold part of the budget")
+	}
+}
+
+// A peer that sends all but the last byte of its body and waits is answered 408 once the read deadline
+// passes, instead of holding its connection and buffer for as long as it likes.
+func TestEndpointReadDeadline(t *testing.T) {
+	e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.Allowed("")
+	})).WithLimits(Limits{ReadTimeout: 100 * time.Millisecond})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\":", PodPath)
+	// Without a deadline the server waits for the other 986 bytes forever; this one only bounds the test.
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `"code":408`) {
+		t.Errorf("answer: %s", body)
+	}
+}

@@ -96,9 +96,17 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	if len(strict) > 0 {
 		return Result{}, &DecodeError{Kind: gvk.Kind, Err: strict[0]}
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // the API server gave up on this review
+	}
 	if resolver != nil {
 		if l := pol.ImagesToLookUp(obj, facts); len(l.Images) > 0 {
-			req := images.Request{Namespace: facts.Namespace.Name, PullSecrets: l.PullSecrets, Images: l.Images}
+			req := images.Request{Namespace: facts.Namespace.Name, Images: l.Images}
+			if callerVerified(ctx) {
+				// Whoever reaches the port names the namespace: only the API server, proven by its client
+				// certificate, may make wincompat read a namespace's pull secrets.
+				req.PullSecrets = l.PullSecrets
+			}
 			if l.Wait {
 				facts.Images = resolver.Lookup(ctx, req)
 			} else {
@@ -111,6 +119,9 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	decision, err := pol.Decide(obj, facts)
 	if err != nil || !decision.Handled() {
 		return Result{Decision: decision}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
 	}
 	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind}
 	if decision.Denied != "" {

@@ -3,8 +3,10 @@ package webhook
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,5 +67,31 @@ func TestHandlerAsksRegistriesForPodsAndWarmsForTemplates(t *testing.T) {
 	pods.Handle(context.Background(), podRequest("elsewhere", untagged))
 	if len(resolver.lookups) != 1 || len(resolver.warms) != 1 {
 		t.Errorf("a Linux pod or a namespace not opted in reached the registries: lookups %+v, warms %+v", resolver.lookups, resolver.warms)
+	}
+}
+
+// A review's namespace is whatever its sender wrote: the pod's pull secrets are read only for a review
+// that came over a connection the server verified (the API server's client certificate).
+func TestPullSecretsOnlyForVerifiedCallers(t *testing.T) {
+	resolver := &recordingResolver{}
+	current := &atomic.Pointer[policy.Policy]{}
+	pol := policy.Default()
+	pol.PodImagePullSecrets = true
+	current.Store(pol)
+	h := NewPodHandler(Config{Policy: current, Images: resolver, Log: logr.Discard(), Version: "unit",
+		Namespaces: namespaces{"team-b": {policy.LabelEnabled: "true"}}})
+	const pod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"os":{"name":"windows"},
+"imagePullSecrets":[{"name":"team-b-registry"}],"containers":[{"name":"web","image":"example.com/private:1"}]}}`
+
+	h.Handle(context.Background(), podRequest("team-b", pod))
+	h.Handle(withVerifiedCaller(context.Background(), false), podRequest("team-b", pod))
+	h.Handle(withVerifiedCaller(context.Background(), true), podRequest("team-b", pod))
+	if len(resolver.lookups) != 3 {
+		t.Fatalf("lookups: %+v", resolver.lookups)
+	}
+	for i, want := range [][]string{nil, nil, {"team-b-registry"}} {
+		if got := resolver.lookups[i].PullSecrets; !slices.Equal(got, want) {
+			t.Errorf("review %d: pull secrets %q, want %q", i, got, want)
+		}
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -35,7 +38,17 @@ accepting connections and finishes the reviews in flight.
 
 Unless GOGC is set in its environment, the server runs Go's garbage collector at GOGC=200 instead of
 100: a review allocates about 160 kB on a live heap of a few MB, and collecting half as often cut the CPU
-per review by about a fifth for some 6 MiB more memory (test/perf/README.md).
+per review by about a fifth for some 6 MiB more memory (test/perf/README.md). Unless GOMEMLIMIT is set,
+WINCOMPAT_MEMORY_LIMIT (bytes; the chart sets it from the container's memory limit) makes the
+collector keep the heap under 90% of it, so that a burst collects harder instead of meeting the OOM
+killer.
+
+Anything that reaches the port may send reviews, so the port is bounded: connections
+(--max-connections), time to send a request (--read-timeout), and the review bytes held at once
+(--max-review-bytes-in-flight: past it a review is answered 429 at once and the API server applies the
+webhook's failurePolicy). Where the API server can present a client certificate (its admission
+configuration), --client-ca-file makes wincompat refuse every other caller; the pods' own pull secrets
+(policy podImagePullSecrets) are read only for reviews from such a verified caller.
 
 Flags:
 `
@@ -46,6 +59,10 @@ const serveGCPercent = 200
 func runServe(args []string, stderr io.Writer) int {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(serveGCPercent)
+	}
+	if err := setMemoryLimit(); err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+		return 1
 	}
 	o := server.Options{Version: version}
 	var policyFile, kubeconfig string
@@ -85,6 +102,26 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again (digests are immutable and cached until evicted)")
 	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image is not looked up (its build falls back at once, with a warning; metric result=busy), so pods naming many new images cannot pile up connections and memory while a registry is slow")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
+	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
+	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most; past it new ones wait to be accepted")
+	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s")
+	fl.Func("max-review-bytes-in-flight", "review bodies held at once by all reviews, as a quantity (default 32Mi, at least 15Mi); past it a review is answered 429 at once. Memory grows with it: see the chart's README for the measured peak", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		o.Serving.ReviewBytes = q.Value()
+		return nil
+	})
+	fl.StringVar(&o.Serving.ClientCAFile, "client-ca-file", "", "PEM CA bundle: require every caller of the webhook port to present a client certificate signed by one of these CAs (the API server's, from its admission configuration); reloaded when it changes. Empty: any caller is answered")
+	fl.Func("client-names", "with --client-ca-file: the client certificate's common name or a DNS name must be one of these (comma-separated)", func(v string) error {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				o.Serving.ClientNames = append(o.Serving.ClientNames, n)
+			}
+		}
+		return nil
+	})
 	zapOpts.BindFlags(fl)
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
@@ -122,6 +159,24 @@ func runServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// memoryLimitShare is the part of the container's memory limit the heap may use: the rest is for what
+// the Go runtime does not count (stacks' slack, the binary) and for the collector to catch up.
+const memoryLimitShare = 0.9
+
+// setMemoryLimit applies WINCOMPAT_MEMORY_LIMIT unless GOMEMLIMIT is set.
+func setMemoryLimit() error {
+	v, set := os.LookupEnv("WINCOMPAT_MEMORY_LIMIT")
+	if _, own := os.LookupEnv("GOMEMLIMIT"); own || !set || v == "" {
+		return nil
+	}
+	limit, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || limit <= 0 {
+		return fmt.Errorf("WINCOMPAT_MEMORY_LIMIT=%q: want the container's memory limit in bytes (the chart sets it from resources.limits.memory)", v)
+	}
+	debug.SetMemoryLimit(int64(float64(limit) * memoryLimitShare))
+	return nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

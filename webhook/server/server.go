@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
@@ -64,7 +63,10 @@ type Options struct {
 	Engine string
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
-	Policy *policy.Policy
+	// Serving bounds the webhook port's connections, reads and review memory, and may require the
+	// API server's client certificate. Zero fields take the defaults.
+	Serving Serving
+	Policy  *policy.Policy
 	// SelfManagedTLS, when set, replaces CertDir: the leader keeps a CA and serving certificate in a
 	// Secret and the webhook configuration's caBundle current; every replica serves from the Secret.
 	SelfManagedTLS *certs.Config
@@ -131,6 +133,7 @@ func (o *Options) Validate() error {
 	if o.Images != nil && o.Images.MaxLookups < 0 {
 		errs = append(errs, fmt.Errorf("--image-max-lookups %d: use at least 1 (0 for the default, 64)", o.Images.MaxLookups))
 	}
+	errs = append(errs, o.Serving.withDefaults().Validate(webhook.MinBudget)...)
 	if o.Images != nil && o.Images.PullSecret != "" && o.Namespace == "" {
 		errs = append(errs, errors.New("--image-pull-secret needs --namespace (or POD_NAMESPACE): the Secret is read from wincompat's own namespace"))
 	}
@@ -175,6 +178,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		stopManager()
 	}()
+	o.Serving = o.Serving.withDefaults()
 	pol := withOwnNamespace(o.Policy, o.Namespace)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -200,7 +204,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		GracefulShutdownTimeout: &o.ShutdownTimeout,
-		WebhookServer:           crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts}),
+		WebhookServer:           newBoundedServer(o.Host, o.Port, o.CertDir, tlsOpts, o.Serving, o.Log.WithName("webhook")),
 		Cache:                   cache.Options{ByObject: cacheOptions()},
 	})
 	if err != nil {
@@ -249,9 +253,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Log:            o.Log.WithName("admission"),
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared))))
-	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared))))
-	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{})))
+	// One budget for every path: the bound is on the process's memory.
+	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout}
+	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared)).WithLimits(limits)))
+	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared)).WithLimits(limits)))
+	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{}).WithLimits(limits)))
 	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
 		if draining.Load() {
 			return errors.New("shutting down")
@@ -357,6 +363,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
 	return mgr.Start(mgrCtx)
 }
+
+// reviewTimeout bounds the work of one review: the API server waits at most 30s for a webhook
+// (timeoutSeconds), and nobody reads an answer after that.
+const reviewTimeout = 30 * time.Second
 
 // closingWhen asks the client to close the connection after this answer once draining is set: the
 // answer still goes out, and the client opens its next connection to a replica that stays.
