@@ -148,6 +148,9 @@ func Default() *Policy {
 // Load parses a policy file over the defaults. Unknown keys, wrong types and invalid values are errors
 // that name the key (and, for YAML errors, the line). nil or empty data gives the defaults.
 func Load(data []byte) (*Policy, error) {
+	if len(data) > MaxPolicyBytes {
+		return nil, fmt.Errorf("the policy is %d KiB; at most %d KiB is read (one with every key and a catalog of dozens of builds takes a few KiB)", len(data)>>10, MaxPolicyBytes>>10)
+	}
 	var f file
 	if err := decodeStrict(DefaultPolicyYAML, &f); err != nil {
 		return nil, fmt.Errorf("built-in defaults: %w", err)
@@ -165,9 +168,30 @@ func Load(data []byte) (*Policy, error) {
 	return f.validate()
 }
 
+// MaxPolicyBytes bounds a policy file: whoever may write the policy ConfigMap, or reach the policy
+// check, chooses its size, and parsing and reporting cost grow with it.
+const MaxPolicyBytes = 256 << 10
+
+// maxReportedErrors is how many YAML errors a refusal names; the rest are counted. A refusal is read by
+// a person, and a file of a thousand unknown keys would otherwise be answered with a megabyte.
+const maxReportedErrors = 10
+
 var yamlFieldError = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
 
+// maxMappingKeys bounds the keys of one mapping in a policy file (the file itself has a few dozen):
+// yaml.v3 compares every key of a mapping with every other to find duplicates, and reports each
+// duplicate pair, so a mapping of ten thousand keys costs seconds and gigabytes before any check of ours.
+const maxMappingKeys = 256
+
 func decodeStrict(data []byte, into *file) error {
+	// Parsing into nodes is linear and compares no keys: it bounds the mappings before the decoder does.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return err
+	}
+	if line, n := largestMapping(&root); n > maxMappingKeys {
+		return fmt.Errorf("line %d: a mapping of %d keys; a policy's mappings have at most %d (known keys: %s)", line, n, maxMappingKeys, knownKeys())
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(into); err != nil {
@@ -176,14 +200,25 @@ func decodeStrict(data []byte, into *file) error {
 		}
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			msgs := make([]string, 0, len(te.Errors))
-			for _, m := range te.Errors {
+			msgs := make([]string, 0, min(len(te.Errors), maxReportedErrors+1))
+			unknown := false
+			for _, m := range te.Errors[:min(len(te.Errors), maxReportedErrors)] {
 				if sm := yamlTypeError.FindStringSubmatch(m); sm != nil {
-					m = typeErrorMessage(data, sm)
+					m = typeErrorMessage(&root, sm)
 				}
-				msgs = append(msgs, yamlFieldError.ReplaceAllString(m, fmt.Sprintf("line $1: unknown key %q (known keys: %s)", "$2", knownKeys())))
+				if sm := yamlFieldError.FindStringSubmatch(m); sm != nil {
+					m, unknown = fmt.Sprintf("line %s: unknown key %q", sm[1], sm[2]), true
+				}
+				msgs = append(msgs, m)
 			}
-			return errors.New(strings.Join(msgs, "; "))
+			if more := len(te.Errors) - maxReportedErrors; more > 0 {
+				msgs = append(msgs, fmt.Sprintf("and %d more", more))
+			}
+			out := strings.Join(msgs, "; ")
+			if unknown {
+				out += " (known keys: " + knownKeys() + ")"
+			}
+			return errors.New(out)
 		}
 		return err
 	}
@@ -208,14 +243,11 @@ var wantedShapes = map[string]string{
 
 // typeErrorMessage turns the YAML decoder's "cannot unmarshal !!str `x` into []policy.fileBuild" into
 // a message that names the key at that line and what it accepts, without Go type names.
-func typeErrorMessage(data []byte, sm []string) string {
+func typeErrorMessage(root *yaml.Node, sm []string) string {
 	line, _ := strconv.Atoi(sm[1])
 	key := "a value"
-	var root yaml.Node
-	if yaml.Unmarshal(data, &root) == nil {
-		if k := keyAtLine(&root, "", line, "!!"+sm[2]); k != "" {
-			key = k
-		}
+	if k := keyAtLine(root, "", line, "!!"+sm[2]); k != "" {
+		key = k
 	}
 	want, ok := wantedShapes[sm[4]]
 	if !ok {
@@ -226,6 +258,20 @@ func typeErrorMessage(data []byte, sm []string) string {
 		got = fmt.Sprintf("%s %q", sm[2], sm[3])
 	}
 	return fmt.Sprintf("line %d: %s: got %s, want %s", line, key, got, want)
+}
+
+// largestMapping returns the line and number of keys of the mapping with the most keys under n. Aliases
+// are not followed: the decoder expands them under its own bounds.
+func largestMapping(n *yaml.Node) (line, keys int) {
+	if n.Kind == yaml.MappingNode {
+		line, keys = n.Line, len(n.Content)/2
+	}
+	for _, c := range n.Content {
+		if l, k := largestMapping(c); k > keys {
+			line, keys = l, k
+		}
+	}
+	return line, keys
 }
 
 // keyAtLine finds the path of the last key whose value starts at line with the given YAML tag.

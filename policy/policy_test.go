@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,6 +123,55 @@ func TestModeFor(t *testing.T) {
 		got, note := tc.pol.ModeFor(ns)
 		if got != tc.want || (note != "") != tc.hasNote {
 			t.Errorf("policy mode %s, label %q: got %s (note %q), want %s (note: %v)", tc.pol.Mode, tc.label, got, note, tc.want, tc.hasNote)
+		}
+	}
+}
+
+// hostilePolicy is a valid header followed by n lines of unknown keys, or of keys of the wrong type.
+func hostilePolicy(size int, wrongTypes bool) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n")
+	for i := 0; ; i++ {
+		line := fmt.Sprintf("unknownKey%d: true\n", i)
+		if wrongTypes {
+			line = fmt.Sprintf("builds: [x%d]\n", i) // the same key again: yaml.v3 reports each pair
+		}
+		if b.Len()+len(line) > size {
+			return []byte(b.String() + strings.Repeat("#", size-b.Len()))
+		}
+		b.WriteString(line)
+	}
+}
+
+// Whoever may write the policy ConfigMap (or reach the policy check) chooses its size: the refusal is
+// bounded and names a few errors, and a policy past MaxPolicyBytes is refused before it is parsed.
+func TestLoadBoundsHostilePolicies(t *testing.T) {
+	for _, wrongTypes := range []bool{false, true} {
+		_, err := Load(hostilePolicy(MaxPolicyBytes, wrongTypes))
+		if err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), "a mapping of") {
+			t.Errorf("wrong types %v: a refusal of %d bytes: %.300v", wrongTypes, len(fmt.Sprint(err)), err)
+		}
+	}
+	if _, err := Load(hostilePolicy(MaxPolicyBytes+1, false)); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
+		t.Errorf("past the bound: %v", err)
+	}
+	// Within the key bound, many errors are counted, not listed.
+	if _, err := Load(hostilePolicy(4<<10, false)); err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), "more") {
+		t.Errorf("a few hundred unknown keys: %.300v", err)
+	}
+}
+
+// BenchmarkLoadHostile shows the cost of refusing a hostile policy growing linearly with its size.
+func BenchmarkLoadHostile(b *testing.B) {
+	for _, wrongTypes := range []bool{false, true} {
+		for _, size := range []int{16 << 10, 64 << 10, MaxPolicyBytes} {
+			data := hostilePolicy(size, wrongTypes)
+			b.Run(fmt.Sprintf("wrongTypes=%v/size=%dKiB", wrongTypes, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					_, _ = Load(data)
+				}
+			})
 		}
 	}
 }
