@@ -57,9 +57,10 @@ const (
 	// When the next CA entered the bundle: it signs only after PromoteAfter, by which time every API
 	// server has seen the new caBundle.
 	annotationNextCASince = "wincompat.io/next-ca-since"
-	// When the Secret's serving certificate was first signed by the current CA: the CAs it replaced leave
-	// the bundles RetireAfter later, by which time every replica serves a certificate of the current CA.
-	annotationCASince = "wincompat.io/ca-since"
+	// AnnotationCASince records when the Secret's serving certificate was first signed by the current CA:
+	// the CAs it replaced leave the bundles RetireAfter later, by which time every replica serves a
+	// certificate of the current CA.
+	AnnotationCASince = "wincompat.io/ca-since"
 )
 
 // Config says what to issue and where to keep it.
@@ -271,7 +272,7 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 		s.Data[keyCert], s.Data[keyKey] = certPEM, keyPEM
 		delete(s.Annotations, AnnotationRotateServing)
 		if !underCA {
-			s.Annotations[annotationCASince] = now.UTC().Format(time.RFC3339Nano)
+			s.Annotations[AnnotationCASince] = now.UTC().Format(time.RFC3339Nano)
 		}
 		i.Log.Info("issued a serving certificate", "secret", i.SecretName, "notAfter", now.Add(i.CertValidity).Format(time.RFC3339))
 	}
@@ -296,12 +297,12 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 // new bundle makes new clients and new TLS connections, each verifying the certificate served then;
 // keep-alive connections verified against the old bundle are not reused for it.
 func (i *Issuer) retire(s *corev1.Secret, now time.Time) {
-	since, err := time.Parse(time.RFC3339Nano, s.Annotations[annotationCASince])
+	since, err := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationCASince])
 	if err != nil || since.After(now) {
 		// No record (a Secret from before it was kept) or one from the future (another leader's clock, an
 		// edit): the overlap starts now, never shorter than RetireAfter.
 		since = now
-		s.Annotations[annotationCASince] = now.UTC().Format(time.RFC3339Nano)
+		s.Annotations[AnnotationCASince] = now.UTC().Format(time.RFC3339Nano)
 	}
 	kept := onlyCerts(s.Data[keyBundle], s.Data[keyCACert], s.Data[keyNextCACert])
 	if bytes.Equal(kept, s.Data[keyBundle]) {

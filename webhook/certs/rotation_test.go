@@ -480,9 +480,9 @@ func TestOldCAsFromBeforeAreRetiredWithTheOverlap(t *testing.T) {
 			s := r.secret()
 			s.Data[keyBundle] = joinPEM(old.certPEM, ca)
 			if since == "" {
-				delete(s.Annotations, annotationCASince)
+				delete(s.Annotations, AnnotationCASince)
 			} else {
-				s.Annotations[annotationCASince] = since
+				s.Annotations[AnnotationCASince] = since
 			}
 			if err := r.c.Update(r.ctx, s); err != nil {
 				t.Fatal(err)
