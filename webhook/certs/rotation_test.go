@@ -81,8 +81,8 @@ func newRig(t *testing.T, cfg Config) *rig {
 		verified: map[[2]string]bool{},
 	}
 	r.iss = &Issuer{Config: cfg, Client: r.c, Log: logr.Discard(), Interval: cfg.CheckInterval, Now: func() time.Time { return r.now }}
-	// One replica reloads right after each of its reads would have missed a change, one at another phase,
-	// and one misses every other read (a failed Get): RetireAfter must cover it.
+	// Replicas read the Secret at different phases of ReloadInterval, and one misses every other read (a
+	// failed Get): RetireAfter must cover that one too.
 	for _, sched := range []struct{ every, phase time.Duration }{
 		{cfg.ReloadInterval, 0}, {cfg.ReloadInterval, cfg.ReloadInterval - step}, {2 * cfg.ReloadInterval, step},
 	} {
