@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -24,19 +26,23 @@ import (
 const ownNamespace = "wincompat-system"
 
 // TestSelfManagedTLS: issue 5. Without cert-manager, wincompat issues its own CA and serving certificate,
-// puts the CA into the webhook configuration, and the real API server calls it over TLS with that CA.
+// puts the CA into the webhook configurations, and the real API server calls it over TLS with that CA.
 // Then a forced rotation of the serving certificate, and of the CA, under a steady stream of pod
-// creations: no creation may fail.
+// creations (the mutating configuration) and policy checks (the validating one): no call may fail.
+// Issue 24: the CA rotation revokes, the old CA leaves both configurations' caBundle and the Secret's
+// bundle once the overlap (RetireAfter, here seconds) has passed, and the API server keeps calling.
 func TestSelfManagedTLS(t *testing.T) {
 	cl := newCluster(t)
 	// wincompat's own namespace holds the Secret; it exists before the server starts.
 	setUpNamespace(context.Background(), t, cl.c, ownNamespace, nil, nil)
+	const retireAfter = 3 * time.Second
 	cl.serve(t, func(o *server.Options) {
 		o.Namespace = ownNamespace
 		o.SelfManagedTLS = &certs.Config{
 			SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: "wincompat",
 			ExtraNames:    []string{o.Host},
 			CheckInterval: 500 * time.Millisecond, ReloadInterval: 500 * time.Millisecond, PromoteAfter: 3 * time.Second,
+			RetireAfter: retireAfter,
 		}
 	})
 	ctx := context.Background()
@@ -48,11 +54,28 @@ func TestSelfManagedTLS(t *testing.T) {
 	}
 	firstSerial := servedSerial(t, cl, bundle)
 
-	// A stream of pod creations through the API server for the whole test.
-	var created, failed atomic.Int64
+	// A stream of pod creations, and of policy checks, through the API server for the whole test.
+	var created, checked, failed atomic.Int64
 	var failures sync.Map
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if err := cl.c.Create(ctx, newPolicyConfigMap(validPolicy), client.DryRunAll); err != nil {
+				failed.Add(1)
+				failures.Store(err.Error(), true)
+				continue
+			}
+			checked.Add(1)
+		}
+	}()
 	for w := range 2 {
 		wg.Add(1)
 		go func() {
@@ -121,35 +144,94 @@ func TestSelfManagedTLS(t *testing.T) {
 		}
 		return chainsTo(t, servedCert(t, cl, webhookBundles(t, cl)), ca)
 	})
-	if !bytes.Contains(webhookBundles(t, cl), caBefore) {
-		t.Error("the old CA left the bundle while certificates it signed may still be served")
+	// The old CA stays trusted for the overlap: a replica may still serve its certificate. Read the
+	// bundle first, the time second: a bundle without the old CA read before the overlap ended is a bug,
+	// however slowly this test runs.
+	stillTrusted := bytes.Contains(webhookBundles(t, cl), caBefore)
+	if since := caSince(t, cl); !stillTrusted && time.Since(since) < retireAfter {
+		t.Errorf("the old CA left the bundles %s after the new CA began signing, before the overlap of %s: replicas may still serve its certificate", time.Since(since), retireAfter)
 	}
-	time.Sleep(2 * time.Second)
+
+	// Then it leaves every bundle, and the API server calls both configurations' webhooks trusting the new CA alone.
+	caAfter := secretData(t, cl, "ca.crt")
+	waitFor("the old CA to leave the caBundle of both webhook configurations and the Secret's bundle", func() bool {
+		return !bytes.Contains(webhookBundles(t, cl), caBefore) && !bytes.Contains(secretData(t, cl, "ca-bundle.crt"), caBefore)
+	})
+	if b := webhookBundles(t, cl); !bytes.Equal(b, caAfter) || !bytes.Equal(secretData(t, cl, "ca-bundle.crt"), caAfter) {
+		t.Errorf("after the overlap the bundles should hold the new CA alone:\nwebhooks:\n%s\nSecret:\n%s", b, secretData(t, cl, "ca-bundle.crt"))
+	}
+	if !chainsTo(t, servedCert(t, cl, caAfter), caAfter) {
+		t.Error("the webhook does not serve a certificate of the new CA")
+	}
+	createdThen, checkedThen := created.Load(), checked.Load()
+	waitFor("pod creations and policy checks through the API server after the old CA left", func() bool {
+		return created.Load() >= createdThen+20 && checked.Load() >= checkedThen+5
+	})
 	close(stop)
 	wg.Wait()
 
-	t.Logf("pod creations through the API server during two rotations: %d admitted and mutated, %d failed", created.Load(), failed.Load())
-	if failed.Load() > 0 {
-		failures.Range(func(k, _ any) bool { t.Errorf("creation failed: %v", k); return true })
+	// The policy checks reached wincompat, not a matchCondition that skipped it: an invalid one is refused.
+	if err := cl.c.Create(ctx, newPolicyConfigMap("kind: Policy\narch: sparc\n"), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "is not a valid policy") {
+		t.Errorf("an invalid policy was not refused by wincompat's validating webhook: %v", err)
 	}
-	if created.Load() < 20 {
-		t.Errorf("only %d creations: the stream did not cover the rotations", created.Load())
+
+	t.Logf("through the API server during two rotations: %d pods admitted and mutated, %d policies checked, %d failed", created.Load(), checked.Load(), failed.Load())
+	if failed.Load() > 0 {
+		failures.Range(func(k, _ any) bool { t.Errorf("call failed: %v", k); return true })
+	}
+	if created.Load() < 20 || checked.Load() < 10 {
+		t.Errorf("only %d creations and %d policy checks: the streams did not cover the rotations", created.Load(), checked.Load())
 	}
 }
 
-// webhookBundles returns the caBundle of wincompat's webhooks, failing if they differ.
-func webhookBundles(t *testing.T, cl *cluster) []byte {
+const validPolicy = "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"
+
+// newPolicyConfigMap is wincompat's policy ConfigMap with policy.yaml, which its validating webhook checks.
+func newPolicyConfigMap(policyYAML string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ownNamespace, Name: "wincompat-policy"},
+		Data:       map[string]string{"policy.yaml": policyYAML},
+	}
+}
+
+// caSince is when the Secret's serving certificate was first signed by its current CA.
+func caSince(t *testing.T, cl *cluster) time.Time {
 	t.Helper()
-	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+	var s corev1.Secret
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: ownNamespace, Name: "wincompat-tls"}, &s); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range wc.Webhooks[1:] {
-		if !bytes.Equal(w.ClientConfig.CABundle, wc.Webhooks[0].ClientConfig.CABundle) {
-			t.Fatalf("webhook %s has another caBundle than %s", w.Name, wc.Webhooks[0].Name)
+	since, err := time.Parse(time.RFC3339Nano, s.Annotations[certs.AnnotationCASince])
+	if err != nil {
+		t.Fatalf("the Secret does not record since when its CA signs: %v", err)
+	}
+	return since
+}
+
+// webhookBundles returns the caBundle of wincompat's webhooks, in the mutating and the validating
+// configuration, failing if they differ.
+func webhookBundles(t *testing.T, cl *cluster) []byte {
+	t.Helper()
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Webhooks[0].ClientConfig.CABundle
+	for _, w := range m.Webhooks[1:] {
+		if !bytes.Equal(w.ClientConfig.CABundle, first) {
+			t.Fatalf("webhook %s has another caBundle than %s", w.Name, m.Webhooks[0].Name)
 		}
 	}
-	return wc.Webhooks[0].ClientConfig.CABundle
+	for _, w := range v.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, first) {
+			t.Fatalf("validating webhook %s has another caBundle than mutating webhook %s", w.Name, m.Webhooks[0].Name)
+		}
+	}
+	return first
 }
 
 func secretData(t *testing.T, cl *cluster, key string) []byte {

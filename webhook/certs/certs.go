@@ -5,6 +5,10 @@
 // Rotation never breaks a request: the serving certificate is renewed under the same CA, which the API
 // server already trusts; a new CA is first added to the webhook's caBundle next to the old one, and only
 // on a later pass (once the API server has it) used to sign the serving certificate.
+//
+// Rotation also revokes: once the new CA signs, the CAs it replaced stay in the bundles for RetireAfter
+// only, the time every replica needs to load the serving certificate the new CA signed, and then leave
+// every bundle (both webhook configurations and the Secret). See README.md for the bound.
 package certs
 
 import (
@@ -46,9 +50,17 @@ const (
 	// Annotations on the Secret that force a rotation on the next pass (for operators and tests).
 	AnnotationRotateServing = "wincompat.io/rotate-serving-cert"
 	AnnotationRotateCA      = "wincompat.io/rotate-ca"
+	// RotateCAImmediate as the value of AnnotationRotateCA replaces the CA in one pass, for a CA key
+	// known to be compromised: the old CAs leave the bundles at once, at the price of failed calls to
+	// replicas until they reload (about ReloadInterval). Any other value rotates without failures.
+	RotateCAImmediate = "immediate"
 	// When the next CA entered the bundle: it signs only after PromoteAfter, by which time every API
 	// server has seen the new caBundle.
 	annotationNextCASince = "wincompat.io/next-ca-since"
+	// AnnotationCASince records when the Secret's serving certificate was first signed by the current CA:
+	// the CAs it replaced leave the bundles RetireAfter later, by which time every replica serves a
+	// certificate of the current CA.
+	AnnotationCASince = "wincompat.io/ca-since"
 )
 
 // Config says what to issue and where to keep it.
@@ -63,6 +75,10 @@ type Config struct {
 	CAValidity   time.Duration
 	CertValidity time.Duration
 	PromoteAfter time.Duration
+	// RetireAfter is the overlap of a CA rotation: how long the CAs a new CA replaced stay trusted once
+	// the Secret holds a serving certificate of the new CA. Every replica must have reloaded by then, so
+	// it is never less than two ReloadIntervals (one failed read to spare).
+	RetireAfter time.Duration
 	// CheckInterval is how often the leader checks the Secret (a forced rotation waits at most this long);
 	// ReloadInterval how often every replica reloads it.
 	CheckInterval  time.Duration
@@ -71,7 +87,8 @@ type Config struct {
 }
 
 // Defaults fills unset values: ten years for the CA, ninety days for the serving certificate, a minute
-// before a new CA signs and between checks, two seconds between reloads.
+// before a new CA signs, before the CAs it replaced leave the bundles, and between checks, two seconds
+// between reloads.
 func (c *Config) Defaults() {
 	if c.CAValidity == 0 {
 		c.CAValidity = 10 * 365 * 24 * time.Hour
@@ -88,6 +105,11 @@ func (c *Config) Defaults() {
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = 2 * time.Second
 	}
+	if c.RetireAfter == 0 {
+		c.RetireAfter = time.Minute
+	}
+	// A replica that has not reloaded when the old CA leaves fails every call the API server makes to it.
+	c.RetireAfter = max(c.RetireAfter, 2*c.ReloadInterval)
 }
 
 func (c *Config) dnsNames() []string {
@@ -117,19 +139,32 @@ type Issuer struct {
 	Client   client.Client // reads go to the API server: the Secret is not cached
 	Log      logr.Logger
 	Interval time.Duration
+	Now      func() time.Time // the clock; time.Now when nil
+
+	// due is when the next step of a CA rotation (promotion or retirement) becomes possible, zero when
+	// none is pending: Start wakes then instead of a whole Interval later.
+	due time.Time
 }
 
 // NeedLeaderElection makes the Issuer a leader-only runnable.
 func (i *Issuer) NeedLeaderElection() bool { return true }
 
-// Start reconciles at once, then every Interval.
+func (i *Issuer) now() time.Time {
+	if i.Now != nil {
+		return i.Now()
+	}
+	return time.Now()
+}
+
+// Start reconciles at once, then every Interval, or sooner when a rotation step falls due.
 func (i *Issuer) Start(ctx context.Context) error {
-	t := time.NewTicker(i.Interval)
+	t := time.NewTimer(i.Interval)
 	defer t.Stop()
 	for {
 		if err := i.Reconcile(ctx); err != nil {
 			i.Log.Error(err, "keeping the serving certificate")
 		}
+		t.Reset(i.wait())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -138,10 +173,21 @@ func (i *Issuer) Start(ctx context.Context) error {
 	}
 }
 
+// wait is how long until the next pass: Interval, or less when a rotation step falls due sooner. A due
+// time already past means the step waits for something else (the caBundle to be applied): Interval.
+func (i *Issuer) wait() time.Duration {
+	if d := i.due.Sub(i.now()); d > 0 && d < i.Interval {
+		return d
+	}
+	return i.Interval
+}
+
 // Reconcile makes one pass: at most one step of a CA rotation, so that the caBundle always reaches the API
-// server before a certificate that needs it is served.
+// server before a certificate that needs it is served, and every replica serves a certificate of the new
+// CA before the old one leaves the caBundle.
 func (i *Issuer) Reconcile(ctx context.Context) error {
-	now := time.Now
+	now := i.now()
+	i.due = time.Time{}
 	var s corev1.Secret
 	err := i.Client.Get(ctx, client.ObjectKey{Namespace: i.Namespace, Name: i.SecretName}, &s)
 	switch {
@@ -154,59 +200,83 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
 	ca, caErr := parsePair(s.Data[keyCACert], s.Data[keyCAKey])
+	next, nextErr := parsePair(s.Data[keyNextCACert], s.Data[keyNextCAKey])
+	pending := len(s.Data[keyNextCACert]) > 0
+	immediate := s.Annotations[AnnotationRotateCA] == RotateCAImmediate
 	switch {
-	case caErr != nil:
-		// No usable CA: start from scratch. Nothing can be trusted yet, so there is nothing to keep.
-		if ca, err = newCA(now(), i.CAValidity); err != nil {
+	case caErr != nil || immediate:
+		// No usable CA: start from scratch; nothing can be trusted yet, so there is nothing to keep. Or the
+		// operator declared the CA keys compromised: the same, a new CA alone in the bundle and signing at
+		// once. The pending next CA, if any, goes too: its key sat in the same Secret. Calls fail until the
+		// API servers have the new caBundle and the replicas the new certificate; the operator chose that.
+		if ca, err = newCA(now, i.CAValidity); err != nil {
 			return err
 		}
 		s.Data[keyCACert], s.Data[keyCAKey] = ca.certPEM, ca.keyPEM
 		delete(s.Data, keyNextCACert)
 		delete(s.Data, keyNextCAKey)
+		delete(s.Annotations, annotationNextCASince)
+		delete(s.Annotations, AnnotationRotateCA)
 		s.Data[keyBundle] = ca.certPEM
 		delete(s.Data, keyCert)
-	case len(s.Data[keyNextCACert]) > 0:
+		if immediate {
+			i.Log.Info("replaced the CA at once, as annotated: calls to replicas still serving the old certificate fail until they reload", "secret", i.SecretName)
+		}
+	case pending && nextErr == nil:
 		// Step 2 of a CA rotation: the new CA is in the caBundle (step 1 checked it before saving), so it
-		// may now sign. The old CA stays in the bundle until the certificates it signed are gone.
-		next, err := parsePair(s.Data[keyNextCACert], s.Data[keyNextCAKey])
-		since, _ := time.Parse(time.RFC3339Nano, s.Annotations[annotationNextCASince])
-		if err == nil && now().Sub(since) >= i.PromoteAfter && i.bundleApplied(ctx, s.Data[keyBundle]) {
+		// may now sign. The old CA stays in the bundle until every replica serves the new CA's certificate.
+		since, err := time.Parse(time.RFC3339Nano, s.Annotations[annotationNextCASince])
+		if err != nil || since.After(now) {
+			// Unknown since when the API servers may have had it: count from now.
+			since = now
+			s.Annotations[annotationNextCASince] = now.UTC().Format(time.RFC3339Nano)
+		}
+		if now.Sub(since) >= i.PromoteAfter && i.bundleApplied(ctx, s.Data[keyBundle]) {
 			ca = next
 			s.Data[keyCACert], s.Data[keyCAKey] = next.certPEM, next.keyPEM
 			delete(s.Data, keyNextCACert)
 			delete(s.Data, keyNextCAKey)
 			delete(s.Annotations, annotationNextCASince)
 			delete(s.Data, keyCert) // reissue under the new CA below
+		} else {
+			i.due = since.Add(i.PromoteAfter)
 		}
-	case s.Annotations[AnnotationRotateCA] != "" || renewDue(ca.cert, now()):
-		// Step 1: add a new CA to the bundle; it signs from the next pass on.
-		next, err := newCA(now(), i.CAValidity)
+	case s.Annotations[AnnotationRotateCA] != "" || renewDue(ca.cert, now) || pending:
+		// Step 1: add a new CA to the bundle; it signs from the next pass on. (A pending next CA that does
+		// not parse is replaced: the rotation it began would otherwise never finish.)
+		next, err := newCA(now, i.CAValidity)
 		if err != nil {
 			return err
 		}
 		s.Data[keyNextCACert], s.Data[keyNextCAKey] = next.certPEM, next.keyPEM
-		s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now()), next.certPEM)
+		s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now), next.certPEM)
 		delete(s.Annotations, AnnotationRotateCA)
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[annotationNextCASince] = now().UTC().Format(time.RFC3339Nano)
+		s.Annotations[annotationNextCASince] = now.UTC().Format(time.RFC3339Nano)
+		i.due = now.Add(i.PromoteAfter)
 	}
-	s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now()), s.Data[keyCACert])
+	s.Data[keyBundle] = joinPEM(unexpired(s.Data[keyBundle], now), s.Data[keyCACert])
 
 	serving, err := parsePair(s.Data[keyCert], s.Data[keyKey])
-	if err != nil || s.Annotations[AnnotationRotateServing] != "" || renewDue(serving.cert, now()) ||
-		serving.cert.CheckSignatureFrom(ca.cert) != nil || !slices.Equal(serving.cert.DNSNames, i.dnsNames()) ||
+	underCA := err == nil && serving.cert.CheckSignatureFrom(ca.cert) == nil
+	if !underCA || s.Annotations[AnnotationRotateServing] != "" || renewDue(serving.cert, now) ||
+		!slices.Equal(serving.cert.DNSNames, i.dnsNames()) ||
 		!slices.EqualFunc(serving.cert.IPAddresses, i.ipAddresses(), net.IP.Equal) {
-		certPEM, keyPEM, err := newServingCert(ca, i.dnsNames(), i.ipAddresses(), now(), i.CertValidity)
+		certPEM, keyPEM, err := newServingCert(ca, i.dnsNames(), i.ipAddresses(), now, i.CertValidity)
 		if err != nil {
 			return err
 		}
 		s.Data[keyCert], s.Data[keyKey] = certPEM, keyPEM
 		delete(s.Annotations, AnnotationRotateServing)
-		i.Log.Info("issued a serving certificate", "secret", i.SecretName, "notAfter", now().Add(i.CertValidity).Format(time.RFC3339))
+		if !underCA {
+			s.Annotations[AnnotationCASince] = now.UTC().Format(time.RFC3339Nano)
+		}
+		i.Log.Info("issued a serving certificate", "secret", i.SecretName, "notAfter", now.Add(i.CertValidity).Format(time.RFC3339))
 	}
+	i.retire(&s, now)
 
 	// The bundle goes to the webhook configuration before the Secret that may need it is saved.
 	if err := i.injectBundle(ctx, s.Data[keyBundle]); err != nil {
@@ -219,6 +289,33 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 		return i.Client.Update(ctx, &s)
 	}
 	return nil
+}
+
+// retire takes the CAs the current one replaced out of the bundle once the current CA's certificate has
+// been in the Secret for RetireAfter: every replica reloads within two ReloadIntervals, so none serves a
+// certificate of a retired CA any more. The API server's webhook clients are cached by caBundle, so the
+// new bundle makes new clients and new TLS connections, each verifying the certificate served then;
+// keep-alive connections verified against the old bundle are not reused for it.
+func (i *Issuer) retire(s *corev1.Secret, now time.Time) {
+	since, err := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationCASince])
+	if err != nil || since.After(now) {
+		// No record (a Secret from before it was kept) or one from the future (another leader's clock, an
+		// edit): the overlap starts now, never shorter than RetireAfter.
+		since = now
+		s.Annotations[AnnotationCASince] = now.UTC().Format(time.RFC3339Nano)
+	}
+	kept := onlyCerts(s.Data[keyBundle], s.Data[keyCACert], s.Data[keyNextCACert])
+	if bytes.Equal(kept, s.Data[keyBundle]) {
+		return // nothing to retire
+	}
+	if now.Sub(since) < i.RetireAfter {
+		if d := since.Add(i.RetireAfter); i.due.IsZero() || d.Before(i.due) {
+			i.due = d
+		}
+		return
+	}
+	s.Data[keyBundle] = kept
+	i.Log.Info("retired the CAs the current one replaced from the caBundle", "secret", i.SecretName, "signingSince", since.Format(time.RFC3339))
 }
 
 // ownConfigurations are wincompat's webhook configurations, both named WebhookConfigName: the mutating
@@ -412,6 +509,27 @@ func unexpired(bundle []byte, now time.Time) []byte {
 			return out
 		}
 		if c, err := x509.ParseCertificate(b.Bytes); err == nil && now.Before(c.NotAfter) {
+			out = append(out, pem.EncodeToMemory(b)...)
+		}
+	}
+}
+
+// onlyCerts keeps the certificates of a PEM bundle that are among certs (PEM, compared by their DER).
+func onlyCerts(bundle []byte, certs ...[]byte) []byte {
+	var want [][]byte
+	for _, c := range certs {
+		if b, _ := pem.Decode(c); b != nil {
+			want = append(want, b.Bytes)
+		}
+	}
+	var out []byte
+	for rest := bundle; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return out
+		}
+		if slices.ContainsFunc(want, func(w []byte) bool { return bytes.Equal(w, b.Bytes) }) {
 			out = append(out, pem.EncodeToMemory(b)...)
 		}
 	}
