@@ -167,8 +167,9 @@ func (s *boundedServer) Start(ctx context.Context) error {
 	}
 	listener := tls.NewListener(netutil.LimitListener(inner, s.serving.MaxConnections), cfg)
 	srv := &http.Server{
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		Handler:     s.WebhookMux(),
+		// Reviews do not inherit ctx: on shutdown, those in flight are finished (Shutdown waits for them),
+		// not cancelled; each is bounded by its own deadline instead.
+		Handler: s.WebhookMux(),
 		// The API server sends small headers and whole bodies at once; a peer that trickles either is
 		// cut off, and the TLS handshake is bounded by the same deadlines.
 		MaxHeaderBytes:    64 << 10,
