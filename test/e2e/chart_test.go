@@ -318,7 +318,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 		{"pull secret", "imageResolver: {pullSecret: registry-creds, timeout: 0.5s, maxLookups: 16}\nwebhook: {timeoutSeconds: 1}\n",
 			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-pull-secret=registry-creds"},
 			[]string{`Role get ["registry-creds"]`}, false},
-		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
+		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\nwebhook: {clientAuth: {caConfigMap: apiserver-ca}}\n",
 			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64"},
 			[]string{`ClusterRole get []`}, true},
 	} {
@@ -377,6 +377,9 @@ func TestHelmChartImageResolver(t *testing.T) {
 		{"podImagePullSecrets without its RBAC", "policy: {podImagePullSecrets: true}\n",
 			"policy.podImagePullSecrets is true but imageResolver.podPullSecrets is not"},
 		{"no lookups at all", "imageResolver: {maxLookups: 0}\n", `imageResolver.maxLookups "0": use a whole number of at least 1`},
+		// Any caller of the webhook port names the namespace whose pull secrets would be read.
+		{"pods' pull secrets without client certificates", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
+			"imageResolver.podPullSecrets needs webhook.clientAuth.caConfigMap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, err := runHelm(t, templateArgs(valuesFile(t, tc.values))...)

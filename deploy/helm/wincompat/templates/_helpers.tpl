@@ -46,7 +46,12 @@ webhook.timeoutSeconds, so wincompat must stop waiting for registries and fall b
 
 {{- /* Whether wincompat reads the pods' own imagePullSecrets: RBAC and the policy follow this one switch. */ -}}
 {{- define "wincompat.podPullSecrets" -}}
-{{- if and .Values.imageResolver.enabled .Values.imageResolver.podPullSecrets -}}true{{- end -}}
+{{- if and .Values.imageResolver.enabled .Values.imageResolver.podPullSecrets -}}
+{{- if not .Values.webhook.clientAuth.caConfigMap -}}
+{{- fail "imageResolver.podPullSecrets needs webhook.clientAuth.caConfigMap: without the API server's client certificate any caller of the webhook port names the namespace whose pull secrets wincompat reads" -}}
+{{- end -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{- /*
