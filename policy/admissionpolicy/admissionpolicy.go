@@ -17,7 +17,6 @@
 package admissionpolicy
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -356,7 +355,7 @@ func restricted(s shape, user string) []part {
 	enforced := fmt.Sprintf("!variables.hostProcess && namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
 	nonRoot := sc + ".?runAsNonRoot"
 	podNonRoot := join(
-		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, text("spec.securityContext.runAsNonRoot"), "", value(true), policy.ReasonRestrictedNonRoot,
+		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,
 			fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s, value: true}] : [JSONPatch{op: "add", path: %s, value: {"runAsNonRoot": true}}])`,
 				sc, quote(s.specPtr+"/securityContext/runAsNonRoot"), quote(s.specPtr+"/securityContext"))),
 		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), policy.Rewrite, text("spec.securityContext.runAsNonRoot"), value(false), value(true), policy.ReasonRestrictedNonRoot,
@@ -378,7 +377,7 @@ func restricted(s shape, user string) []part {
 	}
 	// The pod's securityContext exists by now when it did not before: runAsNonRoot was added with it.
 	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject,
-		text("spec.securityContext.windowsOptions.runAsUserName"), "", value(user), policy.ReasonRestrictedUser,
+		text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRestrictedUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
 	return parts
@@ -431,7 +430,7 @@ func hugePages(s shape) string {
 		var lists []string
 		for _, l := range []string{"limits", "requests"} {
 			entry := entry(policy.Rewrite, concat(path, text(".resources."+l+"["), escaped("k"), text("]")),
-				escaped("string(c.resources."+l+"[k])").str(), "", text(policy.ReasonHugePages))
+				escaped("string(c.resources."+l+"[k])").str(), none, text(policy.ReasonHugePages))
 			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, k.startsWith('hugepages-')).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
 				l, ptr, entry, pointerEscaped("k")))
 		}
@@ -451,7 +450,7 @@ func deprecatedAnnotations(s shape) string {
 	}
 	meta := optional(s.meta)
 	entry := entry(policy.Rewrite, concat(text("metadata.annotations["), escaped("k"), text("]")),
-		escaped(meta+".?annotations.orValue({})[k]").str(), "", text(policy.ReasonDeprecatedAnnotation))
+		escaped(meta+".?annotations.orValue({})[k]").str(), none, text(policy.ReasonDeprecatedAnnotation))
 	return fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
 		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry)
 }
@@ -505,14 +504,12 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		slices.SortFunc(sorted, func(a, b optOut) int { return strings.Compare(a.Key, b.Key) })
 		var entries []string
 		for _, o := range sorted {
-			k, _ := json.Marshal(o.Key)
-			v, _ := json.Marshal(o.Value)
-			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, quote(string(k)+":"+string(v))))
+			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, member(o.Key, o.Value)))
 		}
 		cond := strings.Join(any, " || ")
 		// The names joined are texts, and so is the list's join of them.
-		record := entry(policy.Inject, text("metadata."+form), "", jsonValue("'{' + ("+strings.Join(entries, " + ")+").join(',') + '}'"),
-			concat(text(prefix), jsonText("("+strings.Join(names, " + ")+").join(', ')"), text(suffix)))
+		record := entry(policy.Inject, text("metadata."+form), none, object(strings.Join(entries, " + ")),
+			concat(text(prefix), escapedBefore("("+strings.Join(names, " + ")+").join(', ')"), text(suffix)))
 		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")"})
 		if label {
 			labelsNeeded = cond
@@ -533,7 +530,7 @@ func hostProcessExpr(s shape) string {
 
 // inferOS sets spec.os for a pod that is a Windows pod by its node constraints or its namespace.
 func inferOS(s shape) part {
-	entry := entry(policy.Inject, text("spec.os.name"), "", value("windows"), "variables.inferred")
+	entry := entry(policy.Inject, text("spec.os.name"), none, value("windows"), escapedBefore("variables.inferred"))
 	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry),
 		ops: fmt.Sprintf(`(variables.inferred != '' ? [JSONPatch{op: "add", path: %s, value: {"name": "windows"}}] : [])`, quote(s.specPtr+"/os"))}
 }
@@ -550,7 +547,7 @@ func perContainer(s shape, body func(ptr string, path jsonText) string) []string
 	var out []string
 	for _, l := range containerLists {
 		ptr := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l)
-		path := concat(text("spec."+l+"["), jsonText(fmt.Sprintf("variables.names[%s][i]", quote(l))), text("]"))
+		path := concat(text("spec."+l+"["), escapedBefore(fmt.Sprintf("variables.names[%s][i]", quote(l))), text("]"))
 		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, body(ptr, path)))
 	}
 	return out
@@ -603,7 +600,7 @@ func strips(s shape) string {
 func propagation(s shape) string {
 	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		entry := entry(policy.Rewrite, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
-			escaped("m.mountPropagation").str(), "", text(policy.ReasonMountPropagation))
+			escaped("m.mountPropagation").str(), none, text(policy.ReasonMountPropagation))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
 	}), " +\n")
 }
@@ -621,7 +618,7 @@ func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyF
 	default:
 		cond = value + ".hasValue()"
 	}
-	entry := entry(policy.Strip, concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), "",
+	entry := entry(policy.Strip, concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), none,
 		text(policy.ReasonLinuxOnly))
 	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "record": %s}] : [])`, cond, parentPtr, f.Name, entry)
 }
@@ -636,7 +633,7 @@ func nonRootIntent(s shape, user string) []part {
 	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
 	to := value(user)
 	pod := change(fmt.Sprintf("!%s && !%s && %s.?runAsUser.orValue(0) != 0", hostProcess, podUser, sc),
-		policy.Inject, text("spec.securityContext.windowsOptions.runAsUserName"), "", to, reason,
+		policy.Inject, text("spec.securityContext.windowsOptions.runAsUserName"), none, to, reason,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
 	// A pod-level user, given or just set, covers every container without its own.
@@ -646,7 +643,7 @@ func nonRootIntent(s shape, user string) []part {
 			hostProcess, podCovers, c, c)
 		ops := fmt.Sprintf(`(%s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions/runAsUserName', value: %s}] : [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions', value: {"runAsUserName": %s}}])`,
 			c, ptr, quote(user), ptr, quote(user))
-		return change(cond, policy.Inject, concat(path, text(".securityContext.windowsOptions.runAsUserName")), "", to, reason, ops)
+		return change(cond, policy.Inject, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, to, reason, ops)
 	})
 	return []part{pod, containers}
 }
@@ -655,7 +652,7 @@ func nonRootIntent(s shape, user string) []part {
 func osNodeSelector(s shape) part {
 	ns := optional(s.spec) + ".?nodeSelector"
 	key := quote(corev1.LabelOSStable)
-	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), "", value("windows"),
+	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), none, value("windows"),
 		"schedules onto Windows nodes",
 		fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: "windows"}] : [JSONPatch{op: "add", path: %s, value: {%s: "windows"}}])`,
 			ns, quote(s.specPtr+"/nodeSelector/"), key, quote(s.specPtr+"/nodeSelector"), key))
@@ -677,6 +674,6 @@ func tolerates(s shape, t corev1.Taint) string {
 func toleration(s shape, t corev1.Taint) part {
 	added := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
 	to := value(corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
-	return change("!"+tolerates(s, t), policy.Inject, text("spec.tolerations"), "", to, "tolerates the Windows node taint "+t.ToString(),
+	return change("!"+tolerates(s, t), policy.Inject, text("spec.tolerations"), none, to, "tolerates the Windows node taint "+t.ToString(),
 		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), added))
 }

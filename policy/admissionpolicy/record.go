@@ -24,40 +24,52 @@ import (
 // make, so no raw CEL string reaches the record.
 
 // jsonText is a CEL expression of type string whose value is already escaped for the inside of a JSON
-// string, exactly as encoding/json escapes it.
-type jsonText string
+// string, exactly as encoding/json escapes it. A struct, so that not even an untyped constant converts
+// to one: only the functions here make them.
+type jsonText struct{ cel string }
 
-// jsonValue is a CEL expression of type string whose value is the text of one JSON value.
-type jsonValue string
+// jsonValue is a CEL expression of type string whose value is the text of one JSON value; the zero
+// value is none.
+type jsonValue struct{ cel string }
+
+// none is no value: the entry has no "from", or no "to".
+var none jsonValue
 
 // text is the constant s, escaped now.
 func text(s string) jsonText {
 	b, _ := json.Marshal(s) // a string always marshals
-	return jsonText(quote(string(b[1 : len(b)-1])))
+	return jsonText{quote(string(b[1 : len(b)-1]))}
 }
 
 // escaped is the CEL string expression expr, escaped at admission time.
 func escaped(expr string) jsonText {
-	return jsonText("(" + expr + ")" + escapeChain)
+	return jsonText{"(" + expr + ")" + escapeChain}
 }
+
+// escapedBefore is a CEL expression whose value some earlier expression made with escaped or text: a
+// variable holding it, or a join of such texts with a separator that needs no escaping.
+func escapedBefore(expr string) jsonText { return jsonText{expr} }
 
 // concat joins escaped texts: the concatenation of escaped strings is the escaped concatenation.
 func concat(parts ...jsonText) jsonText {
 	s := make([]string, len(parts))
 	for i, p := range parts {
-		s[i] = string(p)
+		s[i] = p.cel
 	}
-	return jsonText(strings.Join(s, " + "))
+	return jsonText{strings.Join(s, " + ")}
 }
 
+// String is the CEL, for rendering it into larger expressions.
+func (t jsonText) String() string { return t.cel }
+
 // str is t as a JSON string value.
-func (t jsonText) str() jsonValue { return jsonValue(`'"' + ` + string(t) + ` + '"'`) }
+func (t jsonText) str() jsonValue { return jsonValue{`'"' + ` + t.cel + ` + '"'`} }
 
 // value is the constant v as JSON, encoded now as the webhook encodes it (policy.Change's From and To).
 // The generator's constants are strings, booleans and tolerations, which always marshal.
 func value(v any) jsonValue {
 	b, _ := json.Marshal(v)
-	return jsonValue(quote(string(b)))
+	return jsonValue{quote(string(b))}
 }
 
 // scalar renders a field's value, the CEL expression expr of Go kind kind, as JSON for the record's
@@ -66,12 +78,25 @@ func value(v any) jsonValue {
 func scalar(expr string, kind reflect.Kind) jsonValue {
 	switch kind {
 	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Bool:
-		return jsonValue("string(" + expr + ")")
+		return jsonValue{"string(" + expr + ")"}
 	case reflect.String:
 		return escaped(expr).str()
 	default:
-		return ""
+		return none
 	}
+}
+
+// object is a JSON object whose members are the constant key and value pairs that the CEL list
+// expression members yields, each rendered by member.
+func object(members string) jsonValue {
+	return jsonValue{"'{' + (" + members + ").join(',') + '}'"}
+}
+
+// member is one constant "key":"value" of an object.
+func member(key, val string) string {
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(val)
+	return quote(string(k) + ":" + string(v))
 }
 
 // entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges):
@@ -79,16 +104,16 @@ func scalar(expr string, kind reflect.Kind) jsonValue {
 // record's objects are written.
 func entry(action policy.Action, path jsonText, from, to jsonValue, reason jsonText) string {
 	a, _ := json.Marshal(string(action))
-	out := quote(`{"action":`+string(a)+`,"path":"`) + " + " + string(path)
-	if from != "" {
-		out += ` + '","from":' + ` + string(from) + ` + ','`
+	out := quote(`{"action":`+string(a)+`,"path":"`) + " + " + path.cel
+	if from.cel != "" {
+		out += ` + '","from":' + ` + from.cel + ` + ','`
 	} else {
 		out += ` + '",'`
 	}
-	if to != "" {
-		out += ` + '"to":' + ` + string(to) + ` + ','`
+	if to.cel != "" {
+		out += ` + '"to":' + ` + to.cel + ` + ','`
 	}
-	return out + ` + '"reason":"' + ` + string(reason) + ` + '"}'`
+	return out + ` + '"reason":"' + ` + reason.cel + ` + '"}'`
 }
 
 // jsonEscapes are the characters encoding/json escapes in a string and what it writes for each: the

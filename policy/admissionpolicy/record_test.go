@@ -47,7 +47,7 @@ func TestTextOfConstants(t *testing.T) {
 		`it's "quoted" \ <`: `'it\'s \\"quoted\\" \\\\ \\u003c'`,
 		"tab\there":         `'tab\\there'`,
 	} {
-		if got := string(text(s)); got != want {
+		if got := text(s).cel; got != want {
 			t.Errorf("text(%q) = %s, want %s", s, got, want)
 		}
 	}
