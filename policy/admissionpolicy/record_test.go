@@ -2,6 +2,7 @@ package admissionpolicy
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -27,9 +28,13 @@ func TestEscapeChainIsEncodingJSON(t *testing.T) {
 	if n := strings.Count(escapeChain, ".replace("); n != len(jsonEscapes) {
 		t.Fatalf("%d replace calls for %d escapes", n, len(jsonEscapes))
 	}
+	re := regexp.MustCompile(needsEscape) // RE2, as CEL's matches
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		if !utf8.ValidRune(r) {
 			continue
+		}
+		if re.MatchString(string(r)) != (escapeLikeCEL(string(r)) != string(r)) {
+			t.Fatalf("%U: the guard %s matches it %v, but the chain changes it %v", r, needsEscape, re.MatchString(string(r)), escapeLikeCEL(string(r)) != string(r))
 		}
 		for _, s := range []string{string(r), `\` + string(r) + `"`} {
 			b, _ := json.Marshal(s)
