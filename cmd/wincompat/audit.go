@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 
@@ -148,11 +149,11 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, s := range rep.Notes {
-		fmt.Fprintf(stderr, "wincompat audit: note: %s\n", s)
+		fmt.Fprintf(stderr, "wincompat audit: note: %s\n", termsafe.String(s))
 	}
 	if len(rep.Incomplete) > 0 {
 		for _, s := range rep.Incomplete {
-			fmt.Fprintf(stderr, "wincompat audit: incomplete: %s\n", s)
+			fmt.Fprintf(stderr, "wincompat audit: incomplete: %s\n", termsafe.String(s))
 		}
 		return 3
 	}

@@ -293,3 +293,33 @@ func TestMutateExplainAndDiff(t *testing.T) {
 		t.Errorf("warn mode changed objects:\n%s", diff)
 	}
 }
+
+// A manifest's names reach the terminal escaped: the explain table and the warnings on stderr hold no
+// raw escape sequence, carriage return or bidi override.
+func TestMutateEscapesForTerminals(t *testing.T) {
+	hostile := `apiVersion: v1
+kind: Pod
+metadata: {name: "web\e]0;owned\a\r\u202e"}
+spec:
+  os: {name: windows}
+  securityContext: {runAsUser: 1000}
+  containers: [{name: "c\e[2J", image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", securityContext: {procMount: "x\e[31m"}}]
+`
+	for _, args := range [][]string{{"mutate", "--explain"}, {"mutate"}} {
+		code, out, errOut := runCLI(t, hostile, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if args[len(args)-1] == "mutate" && errOut == "" {
+			t.Fatalf("%v: no warnings, so nothing was checked", args)
+		}
+		for name, s := range map[string]string{"stdout": out, "stderr": errOut} {
+			if args[len(args)-1] == "mutate" && name == "stdout" {
+				continue // YAML, which quotes and escapes
+			}
+			if strings.ContainsAny(s, "\x1b\x07\r\u202e") {
+				t.Errorf("%v: %s holds a raw control or bidi character:\n%q", args, name, s)
+			}
+		}
+	}
+}

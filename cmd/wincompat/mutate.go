@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
+	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/manifest"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
@@ -175,13 +176,13 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if !*quiet {
 				for _, d := range docs {
 					for _, w := range d.Warnings {
-						fmt.Fprintf(stderr, "warning: %s: %s\n", d.Label(), strings.TrimPrefix(w, "wincompat: "))
+						fmt.Fprintf(stderr, "warning: %s: %s\n", termsafe.String(d.Label()), termsafe.String(strings.TrimPrefix(w, "wincompat: ")))
 					}
 				}
 			}
 			if err != nil {
 				for _, line := range strings.Split(err.Error(), "\n") {
-					fmt.Fprintf(stderr, "wincompat mutate: %s\n", line)
+					fmt.Fprintf(stderr, "wincompat mutate: %s\n", termsafe.String(line))
 				}
 				failed = true
 				continue

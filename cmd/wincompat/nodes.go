@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
@@ -55,13 +56,15 @@ func runNodes(args []string, stdout, stderr io.Writer) int {
 		if r.RuntimeClass != "" {
 			class = r.RuntimeClass + " (" + r.ClassState + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Build, dash(r.Names), r.Ready, r.Nodes, dash(strings.Join(r.Archs, ",")), dash(strings.Join(r.Taints, ",")), class)
+		// Nodes' labels and taints are validated, but by whoever runs the API server: escaped all the same.
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", termsafe.String(r.Build), termsafe.String(dash(r.Names)), r.Ready, r.Nodes,
+			termsafe.String(dash(strings.Join(r.Archs, ","))), termsafe.String(dash(strings.Join(r.Taints, ","))), termsafe.String(class))
 	}
 	_ = tw.Flush()
 	if len(findings) > 0 {
 		fmt.Fprintln(stdout, "\nNeeds attention:")
 		for _, f := range findings {
-			fmt.Fprintln(stdout, "  - "+f)
+			fmt.Fprintln(stdout, "  - "+termsafe.String(f))
 		}
 	}
 	return 0

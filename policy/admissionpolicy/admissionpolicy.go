@@ -178,17 +178,17 @@ func trigger(s shape, defaultWindows bool, pol *policy.Policy) string {
 }
 
 // inferred is the reason recorded with the spec.os a pod without one gets (the matchCondition made it a
-// Windows pod), or "" when it has spec.os already.
+// Windows pod), escaped for JSON (jsonText), or "" when it has spec.os already.
 func inferred(s shape, defaultWindows bool, pol *policy.Policy) string {
 	spec := optional(s.spec)
 	switch {
 	case !defaultWindows:
-		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, quote(policy.ReasonPinnedToWindows))
+		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, text(policy.ReasonPinnedToWindows))
 	case pol.InferOSFromNodeSelector:
 		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s && !%s ? %s : %s", spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux),
-			quote(policy.ReasonPinnedToWindows), quote(policy.ReasonDefaultOSWindows))
+			text(policy.ReasonPinnedToWindows), text(policy.ReasonDefaultOSWindows))
 	default:
-		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, quote(policy.ReasonDefaultOSWindows))
+		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, text(policy.ReasonDefaultOSWindows))
 	}
 }
 
@@ -219,34 +219,13 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-// jsonString renders s as a JSON string inside a CEL string literal.
-func jsonString(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
-}
-
 // part is one possible change as two CEL expressions over the same condition: its record entry (a
 // list of zero or one JSON object strings) and its JSONPatch operations (a list). CEL map literals must
 // be homogeneous, so the two cannot share one map.
 type part struct{ records, ops string }
 
-func change(cond, action, pathExpr, fromExpr, toJSON, reason, ops string) part {
-	entry := fmt.Sprintf(`'{"action":"%s","path":"' + %s + '"' + %s + %s + ',"reason":"%s"}'`,
-		action, pathExpr, fromField(fromExpr), toField(toJSON), jsonString(reason))
-	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
-}
-
-func fromField(fromExpr string) string {
-	if fromExpr == "" {
-		return "''"
-	}
-	return "',\"from\":' + " + fromExpr
-}
-
-func toField(toJSON string) string {
-	if toJSON == "" {
-		return "''"
-	}
-	return quote(`,"to":` + toJSON)
+func change(cond string, action policy.Action, path jsonText, from, to jsonValue, reason, ops string) part {
+	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry(action, path, from, to, text(reason))), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
 }
 
 // join concatenates parts into one part.
@@ -256,20 +235,6 @@ func join(parts ...part) part {
 		r, o = append(r, p.records), append(o, p.ops)
 	}
 	return part{records: "(" + strings.Join(r, " + ") + ")", ops: "(" + strings.Join(o, " + ") + ")"}
-}
-
-// scalarJSON renders a field's value as JSON for the record's "from": numbers and booleans as they are,
-// strings quoted; "" for lists and objects, which CEL cannot render as JSON (the record then has no
-// "from" for them).
-func scalarJSON(value string, kind reflect.Kind) string {
-	switch kind {
-	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Bool:
-		return "string(" + value + ")"
-	case reflect.String:
-		return `'"' + ` + value + ` + '"'`
-	default:
-		return ""
-	}
 }
 
 // kindOf is the kind of the Go field with JSON name name in t, pointers followed.
@@ -364,6 +329,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 	return []admissionregistrationv1.Variable{
 		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
+		{Name: "names", Expression: containerNames(s)},
 		{Name: "removals", Expression: strips(s)},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
 		{Name: "propagation", Expression: propagation(s)},
@@ -389,13 +355,13 @@ func restricted(s shape, user string) []part {
 	enforced := fmt.Sprintf("!variables.hostProcess && namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
 	nonRoot := sc + ".?runAsNonRoot"
 	podNonRoot := join(
-		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), "inject", "'spec.securityContext.runAsNonRoot'", "", "true", policy.ReasonRestrictedNonRoot,
+		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,
 			fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s, value: true}] : [JSONPatch{op: "add", path: %s, value: {"runAsNonRoot": true}}])`,
 				sc, quote(s.specPtr+"/securityContext/runAsNonRoot"), quote(s.specPtr+"/securityContext"))),
-		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), "rewrite", "'spec.securityContext.runAsNonRoot'", "'false'", "true", policy.ReasonRestrictedNonRoot,
+		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), policy.Rewrite, text("spec.securityContext.runAsNonRoot"), value(false), value(true), policy.ReasonRestrictedNonRoot,
 			fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: true}]`, quote(s.specPtr+"/securityContext/runAsNonRoot"))))
-	containers := eachContainer(s, func(c, ptr, path string) part {
-		return change(fmt.Sprintf("%s && %s.?securityContext.?runAsNonRoot.orValue(true) == false", enforced, c), "rewrite", path+" + '.securityContext.runAsNonRoot'", "'false'", "true",
+	containers := eachContainer(s, func(c, ptr string, path jsonText) part {
+		return change(fmt.Sprintf("%s && %s.?securityContext.?runAsNonRoot.orValue(true) == false", enforced, c), policy.Rewrite, concat(path, text(".securityContext.runAsNonRoot")), value(false), value(true),
 			policy.ReasonRestrictedNonRoot, fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + '/securityContext/runAsNonRoot', value: true}]`, ptr))
 	})
 	parts := []part{podNonRoot, containers}
@@ -410,8 +376,8 @@ func restricted(s shape, user string) []part {
 		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && (c.?securityContext.?windowsOptions.?runAsUserName.hasValue() || c.?securityContext.?runAsUser.orValue(0) != 0))", spec, l))
 	}
 	// The pod's securityContext exists by now when it did not before: runAsNonRoot was added with it.
-	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), "inject",
-		"'spec.securityContext.windowsOptions.runAsUserName'", "", `"`+jsonString(user)+`"`, policy.ReasonRestrictedUser,
+	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject,
+		text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRestrictedUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
 	return parts
@@ -442,15 +408,10 @@ func memoryVolumes(s shape) string {
 	if !s.pod {
 		return "[]"
 	}
-	entry := fmt.Sprintf(`'{"action":"rewrite","path":"spec.volumes[' + v.name + '].emptyDir.medium","from":"Memory","to":"","reason":"%s"}'`,
-		jsonString(policy.ReasonMemoryEmptyDir))
+	entry := entry(policy.Rewrite, concat(text("spec.volumes["), escaped("v.name"), text("].emptyDir.medium")), value("Memory"), value(""),
+		text(policy.ReasonMemoryEmptyDir))
 	return fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, v.?emptyDir.?medium.orValue('') == 'Memory' ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
 		optional(s.spec), quote(s.specPtr), entry)
-}
-
-// jsonEscaped is the CEL of a string value escaped for a JSON string.
-func jsonEscaped(value string) string {
-	return value + `.replace('\\', '\\\\').replace('"', '\\"')`
 }
 
 // pointerEscaped is the CEL of a key escaped for a JSON pointer (RFC 6901): jsonpatch.escapeKey exists
@@ -465,11 +426,11 @@ func hugePages(s shape) string {
 	if !s.pod {
 		return "[]"
 	}
-	return strings.Join(perContainer(s, func(ptr, path string) string {
+	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		var lists []string
 		for _, l := range []string{"limits", "requests"} {
-			entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.resources.%s[' + k + ']","from":"' + %s + '","reason":"%s"}'`,
-				path, l, jsonEscaped("string(c.resources."+l+"[k])"), jsonString(policy.ReasonHugePages))
+			entry := entry(policy.Rewrite, concat(path, text(".resources."+l+"["), escaped("k"), text("]")),
+				escaped("string(c.resources."+l+"[k])").str(), none, text(policy.ReasonHugePages))
 			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, k.startsWith('hugepages-')).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
 				l, ptr, entry, pointerEscaped("k")))
 		}
@@ -488,16 +449,16 @@ func deprecatedAnnotations(s shape) string {
 		match += " || k.startsWith(" + quote(p) + ")"
 	}
 	meta := optional(s.meta)
-	entry := fmt.Sprintf(`'{"action":"rewrite","path":"metadata.annotations[' + k + ']","from":"' + %s + '","reason":"%s"}'`,
-		jsonEscaped(meta+".?annotations.orValue({})[k]"), jsonString(policy.ReasonDeprecatedAnnotation))
+	entry := entry(policy.Rewrite, concat(text("metadata.annotations["), escaped("k"), text("]")),
+		escaped(meta+".?annotations.orValue({})[k]").str(), none, text(policy.ReasonDeprecatedAnnotation))
 	return fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
 		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry)
 }
 
 // dnsPolicy rewrites ClusterFirstWithHostNet, which Windows does not support, to ClusterFirst.
 func dnsPolicy(s shape) part {
-	return change(fmt.Sprintf("%s.?dnsPolicy.orValue('') == 'ClusterFirstWithHostNet'", optional(s.spec)), "rewrite", "'spec.dnsPolicy'",
-		`'"ClusterFirstWithHostNet"'`, `"ClusterFirst"`, policy.ReasonDNSPolicy,
+	return change(fmt.Sprintf("%s.?dnsPolicy.orValue('') == 'ClusterFirstWithHostNet'", optional(s.spec)), policy.Rewrite, text("spec.dnsPolicy"),
+		value("ClusterFirstWithHostNet"), value("ClusterFirst"), policy.ReasonDNSPolicy,
 		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: "ClusterFirst"}]`, quote(s.specPtr+"/dnsPolicy")))
 }
 
@@ -534,7 +495,7 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		var any, names, ops []string
 		for _, o := range outs {
 			any = append(any, "("+o.missing+")")
-			names = append(names, fmt.Sprintf("(%s ? [%s] : [])", o.missing, quote(o.Name)))
+			names = append(names, fmt.Sprintf("(%s ? [%s] : [])", o.missing, text(o.Name)))
 			ops = append(ops, fmt.Sprintf(`(%s ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: %s}] : [])`,
 				o.missing, quote(s.metaPtr+"/"+form+"/"), quote(o.Key), quote(o.Value)))
 		}
@@ -543,11 +504,12 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		slices.SortFunc(sorted, func(a, b optOut) int { return strings.Compare(a.Key, b.Key) })
 		var entries []string
 		for _, o := range sorted {
-			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, quote(`"`+jsonString(o.Key)+`":"`+jsonString(o.Value)+`"`)))
+			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, member(o.Key, o.Value)))
 		}
 		cond := strings.Join(any, " || ")
-		record := fmt.Sprintf(`'{"action":"inject","path":"metadata.%s","to":{' + (%s).join(',') + '},"reason":"%s' + (%s).join(', ') + '%s"}'`,
-			form, strings.Join(entries, " + "), jsonString(prefix), strings.Join(names, " + "), jsonString(suffix))
+		// The names joined are texts, and so is the list's join of them.
+		record := entry(policy.Inject, text("metadata."+form), none, object(strings.Join(entries, " + ")),
+			concat(text(prefix), escapedBefore("("+strings.Join(names, " + ")+").join(', ')"), text(suffix)))
 		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")"})
 		if label {
 			labelsNeeded = cond
@@ -568,7 +530,7 @@ func hostProcessExpr(s shape) string {
 
 // inferOS sets spec.os for a pod that is a Windows pod by its node constraints or its namespace.
 func inferOS(s shape) part {
-	entry := `'{"action":"inject","path":"spec.os.name","to":"windows","reason":"' + variables.inferred + '"}'`
+	entry := entry(policy.Inject, text("spec.os.name"), none, value("windows"), escapedBefore("variables.inferred"))
 	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry),
 		ops: fmt.Sprintf(`(variables.inferred != '' ? [JSONPatch{op: "add", path: %s, value: {"name": "windows"}}] : [])`, quote(s.specPtr+"/os"))}
 }
@@ -579,21 +541,33 @@ var containerLists = []string{"initContainers", "containers", "ephemeralContaine
 
 // perContainer renders body once per list of containers, in the Go decision's order: body gets the
 // CEL of the container's JSON pointer and record path, and yields a CEL list over the container c and
-// its index i; each result is that list for every container of one list.
-func perContainer(s shape, body func(ptr, path string) string) []string {
+// its index i; each result is that list for every container of one list. The path reads the name
+// escaped once per container (variables.names), not once per change.
+func perContainer(s shape, body func(ptr string, path jsonText) string) []string {
 	var out []string
 	for _, l := range containerLists {
-		ptr, path := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l), fmt.Sprintf("'spec.%s[' + c.name + ']'", l)
+		ptr := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l)
+		path := concat(text("spec."+l+"["), escapedBefore(fmt.Sprintf("variables.names[%s][i]", quote(l))), text("]"))
 		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, body(ptr, path)))
 	}
 	return out
 }
 
+// containerNames is the names variable: per list of containers, each container's name escaped for the
+// record.
+func containerNames(s shape) string {
+	var lists []string
+	for _, l := range containerLists {
+		lists = append(lists, fmt.Sprintf("%s: %s.?%s.orValue([]).map(c, %s)", quote(l), optional(s.spec), l, escaped("c.name")))
+	}
+	return "{" + strings.Join(lists, ",\n ") + "}"
+}
+
 // eachContainer renders a per-container part: body gets CEL expressions of the container (c), its JSON
 // pointer and its record path, and returns the part for one container.
-func eachContainer(s shape, body func(c, ptr, path string) part) part {
-	records := perContainer(s, func(ptr, path string) string { return body("c", ptr, path).records })
-	ops := perContainer(s, func(ptr, path string) string { return body("c", ptr, path).ops })
+func eachContainer(s shape, body func(c, ptr string, path jsonText) part) part {
+	records := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
+	ops := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
 	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")"}
 }
 
@@ -604,16 +578,16 @@ func strips(s shape) string {
 	for _, f := range policy.LinuxOnlyFields() {
 		switch f.Scope {
 		case policy.PodScope:
-			out = append(out, stripOne(optional(s.spec), quote(s.specPtr), "'spec'", f))
+			out = append(out, stripOne(optional(s.spec), quote(s.specPtr), text("spec"), f))
 		case policy.PodSecurityContextScope:
-			out = append(out, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), "'spec.securityContext'", f))
+			out = append(out, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
 		}
 	}
-	out = append(out, perContainer(s, func(ptr, path string) string {
+	out = append(out, perContainer(s, func(ptr string, path jsonText) string {
 		var rows []string
 		for _, f := range policy.LinuxOnlyFields() {
 			if f.Scope == policy.ContainerSecurityContextScope {
-				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path+" + '.securityContext'", f))
+				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", concat(path, text(".securityContext")), f))
 			}
 		}
 		return strings.Join(rows, " + ")
@@ -624,16 +598,16 @@ func strips(s shape) string {
 // propagation lists the containers' mount propagation, to go too: Bidirectional is valid only for
 // privileged containers, which the strip table just ended, and Windows has none of it.
 func propagation(s shape) string {
-	return strings.Join(perContainer(s, func(ptr, path string) string {
-		entry := fmt.Sprintf(`'{"action":"rewrite","path":"' + %s + '.volumeMounts[' + %s + '].mountPropagation","from":"' + m.mountPropagation + '","reason":"%s"}'`,
-			path, jsonEscaped("m.mountPath"), jsonString(policy.ReasonMountPropagation))
+	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
+		entry := entry(policy.Rewrite, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
+			escaped("m.mountPropagation").str(), none, text(policy.ReasonMountPropagation))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
 	}), " +\n")
 }
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server
-// would reject it; parentPtr and parentPath are CEL strings.
-func stripOne(parent, parentPtr, parentPath string, f policy.LinuxOnlyField) string {
+// would reject it; parentPtr is a CEL string, parentPath the record's path of parent.
+func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyField) string {
 	value := parent + ".?" + f.Name
 	var cond string
 	switch f.RejectedIf {
@@ -644,8 +618,8 @@ func stripOne(parent, parentPtr, parentPath string, f policy.LinuxOnlyField) str
 	default:
 		cond = value + ".hasValue()"
 	}
-	entry := fmt.Sprintf(`'{"action":"strip","path":"' + %s + '.%s"' + %s + ',"reason":"%s"}'`,
-		parentPath, f.Name, fromField(scalarJSON(value+".value()", kindOf(scopeTypes[f.Scope], f.Name))), jsonString(policy.ReasonLinuxOnly))
+	entry := entry(policy.Strip, concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), none,
+		text(policy.ReasonLinuxOnly))
 	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "record": %s}] : [])`, cond, parentPtr, f.Name, entry)
 }
 
@@ -657,19 +631,19 @@ func nonRootIntent(s shape, user string) []part {
 	sc := optional(s.spec) + ".?securityContext"
 	const hostProcess = "variables.hostProcess"
 	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
-	to := `"` + jsonString(user) + `"`
+	to := value(user)
 	pod := change(fmt.Sprintf("!%s && !%s && %s.?runAsUser.orValue(0) != 0", hostProcess, podUser, sc),
-		"inject", "'spec.securityContext.windowsOptions.runAsUserName'", "", to, reason,
+		policy.Inject, text("spec.securityContext.windowsOptions.runAsUserName"), none, to, reason,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
 	// A pod-level user, given or just set, covers every container without its own.
 	podCovers := fmt.Sprintf("(%s || %s.?runAsUser.orValue(0) != 0)", podUser, sc)
-	containers := eachContainer(s, func(c, ptr, path string) part {
+	containers := eachContainer(s, func(c, ptr string, path jsonText) part {
 		cond := fmt.Sprintf("!%s && !%s && !%s.?securityContext.?windowsOptions.?runAsUserName.hasValue() && %s.?securityContext.?runAsUser.orValue(0) != 0",
 			hostProcess, podCovers, c, c)
 		ops := fmt.Sprintf(`(%s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions/runAsUserName', value: %s}] : [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions', value: {"runAsUserName": %s}}])`,
 			c, ptr, quote(user), ptr, quote(user))
-		return change(cond, "inject", path+" + '.securityContext.windowsOptions.runAsUserName'", "", to, reason, ops)
+		return change(cond, policy.Inject, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, to, reason, ops)
 	})
 	return []part{pod, containers}
 }
@@ -678,12 +652,12 @@ func nonRootIntent(s shape, user string) []part {
 func osNodeSelector(s shape) part {
 	ns := optional(s.spec) + ".?nodeSelector"
 	key := quote(corev1.LabelOSStable)
-	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), "inject", quote("spec.nodeSelector["+corev1.LabelOSStable+"]"), "", `"windows"`,
+	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), none, value("windows"),
 		"schedules onto Windows nodes",
 		fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: "windows"}] : [JSONPatch{op: "add", path: %s, value: {%s: "windows"}}])`,
 			ns, quote(s.specPtr+"/nodeSelector/"), key, quote(s.specPtr+"/nodeSelector"), key))
-	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), "rewrite", quote("spec.nodeSelector["+corev1.LabelOSStable+"]"),
-		fmt.Sprintf(`'"' + %s[?%s].value() + '"'`, ns, key), `"windows"`, "conflicted with a Windows pod",
+	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), policy.Rewrite, text("spec.nodeSelector["+corev1.LabelOSStable+"]"),
+		escaped(fmt.Sprintf("%s[?%s].value()", ns, key)).str(), value("windows"), "conflicted with a Windows pod",
 		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + jsonpatch.escapeKey(%s), value: "windows"}]`, quote(s.specPtr+"/nodeSelector/"), key))
 	return join(add, replace)
 }
@@ -698,8 +672,8 @@ func tolerates(s shape, t corev1.Taint) string {
 // toleration appends a toleration of taint t unless the pod tolerates it; the list exists by then (see
 // the prelude in variables).
 func toleration(s shape, t corev1.Taint) part {
-	value := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
-	to := fmt.Sprintf(`{"key":"%s","operator":"Equal","value":"%s","effect":"%s"}`, jsonString(t.Key), jsonString(t.Value), jsonString(string(t.Effect)))
-	return change("!"+tolerates(s, t), "inject", "'spec.tolerations'", "", to, "tolerates the Windows node taint "+t.ToString(),
-		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), value))
+	added := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
+	to := value(corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
+	return change("!"+tolerates(s, t), policy.Inject, text("spec.tolerations"), none, to, "tolerates the Windows node taint "+t.ToString(),
+		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), added))
 }

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -67,5 +69,73 @@ func TestRenderings(t *testing.T) {
 	}
 	if err := rep.WriteCSV(&csvOut, ViewSummary); err == nil {
 		t.Error("CSV of the summary view (several tables) must be refused")
+	}
+}
+
+// Object strings reach the table and CSV escaped, so that a pod author's annotation or name cannot
+// drive the operator's terminal; the JSON keeps each value exactly, escaped as JSON.
+func TestRenderingsEscapeForTerminals(t *testing.T) {
+	const evil = "\x1b]0;owned\x07\x1b[2J\r\u009b1m\u202e\x7f"
+	rep := &Report{
+		Namespaces: []NamespaceRow{{Namespace: "web" + evil}},
+		Changes:    []ChangeRow{{Action: "strip" + evil, Field: "spec.x" + evil, Pods: 1, Namespaces: 1}},
+		Objects:    []ObjectRow{{Namespace: "web", Kind: "Pod", Name: "p" + evil, Build: evil, BuildSource: evil, Node: evil, NodeBuild: evil}},
+		Findings:   []Finding{{Kind: BadAnnotation, Namespace: "web", Object: "Pod/p" + evil, Detail: "wincompat.io/changes: " + evil}},
+		Incomplete: []string{"pods in x" + evil},
+		Notes:      []string{evil},
+		Truncated:  map[string]int{"kind" + evil: 1},
+		Builds:     &BuildsSummary{Builds: []string{"10.0.20348"}, Reasons: []ReasonRow{{Reason: "image" + evil, Pods: 1}}},
+	}
+	raw := func(b []byte) string {
+		for i, r := range string(b) {
+			if r == '\n' {
+				continue
+			}
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202e' {
+				return fmt.Sprintf("%U at %d", r, i)
+			}
+		}
+		return ""
+	}
+	for _, view := range Views {
+		var out bytes.Buffer
+		if err := rep.WriteTable(&out, view); err != nil {
+			t.Fatal(err)
+		}
+		if what := raw(out.Bytes()); what != "" {
+			t.Errorf("table, view %s: raw %s:\n%q", view, what, out.String())
+		}
+		if view == ViewSummary {
+			continue
+		}
+		out.Reset()
+		if err := rep.WriteCSV(&out, view); err != nil {
+			t.Fatal(err)
+		}
+		if what := raw(out.Bytes()); what != "" {
+			t.Errorf("CSV, view %s: raw %s:\n%q", view, what, out.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if what := raw(js.Bytes()); what != "" {
+		t.Errorf("JSON: raw %s:\n%s", what, js.String())
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Objects[0].Name != "p"+evil || back.Findings[0].Detail != rep.Findings[0].Detail {
+		t.Errorf("JSON changed the values: %q, %q", back.Objects[0].Name, back.Findings[0].Detail)
+	}
+	log := &LogReport{Namespaces: []CountRow{{Key: "web" + evil, Count: 1}}, Changes: []ChangeRow{{Action: "strip", Field: evil, Pods: 1, Namespaces: 1}}}
+	var out bytes.Buffer
+	if err := log.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if what := raw(out.Bytes()); what != "" {
+		t.Errorf("log table: raw %s:\n%q", what, out.String())
 	}
 }

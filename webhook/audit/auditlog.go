@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
 )
 
@@ -188,7 +189,7 @@ func (l *LogReport) WriteTable(w io.Writer) error {
 			if key == "" {
 				key = "(cluster-scoped)"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\n", key, r.Count)
+			fmt.Fprintf(tw, "  %s\t%d\n", termsafe.String(key), r.Count)
 		}
 		_ = tw.Flush()
 	}
@@ -200,12 +201,12 @@ func (l *LogReport) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, "  (none)")
 	}
 	for _, c := range l.Changes {
-		fmt.Fprintf(w, "  %s\n", c.Sentence())
+		fmt.Fprintf(w, "  %s\n", termsafe.String(c.Sentence()))
 	}
 	if l.WarnMode > 0 {
 		fmt.Fprintf(w, "\nWOULD CHANGE (%d requests in warn mode, nothing changed)\n", l.WarnMode)
 		for _, c := range l.WouldChange {
-			fmt.Fprintf(w, "  %s\n", c.Sentence())
+			fmt.Fprintf(w, "  %s\n", termsafe.String(c.Sentence()))
 		}
 	}
 	if l.SkippedLines > 0 || l.BadAnnotations > 0 {
@@ -214,11 +215,9 @@ func (l *LogReport) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// WriteJSON prints the log summary for tools.
+// WriteJSON prints the log summary for tools, as Report.WriteJSON does.
 func (l *LogReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(l)
+	return writeJSON(w, l)
 }
 
 // WriteCSV prints the change summary of the log.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/wincompat/wincompat/internal/termsafe"
 )
 
 // Views of a report.
@@ -65,6 +67,8 @@ func (r *Report) tables(view string) []table {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // WriteTable prints the view for people: one aligned table per section, and the changes as sentences.
+// Every string from the cluster goes through termsafe.String: names and annotation values are a pod
+// author's, and this goes to a terminal.
 func (r *Report) WriteTable(w io.Writer, view string) error {
 	for i, t := range r.tables(view) {
 		if i > 0 {
@@ -77,7 +81,7 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 		}
 		if t.title == "CHANGES" {
 			for _, c := range r.Changes {
-				fmt.Fprintf(w, "  %s\n", c.Sentence())
+				fmt.Fprintf(w, "  %s\n", termsafe.String(c.Sentence()))
 			}
 			continue
 		}
@@ -91,7 +95,7 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 		}
 	}
 	for _, kind := range sortedKeys(r.Truncated) {
-		fmt.Fprintf(w, "  ... and %d more %s findings\n", r.Truncated[kind], kind)
+		fmt.Fprintf(w, "  ... and %d more %s findings\n", r.Truncated[kind], termsafe.String(kind))
 	}
 	if s := r.Builds; s != nil && (view == ViewSummary || view == ViewFindings) {
 		fmt.Fprintf(w, "\nBUILD CHECK (objects that could not run, by reason)\n  %s\n", s.Sentence())
@@ -103,13 +107,13 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 			if reason.Templates > 0 {
 				what = append(what, plural(reason.Templates, "template"))
 			}
-			fmt.Fprintf(w, "  %s: %s\n", strings.Join(what, ", "), reason.Reason)
+			fmt.Fprintf(w, "  %s: %s\n", strings.Join(what, ", "), termsafe.String(reason.Reason))
 		}
 	}
 	if len(r.Incomplete) > 0 {
 		fmt.Fprintln(w, "\nINCOMPLETE (the report covers the rest)")
 		for _, s := range r.Incomplete {
-			fmt.Fprintln(w, "  "+s)
+			fmt.Fprintln(w, "  "+termsafe.String(s))
 		}
 	}
 	return nil
@@ -134,22 +138,31 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
+// dashes is a row for the terminal: empty cells as "-", every cell escaped.
 func dashes(row []string) []string {
 	out := make([]string, len(row))
 	for i, c := range row {
 		if c == "" {
 			c = "-"
 		}
-		out[i] = c
+		out[i] = termsafe.String(c)
 	}
 	return out
 }
 
-// WriteJSON prints the whole report (every view) for tools.
+// WriteJSON prints the whole report (every view) for tools: every value exactly, as JSON escapes it,
+// and the characters encoding/json leaves raw that a terminal could act on escaped too (termsafe.JSON).
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return writeJSON(w, r)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
+	return err
 }
 
 // WriteCSV prints one view as CSV with a header row; the summary view is not one table, so CSV needs
@@ -163,8 +176,11 @@ func (r *Report) WriteCSV(w io.Writer, view string) error {
 		if err := cw.Write(t.header); err != nil {
 			return err
 		}
-		if err := cw.WriteAll(t.rows); err != nil {
-			return err
+		// Escaped as in the table: CSV is read on terminals too; JSON keeps the exact values.
+		for _, row := range t.rows {
+			if err := cw.Write(termsafe.Strings(row)); err != nil {
+				return err
+			}
 		}
 	}
 	cw.Flush()

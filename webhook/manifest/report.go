@@ -8,6 +8,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
 )
 
@@ -18,14 +19,16 @@ func WriteExplain(w io.Writer, docs []Document) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintln(w, d.Label()+": "+explainHeader(d))
+		// The manifest's names and values may come from anyone: escaped for the terminal.
+		fmt.Fprintln(w, termsafe.String(d.Label()+": "+explainHeader(d)))
 		if len(d.Decision.Changes) == 0 {
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  ACTION\tFIELD\tVALUE\tREASON\tRULE")
 		for _, c := range d.Decision.Changes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Action, c.Path, explainValue(c), c.Reason, d.Decision.Rule(c))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", termsafe.String(string(c.Action)), termsafe.String(c.Path), termsafe.String(explainValue(c)),
+				termsafe.String(c.Reason), termsafe.String(d.Decision.Rule(c)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
