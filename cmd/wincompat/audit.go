@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/webhook/audit"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 const auditUsage = `Usage: wincompat audit [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|csv] [--view VIEW]

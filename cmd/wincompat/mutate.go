@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/manifest"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [flags]

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 const nodesUsage = `Usage: wincompat nodes [flags]

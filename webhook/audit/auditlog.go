@@ -11,8 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 // LogReport summarises wincompat's auditAnnotations in an API server audit log. The API server stores

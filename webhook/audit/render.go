@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 // Views of a report.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/wincompat/wincompat/internal/termsafe"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
 // WriteExplain prints, per Pod and workload, every change with its reason and where its rule comes
