@@ -566,6 +566,11 @@ func TestHelmChartAdmissionPolicyBindings(t *testing.T) {
 			var pol *policy.Policy
 			for _, obj := range objs {
 				switch obj.GetKind() {
+				case "Deployment":
+					// Else the keeper would try to write the bindings, which its RBAC no longer allows.
+					if args := deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--admission-policy-bindings-installed") {
+						t.Errorf("serve runs without --admission-policy-bindings-installed: %q", args)
+					}
 				case "MutatingAdmissionPolicyBinding":
 					var b admissionregistrationv1.MutatingAdmissionPolicyBinding
 					js, _ := obj.MarshalJSON()
@@ -610,6 +615,9 @@ func TestHelmChartAdmissionPolicyBindings(t *testing.T) {
 	for _, obj := range renderChart(t, valuesFile(t, "engine: webhook\n")) {
 		if obj.GetKind() == "MutatingAdmissionPolicyBinding" {
 			t.Errorf("engine webhook renders binding %s", obj.GetName())
+		}
+		if obj.GetKind() == "Deployment" && slices.Contains(deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args, "--admission-policy-bindings-installed") {
+			t.Error("engine webhook runs serve with --admission-policy-bindings-installed")
 		}
 	}
 }
