@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -41,9 +42,8 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
-		// engine hybrid: its eight admission policies and bindings.
-		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
-		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {any: []string{"create"}, byName: []string{"get", "patch"}},
+		// engine hybrid: its eight admission policies; never their bindings, which the chart installs.
+		"admissionregistration.k8s.io/mutatingadmissionpolicies": {any: []string{"create"}, byName: []string{"get", "patch"}},
 	},
 	"Role": {
 		"coordination.k8s.io/leases": {any: []string{"create"}, byName: []string{"get", "update"}},
@@ -128,6 +128,107 @@ func bindingFindings(obj *unstructured.Unstructured, serviceAccount, namespace s
 	for _, s := range b.Subjects {
 		if s.Kind != "ServiceAccount" || s.Name != serviceAccount || s.Namespace != namespace {
 			findings = append(findings, fmt.Sprintf("%s %s binds subject %s %s/%s", obj.GetKind(), obj.GetName(), s.Kind, s.Namespace, s.Name))
+		}
+	}
+	return findings
+}
+
+// pinnedWrites are the resources wincompat's ServiceAccount may write where RBAC bounds neither the name
+// (create) nor the content: the chart's ValidatingAdmissionPolicy must match every write of them, in every
+// API version. writesLeftToRBAC are the only others it may write, each harmless with RBAC alone: Events,
+// its leader Lease (created once, of any name, in its own namespace), its last-good ConfigMap by name,
+// and MutatingAdmissionPolicies, which no admission control sees and which act only through the
+// bindings the chart installs (admissionPolicyBindingFindings).
+var (
+	pinnedWrites = []string{
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations", "admissionregistration.k8s.io/validatingwebhookconfigurations",
+		"node.k8s.io/runtimeclasses", "/secrets",
+	}
+	writesLeftToRBAC = []string{"/events", "events.k8s.io/events", "coordination.k8s.io/leases", "/configmaps",
+		"admissionregistration.k8s.io/mutatingadmissionpolicies"}
+	writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+)
+
+// ownWritesFindings checks the chart's pin on its own ServiceAccount (templates/validatingadmissionpolicy.yaml):
+// one ValidatingAdmissionPolicy, failing closed, matched to that user alone, bound with Deny and nothing
+// narrowing it, covering every write the roles grant outside writesLeftToRBAC. What the policy's CEL
+// allows is TestStolenTokenWidensNothing's to prove, on the real API server.
+func ownWritesFindings(objs []*unstructured.Unstructured, user string) []string {
+	var findings []string
+	var policies []admissionregistrationv1.ValidatingAdmissionPolicy
+	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	var roles []*unstructured.Unstructured
+	for _, obj := range objs {
+		js, _ := obj.MarshalJSON()
+		switch obj.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			if err := json.Unmarshal(js, &p); err != nil {
+				return []string{err.Error()}
+			}
+			policies = append(policies, p)
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			if err := json.Unmarshal(js, &b); err != nil {
+				return []string{err.Error()}
+			}
+			bindings = append(bindings, b)
+		case "ClusterRole", "Role":
+			roles = append(roles, obj)
+		}
+	}
+	if len(policies) != 1 || len(bindings) != 1 {
+		return []string{fmt.Sprintf("%d ValidatingAdmissionPolicies and %d bindings rendered, want one of each", len(policies), len(bindings))}
+	}
+	p, b := policies[0], bindings[0]
+	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		findings = append(findings, "the policy does not fail closed")
+	}
+	if p.Spec.ParamKind != nil {
+		findings = append(findings, "the policy takes parameters")
+	}
+	wantCondition := fmt.Sprintf("request.userInfo.username == %q", user)
+	if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != wantCondition {
+		findings = append(findings, fmt.Sprintf("the policy's matchConditions %+v; want only %s", p.Spec.MatchConditions, wantCondition))
+	}
+	if b.Spec.PolicyName != p.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
+		b.Spec.ParamRef != nil || b.Spec.MatchResources != nil {
+		findings = append(findings, fmt.Sprintf("the binding %+v does not bind %s alone, with Deny, everywhere", b.Spec, p.Name))
+	}
+	pinned := func(group, resource string) bool {
+		if p.Spec.MatchConstraints == nil {
+			return false
+		}
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Equal(r.APIVersions, []string{"*"}) &&
+				len(r.ResourceNames) == 0 && (r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes) &&
+				slices.Contains(r.Operations, admissionregistrationv1.Create) && slices.Contains(r.Operations, admissionregistrationv1.Update) &&
+				slices.Contains(r.Operations, admissionregistrationv1.Delete) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range pinnedWrites {
+		group, resource, _ := strings.Cut(key, "/")
+		if !pinned(group, resource) {
+			findings = append(findings, "the policy does not match every write of "+key)
+		}
+	}
+	for _, role := range roles {
+		rules, _ := roleRules(role)
+		for _, r := range rules {
+			if !slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(writeVerbs, v) }) {
+				continue
+			}
+			for _, group := range r.APIGroups {
+				for _, resource := range r.Resources {
+					key := group + "/" + resource
+					if !slices.Contains(writesLeftToRBAC, key) && !pinned(group, resource) {
+						findings = append(findings, fmt.Sprintf("%s grants %q on %s, which the policy does not pin", role.GetKind(), r.Verbs, key))
+					}
+				}
+			}
 		}
 	}
 	return findings
@@ -266,6 +367,7 @@ var chartValues = []struct{ name, values, minTLS string }{
 	{"default values", "", "1.3"},
 	{"self-managed TLS", "tls: {mode: self-managed}\n", "1.3"},
 	{"RuntimeClasses unmanaged", "runtimeClasses: {manage: false}\n", "1.3"},
+	{"engine hybrid with self-managed TLS", "engine: hybrid\ntls: {mode: self-managed}\n", "1.3"},
 	{"non-default values", nonDefaultValues, "1.2"},
 }
 
@@ -284,7 +386,11 @@ func TestChartSecurity(t *testing.T) {
 				}
 			}
 			seen := map[string]int{}
-			for _, obj := range renderChart(t, file) {
+			objs := renderChart(t, file)
+			for _, f := range ownWritesFindings(objs, "system:serviceaccount:"+ownNamespace+":wincompat") {
+				t.Error(f)
+			}
+			for _, obj := range objs {
 				seen[obj.GetKind()]++
 				switch obj.GetKind() {
 				case "ClusterRole", "Role":
@@ -299,7 +405,7 @@ func TestChartSecurity(t *testing.T) {
 					}
 				}
 			}
-			for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "Deployment"} {
+			for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "Deployment", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 				if seen[kind] != 1 {
 					t.Errorf("%d %s rendered, want 1: the checks above saw the wrong objects", seen[kind], kind)
 				}
@@ -328,6 +434,8 @@ func TestChartSecurity(t *testing.T) {
 			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"update"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{"node.k8s.io"}, "resources": []any{"runtimeclasses"}, "verbs": []any{"delete"}}},
 			{"ClusterRole", map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}},
+			// Its own pin on its writes is out of its reach.
+			{"ClusterRole", map[string]any{"apiGroups": []any{"admissionregistration.k8s.io"}, "resources": []any{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, "verbs": []any{"patch", "delete"}}},
 			{"Role", map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"list"}}},
 			{"Role", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods/exec"}, "verbs": []any{"create"}}},
 			{"Role", map[string]any{"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "verbs": []any{"deletecollection"}}},
@@ -350,6 +458,78 @@ func TestChartSecurity(t *testing.T) {
 		_ = unstructured.SetNestedSlice(binding.Object, []any{map[string]any{"kind": "Group", "name": "system:authenticated"}}, "subjects")
 		if len(bindingFindings(binding, "wincompat", ownNamespace)) == 0 {
 			t.Error("a binding to every authenticated user passed")
+		}
+	})
+	t.Run("own-writes checker catches", func(t *testing.T) {
+		user := "system:serviceaccount:" + ownNamespace + ":wincompat"
+		hybrid := renderChart(t, valuesFile(t, "engine: hybrid\ntls: {mode: self-managed}\n"))
+		if f := ownWritesFindings(hybrid, user); len(f) > 0 {
+			t.Fatalf("the unbroken chart: %q", f)
+		}
+		for name, breakIt := range map[string]func(kind string, obj map[string]any) map[string]any{
+			"no binding": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicyBinding" {
+					return nil
+				}
+				return obj
+			},
+			"another user": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					_ = unstructured.SetNestedSlice(obj, []any{map[string]any{"name": "u", "expression": "request.userInfo.username == 'someone'"}}, "spec", "matchConditions")
+				}
+				return obj
+			},
+			"a second condition": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					conds, _, _ := unstructured.NestedSlice(obj, "spec", "matchConditions")
+					_ = unstructured.SetNestedSlice(obj, append(conds, map[string]any{"name": "never", "expression": "false"}), "spec", "matchConditions")
+				}
+				return obj
+			},
+			"failing open": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					_ = unstructured.SetNestedField(obj, "Ignore", "spec", "failurePolicy")
+				}
+				return obj
+			},
+			"audit only": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicyBinding" {
+					_ = unstructured.SetNestedSlice(obj, []any{"Audit"}, "spec", "validationActions")
+				}
+				return obj
+			},
+			"Secrets not matched": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					rules, _, _ := unstructured.NestedSlice(obj, "spec", "matchConstraints", "resourceRules")
+					_ = unstructured.SetNestedSlice(obj, rules[:len(rules)-1], "spec", "matchConstraints", "resourceRules")
+				}
+				return obj
+			},
+			"v1 only": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					rules, _, _ := unstructured.NestedSlice(obj, "spec", "matchConstraints", "resourceRules")
+					rules[0].(map[string]any)["apiVersions"] = []any{"v1"}
+					_ = unstructured.SetNestedSlice(obj, rules, "spec", "matchConstraints", "resourceRules")
+				}
+				return obj
+			},
+			"a new write left unpinned": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ClusterRole" {
+					rules, _, _ := unstructured.NestedSlice(obj, "rules")
+					_ = unstructured.SetNestedSlice(obj, append(rules, map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"daemonsets"}, "verbs": []any{"patch"}}), "rules")
+				}
+				return obj
+			},
+		} {
+			var broken []*unstructured.Unstructured
+			for _, o := range hybrid {
+				if obj := breakIt(o.GetKind(), o.DeepCopy().Object); obj != nil {
+					broken = append(broken, &unstructured.Unstructured{Object: obj})
+				}
+			}
+			if len(ownWritesFindings(broken, user)) == 0 {
+				t.Errorf("%s passed", name)
+			}
 		}
 	})
 	t.Run("pod checker catches", func(t *testing.T) {

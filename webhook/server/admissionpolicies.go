@@ -24,6 +24,9 @@ type policyKeeper struct {
 	trigger <-chan struct{}
 	resync  time.Duration
 	log     logr.Logger
+	// policiesOnly: the bindings are installed (the chart's, with their scope fixed there); apply only
+	// the policies.
+	policiesOnly bool
 }
 
 // fieldOwner is wincompat's name in the policies' managed fields (server-side apply).
@@ -56,7 +59,11 @@ func (k *policyKeeper) apply(ctx context.Context) error {
 	for i := range policies {
 		// Each policy before its binding: a binding to a missing policy is ignored, but the other order
 		// would leave a moment where the new binding selects an old policy.
-		for _, obj := range []client.Object{&policies[i], &bindings[i]} {
+		objs := []client.Object{&policies[i], &bindings[i]}
+		if k.policiesOnly {
+			objs = objs[:1]
+		}
+		for _, obj := range objs {
 			//nolint:staticcheck // client.Apply with a typed object is the documented server-side apply for built-in types here.
 			if err := k.client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 				errs = append(errs, fmt.Errorf("%T %s: %w", obj, obj.GetName(), err))

@@ -61,6 +61,11 @@ type Options struct {
 	// Engine is EngineWebhook, or EngineHybrid: the leader also keeps the MutatingAdmissionPolicies that
 	// do the static part inside the API server (policy/admissionpolicy), current with the policy.
 	Engine string
+	// InstalledBindings: with EngineHybrid, the admission policies' bindings are installed by someone
+	// else (the chart) and the leader writes only the policies. No admission control sees writes of
+	// admission policies or bindings, so only RBAC bounds them: an account without access to bindings
+	// cannot widen where the policies apply, and an unbound policy does nothing.
+	InstalledBindings bool
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
 	// Serving bounds the webhook port's connections, reads and review memory, and may require the
@@ -294,7 +299,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		if o.Engine == EngineHybrid {
 			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
-				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}}
+				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings}
 			if o.Namespace != "" {
 				keeper.opts.ExcludedNamespaces = []string{o.Namespace}
 			}
