@@ -162,6 +162,8 @@ type demo struct {
 	// How wincompat serve was started, to start it again (policy.go).
 	serveArgs  []string
 	readyz     string
+	port       int    // the webhook port
+	metrics    string // the /metrics URL
 	policyFile string
 	registry   *imagestest.Registry // the loopback registry of the second part
 
@@ -244,6 +246,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.policyGuard(ctx); err != nil {
 		return err
 	}
+	if err := d.hostile(ctx); err != nil {
+		return err
+	}
 	return d.whileDown(ctx)
 }
 
@@ -290,6 +295,11 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	metricsPort, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	d.port, d.metrics = port, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	d.step("starting %s serve --self-managed-tls on https://127.0.0.1:%d", d.rel(d.wincompatBin), port)
 	t := time.Now()
 	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wincompatNamespace}}); err != nil {
@@ -325,7 +335,8 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	args := []string{"serve",
 		"--self-managed-tls", "--namespace", wincompatNamespace, "--tls-san", "127.0.0.1",
 		"--kubeconfig", kubeconfigPath, "--port", strconv.Itoa(port),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(metricsPort), "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
+		"--read-timeout", "2s", // the demo's slow peer is cut off sooner than by the default 10s
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
 		"--engine=hybrid",  // the chart's choice on Kubernetes 1.36: the static part also as admission policies
