@@ -173,6 +173,18 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d", code)
 	}
+	// The port's bounds: none may be switched off (0 is the default), and names need a CA to read them from.
+	errOut.Reset()
+	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--max-connections", "-1", "--read-timeout", "-1s",
+		"--max-review-bytes-in-flight", "1Mi", "--client-names", "kube-apiserver"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	for _, want := range []string{"--max-connections -1: use at least 1", "--read-timeout -1s", "--max-review-bytes-in-flight 1048576: use at least 15Mi", "--client-names needs --client-ca-file"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
 	errOut.Reset()
 	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "-enable-http2") {
 		t.Errorf("serve -h: %d %s", code, errOut.String())

@@ -104,8 +104,8 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image is not looked up (its build falls back at once, with a warning; metric result=busy), so pods naming many new images cannot pile up connections and memory while a registry is slow")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
-	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most; past it new ones wait to be accepted")
-	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s")
+	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most (0: the default); past it new ones wait to be accepted")
+	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s (0: the default)")
 	fl.Func("max-review-bytes-in-flight", "review bodies held at once by all reviews, as a quantity (default 32Mi, at least 15Mi); past it a review is answered 429 at once. Memory grows with it: see the chart's README for the measured peak", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
