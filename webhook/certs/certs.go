@@ -501,17 +501,10 @@ func sign(tmpl *x509.Certificate, parent *pair) (pair, error) {
 
 // unexpired keeps the certificates of a PEM bundle that are still valid at now.
 func unexpired(bundle []byte, now time.Time) []byte {
-	var out []byte
-	for rest := bundle; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			return out
-		}
-		if c, err := x509.ParseCertificate(b.Bytes); err == nil && now.Before(c.NotAfter) {
-			out = append(out, pem.EncodeToMemory(b)...)
-		}
-	}
+	return filterPEM(bundle, func(b *pem.Block) bool {
+		c, err := x509.ParseCertificate(b.Bytes)
+		return err == nil && now.Before(c.NotAfter)
+	})
 }
 
 // onlyCerts keeps the certificates of a PEM bundle that are among certs (PEM, compared by their DER).
@@ -522,6 +515,13 @@ func onlyCerts(bundle []byte, certs ...[]byte) []byte {
 			want = append(want, b.Bytes)
 		}
 	}
+	return filterPEM(bundle, func(b *pem.Block) bool {
+		return slices.ContainsFunc(want, func(w []byte) bool { return bytes.Equal(w, b.Bytes) })
+	})
+}
+
+// filterPEM keeps the blocks of a PEM bundle that keep accepts.
+func filterPEM(bundle []byte, keep func(*pem.Block) bool) []byte {
 	var out []byte
 	for rest := bundle; ; {
 		var b *pem.Block
@@ -529,7 +529,7 @@ func onlyCerts(bundle []byte, certs ...[]byte) []byte {
 		if b == nil {
 			return out
 		}
-		if slices.ContainsFunc(want, func(w []byte) bool { return bytes.Equal(w, b.Bytes) }) {
+		if keep(b) {
 			out = append(out, pem.EncodeToMemory(b)...)
 		}
 	}
