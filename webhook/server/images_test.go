@@ -25,7 +25,7 @@ func TestImageResolverUnauthorizedHint(t *testing.T) {
 	// An API server without the pod's pull secret: a missing Secret is skipped, not an error.
 	apiserver := httptest.NewServer(http.NotFoundHandler())
 	defer apiserver.Close()
-	r, err := newImageResolver(&rest.Config{Host: apiserver.URL}, nil, "wincompat-system", ImageOptions{Timeout: 5 * time.Second}, testr.New(t))
+	r, err := newImageResolver(&rest.Config{Host: apiserver.URL}, nil, nil, "wincompat-system", ImageOptions{Timeout: 5 * time.Second}, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

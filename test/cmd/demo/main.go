@@ -328,7 +328,10 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
-		"--engine=hybrid",  // the chart's choice on Kubernetes 1.36: the static part also as admission policies
+		// The demo's registry is on loopback; a cluster's wincompat never reaches loopback or private
+		// addresses unless its operator allows it like this.
+		"--image-allow-private-networks",
+		"--engine=hybrid", // the chart's choice on Kubernetes 1.36: the static part also as admission policies
 		"--policy", d.policyFile, "--policy-configmap", policyConfigMap,
 	}
 	d.serveArgs = args

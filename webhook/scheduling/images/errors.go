@@ -20,7 +20,7 @@ const msgUnreachable = "registry msgUnreachable (the cluster operator sees why i
 // explain turns an error from reading an image of registry into one short sentence for an admission
 // warning, and the reason the operator's metric counts; podSecrets says whether the lookup offered the
 // pod's pull secrets. The log has the full error.
-func (r *Resolver) explain(registry string, podSecrets bool, err error) (string, string) {
+func (r *Resolver) explain(registry string, creds credentials, err error) (string, string) {
 	var (
 		plain  *plainHTTPError
 		egress *egressError
@@ -36,7 +36,7 @@ func (r *Resolver) explain(registry string, podSecrets bool, err error) (string,
 		alert  tls.AlertError
 	)
 	if errors.As(err, &secret) {
-		msg, reason := r.explain(registry, podSecrets, secret.err)
+		msg, reason := r.explain(registry, creds, secret.err)
 		if reason == reasonUnauthorized || reason == reasonNotFound {
 			reason = reasonCredentials
 		}
@@ -58,7 +58,7 @@ func (r *Resolver) explain(registry string, podSecrets bool, err error) (string,
 	case errors.As(err, &bad):
 		return bad.msg, reasonMalformed
 	case errors.As(err, &status):
-		return r.explainStatus(registry, podSecrets, status)
+		return r.explainStatus(registry, creds, status)
 	case errors.Is(err, context.DeadlineExceeded):
 		reason = reasonTimeout
 	case errors.As(err, &dns):
@@ -78,7 +78,7 @@ func (r *Resolver) explain(registry string, podSecrets bool, err error) (string,
 // about a private registry's contents.
 const msgNotReadable = "no such image, or not readable with the credentials wincompat may use for this pod"
 
-func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.Error) (string, string) {
+func (r *Resolver) explainStatus(registry string, creds credentials, e *transport.Error) (string, string) {
 	code := e.StatusCode
 	for _, d := range e.Errors {
 		switch d.Code {
@@ -92,9 +92,9 @@ func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.
 	}
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return registry + ": " + msgNotReadable + r.unauthorizedHint(podSecrets), reasonUnauthorized
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonUnauthorized
 	case http.StatusNotFound:
-		return registry + ": " + msgNotReadable + r.unauthorizedHint(podSecrets), reasonNotFound
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonNotFound
 	case http.StatusTooManyRequests:
 		return registry + ": rate limited (HTTP 429)", reasonRateLimited
 	}
@@ -105,8 +105,13 @@ func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.
 
 // unauthorizedHint names only credentials the lookup could have used: a pod that listed no pull
 // secrets, or whose secrets the policy does not read, is not helped by fixing them.
-func (r *Resolver) unauthorizedHint(podSecrets bool) string {
-	switch hint := r.c.UnauthorizedHint; {
+func (r *Resolver) unauthorizedHint(creds credentials) string {
+	podSecrets, hint := creds.secrets != nil, r.c.UnauthorizedHint
+	if creds.anonymous {
+		// Config.Keychain is not this namespace's to use: its advice would not help.
+		hint = ""
+	}
+	switch {
 	case podSecrets && hint != "":
 		return " (" + hint + " or the pod's imagePullSecrets)"
 	case podSecrets:

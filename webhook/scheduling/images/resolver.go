@@ -62,8 +62,15 @@ type Config struct {
 	// Keychain gives the credentials for every registry (default anonymous). The server builds it
 	// from a docker-config Secret (DockerConfigKeychain), the CLI uses authn.DefaultKeychain.
 	Keychain authn.Keychain
-	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain).
-	// Nil: the pod's pull secrets are never read, and the webhook needs no access to Secrets.
+	// KeychainNamespaces, when set, says which namespaces' requests may use Keychain; the others'
+	// lookups are anonymous. Nil: every request uses it (the CLI). What a lookup with Keychain read is
+	// cached apart from what anonymous lookups read, so that a namespace outside the scope learns
+	// nothing of a private registry, not even from the cache.
+	KeychainNamespaces func(namespace string) bool
+	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain)
+	// for requests whose caller was authenticated (Request.Authenticated): an unauthenticated caller
+	// chooses the namespace. Nil: the pod's pull secrets are never read, and the webhook needs no
+	// access to Secrets.
 	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
 	// UnauthorizedHint is the advice a registry's refusal gives for Keychain's credentials, since only
 	// the caller knows where they come from: "set imageResolver.pullSecret" in the server, docker login
@@ -81,8 +88,12 @@ type Config struct {
 type Request struct {
 	// Namespace is the pod's namespace, where its pull secrets are.
 	Namespace string
-	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets.
+	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets,
+	// and only the first MaxPullSecrets.
 	PullSecrets []string
+	// Authenticated says the review came from a caller known to be the API server, so that Namespace
+	// is the pod's own: the pod's pull secrets are read only then.
+	Authenticated bool
 	// Images are references as the pod spells them; duplicates are answered once.
 	Images []string
 }
@@ -136,8 +147,9 @@ type tagEntry struct {
 	at     time.Time
 }
 
-func newTagEntry(repo name.Repository, digest string, at time.Time) tagEntry {
-	return tagEntry{digest: digest, key: repo.Name() + "@" + digest, at: at}
+// newTagEntry: credsKey keeps what one set of credentials read apart from what others may see.
+func newTagEntry(repo name.Repository, digest, credsKey string, at time.Time) tagEntry {
+	return tagEntry{digest: digest, key: repo.Name() + "@" + digest + credsKey, at: at}
 }
 
 // parsed is a reference as go-containerregistry reads it, and its canonical name; ref is nil when the
@@ -321,25 +333,40 @@ func (r *Resolver) Warm(req Request) {
 	}
 }
 
-// credentials are the pod's pull secrets a request's lookups use: none unless Config.PodPullSecrets.
+// MaxPullSecrets bounds the pod's pull secrets a lookup reads: the kubelet needs one per registry,
+// and each is a Secret to get.
+const MaxPullSecrets = 8
+
+// credentials are what a request's lookups may use: Config.Keychain (unless KeychainNamespaces leaves
+// the namespace out) and the pod's pull secrets (with Config.PodPullSecrets, for an authenticated
+// caller).
 type credentials struct {
-	// key names them in lookup keys, "" for Config.Keychain alone. Hashed: a pod may list many
-	// secrets, and the key stays in the error cache.
+	// key names them in cache and lookup keys: "" for anonymous lookups, and for Config.Keychain
+	// when it serves every namespace. Hashed: a pod may list many secrets.
 	key       string
 	namespace string
+	// anonymous: Config.Keychain is not for this namespace.
+	anonymous bool
 	// secrets are the request's, copied: the lookups outlive the request.
 	secrets []string
 }
 
 func (r *Resolver) credentials(req Request) credentials {
-	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 {
-		return credentials{}
+	c := credentials{namespace: req.Namespace}
+	if r.c.KeychainNamespaces != nil {
+		if c.anonymous = !r.c.KeychainNamespaces(req.Namespace); !c.anonymous {
+			c.key = "\x00keychain"
+		}
 	}
-	names := slices.Clone(req.PullSecrets)
+	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 || !req.Authenticated {
+		return c
+	}
+	names := slices.Clone(req.PullSecrets[:min(len(req.PullSecrets), MaxPullSecrets)])
 	slices.Sort(names)
 	names = slices.Compact(names)
-	sum := sha256.Sum256([]byte(req.Namespace + "\x00" + strings.Join(names, "\x00")))
-	return credentials{key: "\x00" + hex.EncodeToString(sum[:]), namespace: req.Namespace, secrets: names}
+	sum := sha256.Sum256([]byte(c.key + "\x00" + req.Namespace + "\x00" + strings.Join(names, "\x00")))
+	c.key, c.secrets = "\x00"+hex.EncodeToString(sum[:]), names
+	return c
 }
 
 func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
@@ -365,11 +392,11 @@ func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
 func (r *Resolver) cached(l lookup) (policy.Image, bool) {
 	switch ref := l.ref.(type) {
 	case name.Digest:
-		if p, ok := r.digests.Get(l.name); ok {
+		if p, ok := r.digests.Get(l.key); ok {
 			return policy.Image{Digest: ref.DigestStr(), Platforms: slices.Clone(p.([]policy.Platform))}, true
 		}
 	case name.Tag:
-		if e, ok := r.tags.Get(l.name); ok && r.fresh(e.(tagEntry)) {
+		if e, ok := r.tags.Get(l.key); ok && r.fresh(e.(tagEntry)) {
 			if p, ok := r.digests.Get(e.(tagEntry).key); ok {
 				return policy.Image{Digest: e.(tagEntry).digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
 			}
@@ -451,7 +478,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	img, err := r.read(ctx, l)
 	r.c.Metrics.observe(time.Since(start))
 	if err != nil {
-		msg, reason := r.explain(l.ref.Context().RegistryStr(), l.creds.secrets != nil, err)
+		msg, reason := r.explain(l.ref.Context().RegistryStr(), l.creds, err)
 		r.c.Metrics.fail(reason)
 		if reason == reasonBusy {
 			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "error", err.Error())
@@ -476,6 +503,9 @@ func (e *pullSecretError) Unwrap() error { return e.err }
 
 func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	keychain := r.c.Keychain
+	if l.creds.anonymous {
+		keychain = authn.NewMultiKeychain()
+	}
 	if l.creds.secrets != nil {
 		// Unreadable pull secrets (no RBAC, say) must not fail public images: go on with Config.Keychain,
 		// and say why if the registry then refuses.
@@ -504,7 +534,7 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 	tag, isTag := ref.(name.Tag)
 	var e any
 	if isTag {
-		e, _ = r.tags.Get(l.name)
+		e, _ = r.tags.Get(l.key)
 	}
 	if e, ok := e.(tagEntry); ok {
 		if r.fresh(e) {
@@ -512,8 +542,8 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 			ref, isTag = repo.Digest(e.digest), false
 		} else if digest, err := sess.head(ctx, tag); err == nil {
 			// A HEAD is cheaper than a GET and, on Docker Hub, free of the pull rate limit.
-			entry := newTagEntry(repo, digest, r.c.Now())
-			r.tags.Add(l.name, entry, forever)
+			entry := newTagEntry(repo, digest, l.creds.key, r.c.Now())
+			r.tags.Add(l.key, entry, forever)
 			if p, ok := r.digests.Get(entry.key); ok {
 				return policy.Image{Digest: digest, Platforms: p.([]policy.Platform)}, nil
 			}
@@ -530,9 +560,9 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 	if err != nil {
 		return policy.Image{}, err
 	}
-	r.digests.Add(repo.Name()+"@"+digest, platforms, forever)
+	r.digests.Add(repo.Name()+"@"+digest+l.creds.key, platforms, forever)
 	if isTag {
-		r.tags.Add(l.name, newTagEntry(repo, digest, r.c.Now()), forever)
+		r.tags.Add(l.key, newTagEntry(repo, digest, l.creds.key, r.c.Now()), forever)
 	}
 	return policy.Image{Digest: digest, Platforms: platforms}, nil
 }

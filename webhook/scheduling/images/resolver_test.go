@@ -415,8 +415,8 @@ func TestPrivateRegistry(t *testing.T) {
 			want string
 		}{
 			{Request{Namespace: "team"}, unauthorized},
-			{Request{Namespace: "other", PullSecrets: []string{"regcred"}}, withPod},
-			{Request{Namespace: "team", PullSecrets: []string{"missing"}}, withPod},
+			{Request{Namespace: "other", Authenticated: true, PullSecrets: []string{"regcred"}}, withPod},
+			{Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}}, withPod},
 		} {
 			tc.req.Images = []string{image}
 			if got := lookupOne(r, tc.req); got.Err != tc.want {
@@ -425,19 +425,45 @@ func TestPrivateRegistry(t *testing.T) {
 		}
 		noHint := newResolver(t, Config{PodPullSecrets: PullSecretKeychain(client)})
 		want := reg.host + ": " + msgNotReadable + " (check the pod's imagePullSecrets)"
-		if got := lookupOne(noHint, Request{Namespace: "team", PullSecrets: []string{"missing"}, Images: []string{image}}); got.Err != want {
+		if got := lookupOne(noHint, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}, Images: []string{image}}); got.Err != want {
 			t.Errorf("no hint, pod's secrets: Err %q, want %q", got.Err, want)
 		}
-		ok(t, lookupOne(r, Request{Namespace: "team", PullSecrets: []string{"missing", "regcred"}, Images: []string{image}}))
-		// What one pod's credentials read is then known to every pod: platforms are not secret, and a
-		// pod without credentials cannot pull the image anyway.
-		ok(t, lookupOne(r, Request{Namespace: "other", Images: []string{image}}))
+		ok(t, lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing", "regcred"}, Images: []string{image}}))
+		// What one pod's credentials read stays theirs: a pod without them learns from the cache
+		// neither that the image exists nor its builds.
+		if got := lookupOne(r, Request{Namespace: "other", Images: []string{image}}); got.Err != unauthorized || got.Platforms != nil {
+			t.Errorf("another namespace after a lookup with credentials: %+v, want Err %q", got, unauthorized)
+		}
+		// A caller not known to be the API server chooses the namespace: its requests never use pull
+		// secrets, even those that exist in the namespace it names.
+		fresh := newResolver(t, Config{PodPullSecrets: PullSecretKeychain(client), UnauthorizedHint: hint})
+		if got := lookupOne(fresh, Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}}); got.Err != unauthorized {
+			t.Errorf("unauthenticated caller naming team's secret: Err %q, want %q", got.Err, unauthorized)
+		}
+	})
+	t.Run("server's pull secret scoped to namespaces", func(t *testing.T) {
+		kc, err := DockerConfigKeychain(dockerConfigSecret("wincompat", "registry", reg.host, "user", "secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newResolver(t, Config{Keychain: kc, UnauthorizedHint: hint, KeychainNamespaces: func(ns string) bool { return ns == "team" }})
+		ok(t, lookupOne(r, Request{Namespace: "team", Images: []string{image}}))
+		// Outside the scope: anonymous, the cache of the scoped lookup unseen, and no advice to set a
+		// pull secret this namespace may not use.
+		want := reg.host + ": " + msgNotReadable
+		if got := lookupOne(r, Request{Namespace: "other", Images: []string{image}}); got.Err != want || got.Platforms != nil {
+			t.Errorf("outside the scope: %+v, want Err %q", got, want)
+		}
+		// And a repository that does not exist answers the same as one that is private.
+		if got := lookupOne(r, Request{Namespace: "other", Images: []string{reg.ref("nosuchrepo:1")}}); got.Err != want {
+			t.Errorf("no such repository: Err %q, want %q", got.Err, want)
+		}
 	})
 	t.Run("pull secrets unreadable", func(t *testing.T) {
 		unreadable := func(context.Context, string, []string) (authn.Keychain, error) {
 			return nil, errors.New(`secrets "regcred" is forbidden`)
 		}
-		req := Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}}
+		req := Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}}
 		// The server's credentials still serve.
 		kc, err := DockerConfigKeychain(dockerConfigSecret("wincompat", "registry", reg.host, "user", "secret"))
 		if err != nil {
@@ -453,7 +479,7 @@ func TestPrivateRegistry(t *testing.T) {
 	})
 	t.Run("pod's pull secrets unused unless configured", func(t *testing.T) {
 		r := newResolver(t, Config{UnauthorizedHint: hint})
-		got := lookupOne(r, Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}})
+		got := lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}})
 		if got.Err != unauthorized {
 			t.Errorf("Err %q, want %q", got.Err, unauthorized)
 		}
@@ -465,7 +491,7 @@ func TestPanicInLookupContained(t *testing.T) {
 	r := newResolver(t, Config{PodPullSecrets: func(context.Context, string, []string) (authn.Keychain, error) {
 		panic("boom")
 	}})
-	got := lookupOne(r, Request{Namespace: "team", PullSecrets: []string{"s"}, Images: []string{"127.0.0.1:1/app:1"}})
+	got := lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"s"}, Images: []string{"127.0.0.1:1/app:1"}})
 	if got.Err != "internal error reading the image" {
 		t.Errorf("Err %q", got.Err)
 	}
@@ -923,5 +949,30 @@ func BenchmarkLookupWarm(b *testing.B) {
 	}
 	if n := len(reg.requests()); n != 0 {
 		b.Fatalf("%d registry requests with a warm cache", n)
+	}
+}
+
+// TestPullSecretsReadOncePerTTL: however many lookups name them, a pod's pull secrets cost one Get per
+// namespace, name and TTL, and at most MaxPullSecrets of a pod's names are read.
+func TestPullSecretsReadOncePerTTL(t *testing.T) {
+	client := fake.NewClientset(dockerConfigSecret("team", "regcred", "registry.example", "user", "secret"))
+	keychain := PullSecretKeychain(client)
+	names := []string{"regcred"}
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("missing-%d", i))
+	}
+	for range 5 {
+		if _, err := keychain(context.Background(), "team", names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gets := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "secrets" {
+			gets++
+		}
+	}
+	if gets != MaxPullSecrets {
+		t.Errorf("%d Gets for 5 reads of %d names, want %d", gets, len(names), MaxPullSecrets)
 	}
 }
