@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -15,7 +16,7 @@ import (
 // msgUnreachable is the one answer for every failure below HTTP, and for HTTP answers no registry gives:
 // a pod's author names the host, so telling refused from filtered, untrusted TLS from plain HTTP, or
 // an unknown name from a timeout would map wincompat's network for them.
-const msgUnreachable = "registry msgUnreachable (the cluster operator sees why in wincompat's log)"
+const msgUnreachable = "registry unreachable (the cluster operator sees why in wincompat's log)"
 
 // explain turns an error from reading an image of registry into one short sentence for an admission
 // warning, and the reason the operator's metric counts; podSecrets says whether the lookup offered the
@@ -64,6 +65,9 @@ func (r *Resolver) explain(registry string, creds credentials, err error) (strin
 	case errors.As(err, &dns):
 		reason = reasonDNS
 	case errors.As(err, &cert), errors.As(err, &x509UA), errors.As(err, &x509H), errors.As(err, &recErr), errors.As(err, &alert):
+		reason = reasonTLS
+	// net/http has no error type for a plain HTTP answer to a TLS handshake, only these words.
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		reason = reasonTLS
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		reason = reasonRefused

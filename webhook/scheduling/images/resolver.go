@@ -253,8 +253,8 @@ type lookup struct {
 func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Image {
 	out := make(map[string]policy.Image, len(req.Images))
 	type waiting struct {
-		image, key string
-		ch         <-chan singleflight.Result
+		image, key, registry string
+		ch                   <-chan singleflight.Result
 	}
 	var waits []waiting
 	creds := r.credentials(req)
@@ -273,7 +273,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 			r.c.Metrics.count(cachedResult(img))
 			continue
 		}
-		waits = append(waits, waiting{image: image, key: l.key, ch: r.start(l)})
+		waits = append(waits, waiting{image: image, key: l.key, registry: l.ref.Context().RegistryStr(), ch: r.start(l)})
 	}
 	if len(waits) == 0 {
 		return out
@@ -313,7 +313,9 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 				r.c.Metrics.count(resultBusy)
 				continue
 			}
-			out[w.image] = policy.Image{Err: fmt.Sprintf("registry lookup timed out after %v", budget)}
+			// The same words as a registry that refused the connection: which of the two a host does
+			// is what a pod's author would map the network by. The operator's metric says timeout.
+			out[w.image] = policy.Image{Err: w.registry + ": " + msgUnreachable}
 			r.c.Metrics.count(resultTimeout)
 		}
 	}
