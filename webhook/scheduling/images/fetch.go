@@ -1,11 +1,11 @@
 package images
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,7 +20,8 @@ import (
 // go-containerregistry's remote.Get reads a whole manifest and then decodes it into its own structs,
 // layers and all, whatever the manifest is: a hostile 4 MiB manifest of empty layer objects becomes
 // hundreds of MiB. So the resolver uses go-containerregistry for what it does well (the ping, the
-// token exchange, credentials) and reads manifests and config blobs itself, as they stream in.
+// token exchange, credentials) and reads manifests and config blobs itself, decoding only the fields
+// it needs (platforms.go).
 
 // manifestAccept is what a lookup accepts, as go-containerregistry asks: schema 1 too, to say it is
 // unsupported rather than "no such image".
@@ -87,34 +88,38 @@ func (s *session) head(ctx context.Context, tag name.Tag) (string, error) {
 	return h.String(), nil
 }
 
-// manifest reads ref's manifest as it streams in and returns what it says and its digest, checked
-// against ref's when ref is a digest.
+// manifest reads ref's manifest and returns what it says and its digest, checked against ref's when
+// ref is a digest.
 func (s *session) manifest(ctx context.Context, ref name.Reference) (contents, string, error) {
 	resp, err := s.do(ctx, http.MethodGet, s.url("manifests", ref.Identifier()), manifestAccept)
 	if err != nil {
 		return contents{}, "", err
 	}
 	defer resp.Body.Close()
-	hash := sha256.New()
-	body := &readErr{r: io.TeeReader(resp.Body, hash)}
-	c, err := readManifest(resp.Header.Get("Content-Type"), body)
-	if body.err != nil {
-		return contents{}, "", body.err
-	}
+	raw, err := readBody(resp)
 	if err != nil {
 		return contents{}, "", err
 	}
-	// Whatever follows the document counts in its digest.
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		return contents{}, "", err
-	}
-	digest := "sha256:" + hex.EncodeToString(hash.Sum(nil))
+	sum := sha256.Sum256(raw)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
 	if d, ok := ref.(name.Digest); ok && d.DigestStr() != digest {
-		// A digest of another algorithm is checked the same way: sha256 is all registries use, and
-		// a mismatch only fails the lookup.
+		// A digest of another algorithm fails the same way: sha256 is what registries use.
 		return contents{}, "", malformed("manifest does not match its digest")
 	}
-	return c, digest, nil
+	c, err := platformsFromManifest(resp.Header.Get("Content-Type"), raw)
+	return c, digest, err
+}
+
+// readBody reads a whole response into one buffer of the announced size (the transport refuses more
+// than maxBody), so that reading it holds its bytes once; without a length the buffer grows, which
+// bodyWeight covers.
+func readBody(resp *http.Response) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxBody {
+		buf.Grow(int(n) + 1) // one more, so that ReadFrom sees the end without growing
+	}
+	_, err := buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
 }
 
 // config reads an image config blob: small, and read whole (by the limits of the transport).
@@ -124,7 +129,7 @@ func (s *session) config(ctx context.Context, digest v1.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := readBody(resp)
 	if err != nil {
 		return nil, err
 	}
@@ -134,18 +139,4 @@ func (s *session) config(ctx context.Context, digest v1.Hash) ([]byte, error) {
 		}
 	}
 	return raw, nil
-}
-
-// readErr keeps the error of the reader under a decoder, which a decoder reports as its own.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF && e.err == nil {
-		e.err = err
-	}
-	return n, err
 }

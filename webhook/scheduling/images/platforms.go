@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -48,32 +47,73 @@ type contents struct {
 	listed int
 }
 
-// platformsFromManifest reads a manifest served with Content-Type mediaType.
+// platformsFromManifest reads a manifest served with Content-Type mediaType. Only the fields that say
+// what it is are decoded, and an index's entries one at a time: what it holds besides raw is one entry
+// and what it keeps, never the whole document decoded.
 func platformsFromManifest(mediaType string, raw []byte) (contents, error) {
-	return readManifest(mediaType, bytes.NewReader(raw))
+	var m summary
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return contents{}, malformed("malformed manifest (not JSON)")
+	}
+	kind := types.MediaType(strings.TrimSpace(strings.Split(mediaType, ";")[0]))
+	if !kind.IsIndex() && !kind.IsImage() && !kind.IsSchema1() {
+		// Some registries serve manifests as application/json or octet-stream: trust the document.
+		kind = m.MediaType
+	}
+	switch {
+	case kind.IsIndex():
+		if m.Manifests == nil {
+			return indexContents(&entries{})
+		}
+		return indexContents(m.Manifests)
+	case kind.IsImage():
+		if m.Config == nil {
+			return contents{}, malformed("malformed manifest (no config)")
+		}
+		if mt := m.Config.MediaType; mt != "" && mt != types.OCIConfigJSON && mt != types.DockerConfigJSON {
+			return contents{}, malformed("not a container image (config is %s)", short(string(mt)))
+		}
+		return imageContents(m.Config.Digest)
+	case kind.IsSchema1() || bool(m.FSLayers):
+		return contents{}, malformed("Docker schema 1 manifest (unsupported)")
+	case m.Manifests != nil:
+		return indexContents(m.Manifests)
+	case m.Config != nil:
+		return imageContents(m.Config.Digest)
+	}
+	return contents{}, malformed("not an image manifest (media type %s)", short(string(kind)))
 }
 
 // maxOther bounds the entries kept of other operating systems than Windows: the policy needs them only
 // to name a Linux-only image's platforms in a message.
 const maxOther = 8
 
-// summary is what a manifest's fields say, read as a stream.
+// summary holds the fields of an OCI index, a Docker manifest list, an OCI image manifest and a Docker
+// schema 2 manifest that say what kind of manifest it is and which platforms it has. encoding/json
+// skips every other field without allocating.
 type summary struct {
-	mediaType types.MediaType
-	// manifests is set when the document has a manifests array (an index, or a document that looks
-	// like one).
-	manifests bool
-	entries   entries
-	config    *struct {
+	MediaType types.MediaType `json:"mediaType"`
+	// Manifests is nil without a manifests array (or with null).
+	Manifests *entries `json:"manifests"`
+	Config    *struct {
 		MediaType types.MediaType `json:"mediaType"`
 		Digest    string          `json:"digest"`
-	}
-	// fsLayers: schema 1 manifests name them; they carry no OS and go-containerregistry does not read them.
-	fsLayers bool
+	} `json:"config"`
+	// FSLayers: schema 1 manifests name them; they carry no OS and go-containerregistry does not read
+	// them. Like a json.RawMessage, even null counts.
+	FSLayers present `json:"fsLayers"`
 }
 
-// entries is what an index's manifests array says, kept as it streams by: a 4 MiB array of empty
-// objects would otherwise become a million structs, twelve times the bytes that carried them.
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
+}
+
+// entries is what an index's manifests array says, kept as it is decoded an entry at a time: a 4 MiB
+// array of empty objects would otherwise become a million structs, twelve times the bytes that
+// carried them.
 type entries struct {
 	platforms []policy.Platform
 	indexes   []v1.Hash
@@ -81,6 +121,14 @@ type entries struct {
 	listed int
 	// err is the first entry a registry got wrong; it matters only if the document is an index.
 	err error
+}
+
+// UnmarshalJSON reads the array an entry at a time; encoding/json hands it the array's bytes
+// without copying them.
+func (e *entries) UnmarshalJSON(data []byte) error {
+	var err error
+	*e, err = decodeEntries(json.NewDecoder(bytes.NewReader(data)))
+	return err
 }
 
 type indexEntry struct {
@@ -93,39 +141,6 @@ type platform struct {
 	OS           string `json:"os"`
 	Architecture string `json:"architecture"`
 	OSVersion    string `json:"os.version"`
-}
-
-// readManifest reads a manifest served with Content-Type mediaType from r, an entry at a time: what it
-// holds at once is one entry and what it keeps, never the whole document decoded.
-func readManifest(mediaType string, r io.Reader) (contents, error) {
-	m, err := decodeSummary(r)
-	if err != nil {
-		return contents{}, malformed("malformed manifest (not JSON)")
-	}
-	kind := types.MediaType(strings.TrimSpace(strings.Split(mediaType, ";")[0]))
-	if !kind.IsIndex() && !kind.IsImage() && !kind.IsSchema1() {
-		// Some registries serve manifests as application/json or octet-stream: trust the document.
-		kind = m.mediaType
-	}
-	switch {
-	case kind.IsIndex():
-		return indexContents(&m.entries)
-	case kind.IsImage():
-		if m.config == nil {
-			return contents{}, malformed("malformed manifest (no config)")
-		}
-		if mt := m.config.MediaType; mt != "" && mt != types.OCIConfigJSON && mt != types.DockerConfigJSON {
-			return contents{}, malformed("not a container image (config is %s)", short(string(mt)))
-		}
-		return imageContents(m.config.Digest)
-	case kind.IsSchema1() || m.fsLayers:
-		return contents{}, malformed("Docker schema 1 manifest (unsupported)")
-	case m.manifests:
-		return indexContents(&m.entries)
-	case m.config != nil:
-		return imageContents(m.config.Digest)
-	}
-	return contents{}, malformed("not an image manifest (media type %s)", short(string(kind)))
 }
 
 func imageContents(config string) (contents, error) {
@@ -146,86 +161,28 @@ func indexContents(e *entries) (contents, error) {
 	return contents{Platforms: e.platforms, Indexes: e.indexes, listed: e.listed}, nil
 }
 
-var errNotJSON = errors.New("not a JSON object")
-
-// decodeSummary reads the fields of a manifest that say what it is, as encoding/json would into a
-// struct (keys matched without case, the last of duplicates winning, unknown keys skipped), and
-// nothing else.
-func decodeSummary(r io.Reader) (summary, error) {
-	var m summary
-	dec := json.NewDecoder(r)
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return m, errNotJSON
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return m, err
-		}
-		key, _ := t.(string)
-		switch {
-		case strings.EqualFold(key, "mediaType"):
-			if err := dec.Decode(&m.mediaType); err != nil {
-				return m, err
-			}
-		case strings.EqualFold(key, "manifests"):
-			if m.manifests, m.entries, err = decodeEntries(dec); err != nil {
-				return m, err
-			}
-		case strings.EqualFold(key, "config"):
-			m.config = nil
-			if err := dec.Decode(&m.config); err != nil {
-				return m, err
-			}
-		case strings.EqualFold(key, "fsLayers"):
-			// Like a json.RawMessage, even null counts as present.
-			m.fsLayers = true
-			if err := skipValue(dec); err != nil {
-				return m, err
-			}
-		default:
-			if err := skipValue(dec); err != nil {
-				return m, err
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return m, err
-	}
-	// Nothing may follow the object, as json.Unmarshal requires.
-	if _, err := dec.Token(); err != io.EOF {
-		return m, errNotJSON
-	}
-	return m, nil
-}
-
-// decodeEntries reads a manifests array (or null) an entry at a time.
-func decodeEntries(dec *json.Decoder) (bool, entries, error) {
+// decodeEntries reads a manifests array an entry at a time.
+func decodeEntries(dec *json.Decoder) (entries, error) {
 	var e entries
-	t, err := dec.Token()
-	if err != nil {
-		return false, e, err
-	}
-	if t == nil {
-		return false, e, nil
-	}
-	if t != json.Delim('[') {
-		return false, e, errNotJSON
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return e, errNotArray
 	}
 	for i := 0; dec.More(); i++ {
 		var entry indexEntry
 		if err := dec.Decode(&entry); err != nil {
-			return false, e, err
+			return e, err
 		}
 		if e.err == nil {
 			e.err = e.add(i, &entry)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing bracket
-		return false, e, err
+		return e, err
 	}
-	return true, e, nil
+	return e, nil
 }
+
+var errNotArray = errors.New("not a JSON array")
 
 func (e *entries) add(i int, entry *indexEntry) error {
 	if entry.MediaType.IsIndex() {
@@ -278,26 +235,6 @@ func windowsCount(ps []policy.Platform) int {
 		}
 	}
 	return n
-}
-
-// skipValue reads past one JSON value without keeping it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // platformFromConfig reads the os, architecture and os.version of an image config blob.

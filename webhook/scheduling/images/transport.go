@@ -100,9 +100,10 @@ func bodyKind(path string) string {
 	return "registry response"
 }
 
-// bodyWeight is what one byte of a response costs the byte budget: a json.Decoder's buffer grows by
-// doubling, so holding n bytes of a value may take 2n, and the buffer it outgrew is garbage until
-// the next collection. BenchmarkReadManifestMemory measures it.
+// bodyWeight is what one byte of a response costs the byte budget: the body is held once, and
+// decoding it holds one entry and what is kept besides, but a body of unannounced length grows its
+// buffer by doubling, and the garbage of decoding lasts until the next collection.
+// BenchmarkReadManifestMemory measures the peak of the live heap per byte of manifest.
 const bodyWeight = 2
 
 // maxRead bounds one read, so that a response takes its budget as its bytes arrive, not as a
