@@ -21,7 +21,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/singleflight"
-	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -42,6 +41,9 @@ type Config struct {
 	NegativeTTL time.Duration
 	// MaxEntries bounds each cache: digests, tags, errors and parsed references (default 10000).
 	MaxEntries int
+	// CacheBytes bounds the caches' memory (default 32 MiB, at least 1 MiB): half for images'
+	// platforms, a sixth each for tags, errors and parsed references.
+	CacheBytes int64
 	// MaxLookups bounds the registry lookups in flight, over all images (default 64): whoever creates
 	// pods chooses how many distinct images there are. A lookup that finds the bound reached waits for
 	// a slot within Timeout (as many may wait as may run); one that gets none is answered busy
@@ -103,13 +105,13 @@ type Resolver struct {
 	c         Config
 	transport http.RoundTripper
 	// digests: repository@digest → []policy.Platform. A digest names immutable content: no expiry.
-	digests *cache.LRUExpireCache
+	digests *lru
 	// tags: repository:tag → tagEntry, trusted for TagTTL, then checked by HEAD.
-	tags *cache.LRUExpireCache
+	tags *lru
 	// failures: lookup key → error message, for NegativeTTL.
-	failures *cache.LRUExpireCache
+	failures *lru
 	// refs: image as spelled → parsed. Parsing costs more than the rest of a warm lookup.
-	refs *cache.LRUExpireCache
+	refs *lru
 	// flights: one registry lookup per lookup key at a time, shared by every review that asks.
 	flights singleflight.Group
 	// slots: a flight holds one while it asks the registry, MaxLookups in all.
@@ -159,10 +161,6 @@ type parsed struct {
 	name string
 }
 
-type clockFunc func() time.Time
-
-func (f clockFunc) Now() time.Time { return f() }
-
 // New applies c's defaults and returns a Resolver.
 func New(c Config) (*Resolver, error) {
 	for _, d := range []struct {
@@ -190,6 +188,12 @@ func New(c Config) (*Resolver, error) {
 	}
 	if c.MaxEntries == 0 {
 		c.MaxEntries = 10000
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = 32 << 20
+	}
+	if c.CacheBytes < 1<<20 {
+		return nil, fmt.Errorf("image resolver: CacheBytes (%d) is under 1 MiB", c.CacheBytes)
 	}
 	if c.MaxLookups < 0 {
 		return nil, fmt.Errorf("image resolver: MaxLookups is negative (%d)", c.MaxLookups)
@@ -221,18 +225,19 @@ func New(c Config) (*Resolver, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	clock := clockFunc(c.Now)
 	return &Resolver{
 		c:         c,
 		transport: guard{next: base, allowPrivate: c.AllowPrivateNetworks},
-		digests:   cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		tags:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		failures:  cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		refs:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		slots:     newSlots(c.MaxLookups, c.MaxLookupsPerRegistry),
-		bytes:     newByteBudget(c.MaxBytesInFlight, max(c.MaxBytesInFlight/4, MinBytesInFlight)),
-		egress:    eg,
-		busy:      "wincompat's registry lookups are at capacity, try again shortly",
+		// Half the bytes for platforms, the costly part; a pod author's stream of new references or
+		// failing images evicts only its own kind.
+		digests:  newLRU(c.MaxEntries, c.CacheBytes/2, c.Now, platformsCost),
+		tags:     newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, tagCost),
+		failures: newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, stringCost),
+		refs:     newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, refCost),
+		slots:    newSlots(c.MaxLookups, c.MaxLookupsPerRegistry),
+		bytes:    newByteBudget(c.MaxBytesInFlight, max(c.MaxBytesInFlight/4, MinBytesInFlight)),
+		egress:   eg,
+		busy:     "wincompat's registry lookups are at capacity, try again shortly",
 	}, nil
 }
 
