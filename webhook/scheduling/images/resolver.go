@@ -19,7 +19,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/wincompat/wincompat/policy"
@@ -138,10 +137,6 @@ const maxReference = 1024
 
 // errInvalid is the answer for a reference that does not parse, which no registry could answer.
 const errInvalid = "invalid image reference"
-
-// Go-containerregistry retries network blips after 1s and 3s by default, past a review's deadline.
-// One quick retry helps a review; slow registries are the background lookup's business.
-var retryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}
 
 type tagEntry struct {
 	digest string
