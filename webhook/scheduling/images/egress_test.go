@@ -149,21 +149,27 @@ func TestNoRedirectToPlainHTTP(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	t.Cleanup(plain.Close)
+	var redirected sync.Map
 	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/" {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
+		redirected.Store(r.URL.Path, true)
 		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
 	}))
 	t.Cleanup(secure.Close)
 	r := newResolver(t, Config{})
 	trustServer(r, secure)
 	port := strings.Split(secure.Listener.Addr().String(), ":")[1]
-	recordDials(r, map[string][]netip.Addr{"registry.example": {netip.MustParseAddr("127.0.0.1")}})
-	got := lookupImage(r, "registry.example:"+port+"/app:1")
-	if want := "registry.example:" + port + ": " + msgUnreachable; got.Err != want {
+	// example.com is a name httptest's certificate carries.
+	recordDials(r, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
+	got := lookupImage(r, "example.com:"+port+"/app:1")
+	if want := "example.com:" + port + ": " + msgUnreachable; got.Err != want {
 		t.Errorf("Err %q, want %q", got.Err, want)
+	}
+	if _, ok := redirected.Load("/v2/app/manifests/1"); !ok {
+		t.Error("the https registry was never asked for the manifest: the test did not reach the redirect")
 	}
 	plainHits.Range(func(k, _ any) bool {
 		t.Errorf("plain HTTP service got %v", k)
