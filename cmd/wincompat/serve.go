@@ -96,7 +96,7 @@ func runServe(args []string, stderr io.Writer) int {
 	})
 	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups connect to loopback, private (RFC 1918, fc00::/7, 100.64.0.0/10) and unspecified addresses, checked after DNS, and use plain HTTP to loopback registries; for in-cluster or on-premises registries. Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 168.63.129.16) are never contacted")
 	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret (required then): a label selector of the namespaces whose pods' images may be read with it, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
-	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
+	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets, for reviews from an authenticated API server")
 	zapOpts.BindFlags(fl)
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
