@@ -110,14 +110,11 @@ func (s *session) manifest(ctx context.Context, ref name.Reference) (contents, s
 	return c, digest, err
 }
 
-// readBody reads a whole response into one buffer of the announced size (the transport refuses more
-// than maxBody), so that reading it holds its bytes once; without a length the buffer grows, which
-// bodyWeight covers.
+// readBody reads a whole response. Its buffer grows as bytes arrive, never by the length a registry
+// announces: a registry that announces 4 MiB and sends nothing must not make wincompat reserve them.
+// Growing by doubling holds up to twice what arrived, which bodyWeight covers.
 func readBody(resp *http.Response) ([]byte, error) {
 	var buf bytes.Buffer
-	if n := resp.ContentLength; n > 0 && n <= maxBody {
-		buf.Grow(int(n) + 1) // one more, so that ReadFrom sees the end without growing
-	}
 	_, err := buf.ReadFrom(resp.Body)
 	return buf.Bytes(), err
 }

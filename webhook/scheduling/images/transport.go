@@ -100,10 +100,9 @@ func bodyKind(path string) string {
 	return "registry response"
 }
 
-// bodyWeight is what one byte of a response costs the byte budget: the body is held once, and
-// decoding it holds one entry and what is kept besides, but a body of unannounced length grows its
-// buffer by doubling, and the garbage of decoding lasts until the next collection.
-// BenchmarkReadManifestMemory measures the peak of the live heap per byte of manifest.
+// bodyWeight is what one byte of a response costs the byte budget: the buffer a body is read into grows
+// by doubling, so it holds up to twice what arrived. The garbage of growing and decoding is the
+// collector's (BenchmarkReadManifestMemory measures the peak with it).
 const bodyWeight = 2
 
 // maxRead bounds one read, so that a response takes its budget as its bytes arrive, not as a
