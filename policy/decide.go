@@ -241,6 +241,16 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		}
 		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + linuxOnlyWarning})
 	}
+	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
+		// An image wincompat could not check because of its own load may be one deny refuses: admitting
+		// it would make deny hold only while wincompat is idle, and anyone creating pods can keep it
+		// busy. The refusal is temporary; controllers retry pod creation.
+		for _, ci := range images {
+			if ci.busy {
+				return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
+			}
+		}
+	}
 	if inferred != "" {
 		p.setWindowsOS(&pod.Spec, rec, inferred)
 	}

@@ -12,6 +12,11 @@ type Image struct {
 	// Err says why the registry gave no answer (timeout, unreachable, unauthorized, malformed manifest).
 	// The decision then falls back to the other build sources and records Err in its warning.
 	Err string
+	// Busy says the registry was not asked, or not to the end, because wincompat's own bounds on
+	// registry lookups were reached: the image may be anything. Err says so too. The policy's
+	// imagesWithoutWindows: deny then refuses the pod with a message to retry, rather than admit an
+	// image it could not check.
+	Busy bool
 }
 
 // Platform is one entry of an image.

@@ -20,6 +20,8 @@ type containerImage struct {
 	platforms []string
 	// lookupErr says why the registry gave no answer.
 	lookupErr string
+	// busy: the registry was not asked because of wincompat's own bounds (Image.Busy).
+	busy bool
 }
 
 // constrains reports whether the image limits where the pod can run: it names builds, and no Windows
@@ -74,7 +76,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 			}
 		default:
 			if known {
-				ci.lookupErr = img.Err
+				ci.lookupErr, ci.busy = img.Err, img.Busy
 			}
 			if b, ok := p.BuildOfImage(c.Image); ok {
 				ci.source, ci.versions = SourceImage, []string{b.Number}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,6 +59,47 @@ func TestImagesToLookUp(t *testing.T) {
 			got := p.ImagesToLookUp(tc.obj, Facts{Operation: tc.op, Namespace: tc.ns})
 			if !slices.Equal(got.Images, tc.want.Images) || !slices.Equal(got.PullSecrets, tc.want.PullSecrets) || got.Wait != tc.want.Wait {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDenyHoldsUnderLoad: with imagesWithoutWindows: deny, an image the resolver did not check because
+// of its own bounds (Image.Busy) refuses the pod with a message to retry, as a Linux-only image would
+// be refused; a registry's own failure, and warn, still fall back as before.
+func TestDenyHoldsUnderLoad(t *testing.T) {
+	facts := func(img Image) Facts {
+		return Facts{Operation: Create, Namespace: Namespace{Name: "shop", Labels: map[string]string{LabelEnabled: "true"}},
+			Images: map[string]Image{"example.com/app:ltsc2022": img}}
+	}
+	pod := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
+			OS:         &corev1.PodOS{Name: corev1.Windows},
+			Containers: []corev1.Container{{Name: "app", Image: "example.com/app:ltsc2022"}}}}
+	}
+	busy := Image{Err: "wincompat's registry lookups are at capacity, try again shortly", Busy: true}
+	failed := Image{Err: "example.com: registry unreachable"}
+	linuxOnly := Image{Platforms: []Platform{{OS: "linux", Architecture: "amd64"}}}
+	for _, tc := range []struct {
+		name   string
+		mode   string
+		img    Image
+		denied string
+	}{
+		{"deny, busy", ImagesWithoutWindowsDeny, busy, "could not be checked for a Windows entry now"},
+		{"deny, Linux-only", ImagesWithoutWindowsDeny, linuxOnly, "has no Windows entry"},
+		{"deny, the registry failed", ImagesWithoutWindowsDeny, failed, ""},
+		{"warn, busy", ImagesWithoutWindowsWarn, busy, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Default()
+			p.ImagesWithoutWindows = tc.mode
+			d, err := p.Decide(pod(), facts(tc.img))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.denied == "" && d.Denied != "" || !strings.Contains(d.Denied, tc.denied) {
+				t.Errorf("Denied %q, want %q", d.Denied, tc.denied)
 			}
 		})
 	}

@@ -105,7 +105,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 			if callerVerified(ctx) {
 				// Whoever reaches the port names the namespace: only the API server, proven by its client
 				// certificate, may make wincompat read a namespace's pull secrets.
-				req.PullSecrets = l.PullSecrets
+				req.PullSecrets, req.Authenticated = l.PullSecrets, true
 			}
 			if l.Wait {
 				facts.Images = resolver.Lookup(ctx, req)

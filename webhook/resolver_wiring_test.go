@@ -93,5 +93,8 @@ func TestPullSecretsOnlyForVerifiedCallers(t *testing.T) {
 		if got := resolver.lookups[i].PullSecrets; !slices.Equal(got, want) {
 			t.Errorf("review %d: pull secrets %q, want %q", i, got, want)
 		}
+		if got := resolver.lookups[i].Authenticated; got != (want != nil) {
+			t.Errorf("review %d: authenticated %v", i, got)
+		}
 	}
 }

@@ -59,6 +59,11 @@ func newCLIResolver(wait time.Duration) (*images.Resolver, error) {
 		// The server's bound keeps tenants from piling up lookups; here every lookup is the user's
 		// own, and an audit asks a whole page's images at once: none may be refused.
 		MaxLookups: math.MaxInt,
+		// The user's own machine and network, and the user's own references (mutate) or a cluster's
+		// the user chose to audit: registries on localhost or the company network are what a user
+		// means. Link-local and metadata addresses stay refused, and plain HTTP is still for loopback
+		// only; what a registry answers goes to the user alone.
+		AllowPrivateNetworks: true,
 		// authn.DefaultKeychain reads the user's docker config, not the chart's pull secret.
 		UnauthorizedHint: "log in with docker login or crane auth login",
 	})

@@ -26,7 +26,7 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 	host := strings.TrimPrefix(registry.URL, "http://")
 	image := host + "/app:1"
 	got := r.Lookup(context.Background(), images.Request{Images: []string{image}})[image]
-	if want := host + ": unauthorized (log in with docker login or crane auth login)"; got.Err != want {
+	if want := host + ": no such image, or not readable with the credentials wincompat may use for this pod (log in with docker login or crane auth login)"; got.Err != want {
 		t.Errorf("Err %q, want %q", got.Err, want)
 	}
 }

@@ -101,8 +101,19 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries (manifests and configs only, cached) to learn which Windows builds can run them; false leaves the build to tags, annotations and the cluster")
 	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries; past it the build falls back to the other sources (with a warning) and the lookup finishes in the background for the next pod. At most 2s, under the webhook's timeoutSeconds")
 	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again (digests are immutable and cached until evicted)")
-	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image is not looked up (its build falls back at once, with a warning; metric result=busy), so pods naming many new images cannot pile up connections and memory while a registry is slow")
-	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets")
+	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image waits for a slot within --image-lookup-timeout, then is not looked up (its build falls back, with a warning; metric result=busy; with the policy's imagesWithoutWindows: deny the pod is refused with a message to retry), so pods naming many new images cannot pile up connections and memory while a registry is slow")
+	fl.IntVar(&imageOpts.MaxLookupsPerRegistry, "image-max-lookups-per-registry", 16, "registry lookups in flight at most to one registry host, so that a slow or hostile registry leaves slots to the others (0: a quarter of --image-max-lookups)")
+	fl.Func("image-bytes-in-flight", "bytes of registry responses held at once, over all lookups, as a quantity (default 32Mi, at least 9Mi); one registry may hold a quarter. A lookup that would pass it ends busy, like one past --image-max-lookups", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		imageOpts.MaxBytesInFlight = q.Value()
+		return nil
+	})
+	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups connect to loopback, private (RFC 1918, fc00::/7, 100.64.0.0/10) and unspecified addresses, checked after DNS, and use plain HTTP to loopback registries; for in-cluster or on-premises registries. Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 168.63.129.16) are never contacted")
+	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret (required then): a label selector of the namespaces whose pods' images may be read with it, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
+	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets, for reviews from a caller verified by --client-ca-file")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
 	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most (0: the default); past it new ones wait to be accepted")
 	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s (0: the default)")

@@ -64,6 +64,7 @@ imageResolver:
   timeout: 1500ms
   tagTTL: 10m
   pullSecret: registry-creds
+  pullSecretNamespaces: kubernetes.io/metadata.name
 `
 
 func helm(t *testing.T, args ...string) []byte {
@@ -312,14 +313,14 @@ func TestHelmChartImageResolver(t *testing.T) {
 		secretRules    []string // every rule on Secrets: kind, verbs, resourceNames
 		podPullSecrets bool     // the policy's podImagePullSecrets
 	}{
-		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64"}, nil, false},
+		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"}, nil, false},
 		{"off", "imageResolver: {enabled: false, pullSecret: registry-creds, podPullSecrets: true}\n",
 			[]string{"--resolve-images=false"}, nil, false},
-		{"pull secret", "imageResolver: {pullSecret: registry-creds, timeout: 0.5s, maxLookups: 16}\nwebhook: {timeoutSeconds: 1}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-pull-secret=registry-creds"},
+		{"pull secret", "imageResolver: {pullSecret: registry-creds, pullSecretNamespaces: wincompat.io/registry-credentials=true, timeout: 0.5s, maxLookups: 16, maxLookupsPerRegistry: 4, allowPrivateNetworks: true}\nwebhook: {timeoutSeconds: 1}\n",
+			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-max-lookups-per-registry=4", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=true", "--image-pull-secret=registry-creds", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
 			[]string{`Role get ["registry-creds"]`}, false},
 		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\nwebhook: {clientAuth: {caConfigMap: apiserver-ca}}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64"},
+			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"},
 			[]string{`ClusterRole get []`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -281,7 +281,10 @@ func TestPlacementFromImages(t *testing.T) {
 	im := pushRegistryImages(t, reg)
 
 	manageClasses := func(o *server.Options) { o.ManageRuntimeClasses = true }
-	resolveImages := func(o *server.Options) { o.Images = &server.ImageOptions{Timeout: time.Second} }
+	// The registry is on loopback, which wincompat reaches only when allowed.
+	resolveImages := func(o *server.Options) {
+		o.Images = &server.ImageOptions{Timeout: time.Second, AllowPrivateNetworks: true}
+	}
 	cl := startClusterWith(t, []controlplane.Option{controlplane.WithScheduler()}, manageClasses, resolveImages)
 	t.Logf("registry, control plane, kube-scheduler and wincompat (reading the registry) up in %v", time.Since(began).Round(time.Millisecond))
 	cl.waitForManagedRuntimeClasses(t, 3)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +27,19 @@ type ImageOptions struct {
 	// PullSecret names a docker-config Secret in the server's namespace with credentials for private
 	// registries; empty for anonymous access only.
 	PullSecret string
+	// PullSecretNamespaces is a label selector of the namespaces whose pods' images may be read with
+	// PullSecret; the others' are read anonymously. Required with PullSecret.
+	PullSecretNamespaces string
 	// MaxLookups bounds the registry lookups in flight (0: the resolver's default, 64).
 	MaxLookups int
+	// MaxLookupsPerRegistry bounds the lookups in flight to one registry host (0: a quarter of
+	// MaxLookups).
+	MaxLookupsPerRegistry int
+	// MaxBytesInFlight bounds the bytes of registry responses held at once (0: 32 MiB).
+	MaxBytesInFlight int64
+	// AllowPrivateNetworks lets lookups reach loopback and private addresses (never link-local or
+	// metadata ones).
+	AllowPrivateNetworks bool
 }
 
 var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.NewMetrics(metrics.Registry) })
@@ -35,11 +47,27 @@ var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.N
 // newImageResolver builds the resolver of the server: its own pull secret, read again when it may have
 // been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
 // own identity (so RBAC decides whether that works).
-func newImageResolver(cfg *rest.Config, reader client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
-	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, Metrics: sharedImageMetrics(), Log: log,
-		UnauthorizedHint: "set imageResolver.pullSecret"}
+func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
+	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, MaxLookupsPerRegistry: o.MaxLookupsPerRegistry,
+		MaxBytesInFlight: o.MaxBytesInFlight, AllowPrivateNetworks: o.AllowPrivateNetworks,
+		Metrics: sharedImageMetrics(), Log: log, UnauthorizedHint: "set imageResolver.pullSecret"}
 	if o.PullSecret != "" {
 		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}
+		selector, err := labels.Parse(o.PullSecretNamespaces)
+		if err != nil {
+			return nil, fmt.Errorf("--image-pull-secret-namespaces: %w", err)
+		}
+		// Any pod author in an opted-in namespace could otherwise probe the registry through
+		// wincompat's credentials: only the namespaces the operator chose use them.
+		c.KeychainNamespaces = func(name string) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			var ns corev1.Namespace
+			if err := namespaces.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				return false
+			}
+			return selector.Matches(labels.Set(ns.Labels))
+		}
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

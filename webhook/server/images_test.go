@@ -25,7 +25,7 @@ func TestImageResolverUnauthorizedHint(t *testing.T) {
 	// An API server without the pod's pull secret: a missing Secret is skipped, not an error.
 	apiserver := httptest.NewServer(http.NotFoundHandler())
 	defer apiserver.Close()
-	r, err := newImageResolver(&rest.Config{Host: apiserver.URL}, nil, "wincompat-system", ImageOptions{Timeout: 5 * time.Second}, testr.New(t))
+	r, err := newImageResolver(&rest.Config{Host: apiserver.URL}, nil, nil, "wincompat-system", ImageOptions{Timeout: 5 * time.Second, AllowPrivateNetworks: true}, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,11 @@ func TestImageResolverUnauthorizedHint(t *testing.T) {
 		secrets []string
 		want    string
 	}{
-		{"pod's pull secrets not used", nil, host + ": unauthorized (set imageResolver.pullSecret)"},
-		{"pod's pull secrets used", []string{"regcred"}, host + ": unauthorized (set imageResolver.pullSecret or the pod's imagePullSecrets)"},
+		{"pod's pull secrets not used", nil, host + ": no such image, or not readable with the credentials wincompat may use for this pod (set imageResolver.pullSecret)"},
+		{"pod's pull secrets used", []string{"regcred"}, host + ": no such image, or not readable with the credentials wincompat may use for this pod (set imageResolver.pullSecret or the pod's imagePullSecrets)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := images.Request{Namespace: "team", PullSecrets: tc.secrets, Images: []string{image}}
+			req := images.Request{Namespace: "team", Authenticated: true, PullSecrets: tc.secrets, Images: []string{image}}
 			if got := r.Lookup(context.Background(), req)[image]; got.Err != tc.want {
 				t.Errorf("Err %q, want %q", got.Err, tc.want)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -33,6 +34,7 @@ import (
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
@@ -139,6 +141,20 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--image-max-lookups %d: use at least 1 (0 for the default, 64)", o.Images.MaxLookups))
 	}
 	errs = append(errs, o.Serving.withDefaults().Validate(webhook.MinBudget)...)
+	if o.Images != nil && o.Images.MaxLookupsPerRegistry < 0 {
+		errs = append(errs, fmt.Errorf("--image-max-lookups-per-registry %d: use at least 1 (0 for a quarter of --image-max-lookups)", o.Images.MaxLookupsPerRegistry))
+	}
+	if o.Images != nil && o.Images.MaxBytesInFlight != 0 && o.Images.MaxBytesInFlight < images.MinBytesInFlight {
+		errs = append(errs, fmt.Errorf("--image-bytes-in-flight %d: use at least %d (one largest response), or 0 for the default, 32Mi", o.Images.MaxBytesInFlight, images.MinBytesInFlight))
+	}
+	if o.Images != nil && o.Images.PullSecret != "" && o.Images.PullSecretNamespaces == "" {
+		errs = append(errs, errors.New("--image-pull-secret needs --image-pull-secret-namespaces, a label selector of the namespaces whose pods' images may be read with it (kubernetes.io/metadata.name for every namespace)"))
+	}
+	if o.Images != nil && o.Images.PullSecretNamespaces != "" {
+		if _, err := labels.Parse(o.Images.PullSecretNamespaces); err != nil {
+			errs = append(errs, fmt.Errorf("--image-pull-secret-namespaces: %w", err))
+		}
+	}
 	if o.Images != nil && o.Images.PullSecret != "" && o.Namespace == "" {
 		errs = append(errs, errors.New("--image-pull-secret needs --namespace (or POD_NAMESPACE): the Secret is read from wincompat's own namespace"))
 	}
@@ -241,7 +257,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	current.Store(pol)
 	var resolver webhook.ImageResolver
 	if o.Images != nil {
-		r, err := newImageResolver(cfg, mgr.GetAPIReader(), o.Namespace, *o.Images, o.Log.WithName("images"))
+		r, err := newImageResolver(cfg, mgr.GetAPIReader(), mgr.GetClient(), o.Namespace, *o.Images, o.Log.WithName("images"))
 		if err != nil {
 			return err
 		}

@@ -339,7 +339,10 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		"--read-timeout", "2s", // the demo's slow peer is cut off sooner than by the default 10s
 		"--leader-elect", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--resolve-images", // the default, spelled out: Windows pods' images are read from their registries
-		"--engine=hybrid",  // the chart's choice on Kubernetes 1.36: the static part also as admission policies
+		// The demo's registry is on loopback; a cluster's wincompat never reaches loopback or private
+		// addresses unless its operator allows it like this.
+		"--image-allow-private-networks",
+		"--engine=hybrid", // the chart's choice on Kubernetes 1.36: the static part also as admission policies
 		"--policy", d.policyFile, "--policy-configmap", policyConfigMap,
 	}
 	d.serveArgs = args

@@ -52,7 +52,8 @@ func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 	if err != nil {
 		return nil, err
 	}
-	server, meter, err := e.launch(ctx, "wincompat-images", port, "--resolve-images=true", "--image-lookup-timeout="+imageLookupTimeout.String())
+	server, meter, err := e.launch(ctx, "wincompat-images", port, "--resolve-images=true", "--image-lookup-timeout="+imageLookupTimeout.String(),
+		"--image-allow-private-networks") // the registry is on loopback
 	if err != nil {
 		return nil, err
 	}

@@ -5,21 +5,26 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
+// msgUnreachable is the one answer for every failure below HTTP, and for HTTP answers no registry gives:
+// a pod's author names the host, so telling refused from filtered, untrusted TLS from plain HTTP, or
+// an unknown name from a timeout would map wincompat's network for them.
+const msgUnreachable = "registry unreachable (the cluster operator sees why in wincompat's log)"
+
 // explain turns an error from reading an image of registry into one short sentence for an admission
-// warning; podSecrets says whether the lookup offered the pod's pull secrets. The log has the full error.
-func (r *Resolver) explain(registry string, podSecrets bool, err error) string {
+// warning, and the reason the operator's metric counts; podSecrets says whether the lookup offered the
+// pod's pull secrets. The log has the full error.
+func (r *Resolver) explain(registry string, creds credentials, err error) (string, string) {
 	var (
 		plain  *plainHTTPError
+		egress *egressError
 		large  *tooLargeError
 		bad    *malformedError
 		secret *pullSecretError
@@ -28,42 +33,56 @@ func (r *Resolver) explain(registry string, podSecrets bool, err error) string {
 		cert   *tls.CertificateVerificationError
 		x509UA x509.UnknownAuthorityError
 		x509H  x509.HostnameError
-		op     *net.OpError
+		recErr tls.RecordHeaderError
+		alert  tls.AlertError
 	)
 	if errors.As(err, &secret) {
-		return r.explain(registry, podSecrets, secret.err) + "; the pod's pull secrets are unreadable: " + brief(secret.secrets)
+		msg, reason := r.explain(registry, creds, secret.err)
+		if reason == reasonUnauthorized || reason == reasonNotFound {
+			reason = reasonCredentials
+		}
+		// Which secrets, and why: the log's. The author learns only that theirs did not serve.
+		return msg + "; the pod's pull secrets could not be read", reason
 	}
+	var reason string
 	switch {
+	case errors.Is(err, errBusy):
+		return "", reasonBusy
 	// Before the others: a registry reached over https that failed, then refused over http, is
 	// best explained by the refusal.
-	case errors.As(err, &plain):
-		return registry + ": plain HTTP refused (only loopback registries may use http)"
+	case errors.As(err, &plain), errors.As(err, &egress):
+		reason = reasonPolicy
 	case errors.As(err, &large):
-		return large.Error()
+		return large.Error(), reasonTooLarge
 	case errors.Is(err, errTooManyRedirects):
-		return registry + ": too many redirects"
+		reason = reasonHTTP
 	case errors.As(err, &bad):
-		return bad.msg
+		return bad.msg, reasonMalformed
 	case errors.As(err, &status):
-		return r.explainStatus(registry, podSecrets, status)
+		return r.explainStatus(registry, creds, status)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("%s: no answer within %v", registry, r.c.BackgroundTimeout)
+		reason = reasonTimeout
 	case errors.As(err, &dns):
-		if dns.IsNotFound {
-			return registry + ": no such host"
-		}
-		return registry + ": DNS lookup failed"
-	case errors.As(err, &cert), errors.As(err, &x509UA), errors.As(err, &x509H):
-		return registry + ": TLS certificate not trusted"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return registry + ": connection refused"
-	case errors.As(err, &op) && op.Op == "dial":
-		return registry + ": unreachable"
+		reason = reasonDNS
+	case errors.As(err, &cert), errors.As(err, &x509UA), errors.As(err, &x509H), errors.As(err, &recErr), errors.As(err, &alert):
+		reason = reasonTLS
+	// net/http has no error type for a plain HTTP answer to a TLS handshake, only these words.
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		reason = reasonTLS
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		reason = reasonRefused
+	default:
+		reason = reasonOther
 	}
-	return registry + ": " + brief(err)
+	return registry + ": " + msgUnreachable, reason
 }
 
-func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.Error) string {
+// msgNotReadable is the answer for both "unauthorized" and "no such image": which of the two a registry
+// says of a repository is what a pod's author could otherwise learn, through wincompat's credentials,
+// about a private registry's contents.
+const msgNotReadable = "no such image, or not readable with the credentials wincompat may use for this pod"
+
+func (r *Resolver) explainStatus(registry string, creds credentials, e *transport.Error) (string, string) {
 	code := e.StatusCode
 	for _, d := range e.Errors {
 		switch d.Code {
@@ -77,22 +96,26 @@ func (r *Resolver) explainStatus(registry string, podSecrets bool, e *transport.
 	}
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return registry + ": unauthorized" + r.unauthorizedHint(podSecrets)
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonUnauthorized
 	case http.StatusNotFound:
-		if e.Request != nil && strings.Contains(e.Request.URL.Path, "/blobs/") {
-			return "image config missing from the registry"
-		}
-		return "no such image"
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonNotFound
 	case http.StatusTooManyRequests:
-		return registry + ": rate limited (HTTP 429)"
+		return registry + ": rate limited (HTTP 429)", reasonRateLimited
 	}
-	return fmt.Sprintf("%s: HTTP %d %s", registry, e.StatusCode, http.StatusText(e.StatusCode))
+	// Any other status is no registry's answer about an image: a service that is no registry, or a
+	// registry failing. Either way, what it is is the operator's to learn.
+	return registry + ": " + msgUnreachable, reasonHTTP
 }
 
 // unauthorizedHint names only credentials the lookup could have used: a pod that listed no pull
 // secrets, or whose secrets the policy does not read, is not helped by fixing them.
-func (r *Resolver) unauthorizedHint(podSecrets bool) string {
-	switch hint := r.c.UnauthorizedHint; {
+func (r *Resolver) unauthorizedHint(creds credentials) string {
+	podSecrets, hint := creds.secrets != nil, r.c.UnauthorizedHint
+	if creds.anonymous {
+		// Config.Keychain is not this namespace's to use: its advice would not help.
+		hint = ""
+	}
+	switch {
 	case podSecrets && hint != "":
 		return " (" + hint + " or the pod's imagePullSecrets)"
 	case podSecrets:
@@ -101,17 +124,4 @@ func (r *Resolver) unauthorizedHint(podSecrets bool) string {
 		return " (" + hint + ")"
 	}
 	return ""
-}
-
-// brief keeps an unforeseen error short: without the request URL, and cut.
-func brief(err error) string {
-	var u *url.Error
-	if errors.As(err, &u) {
-		err = u.Err
-	}
-	s := err.Error()
-	if len(s) > 160 {
-		s = s[:160] + "…"
-	}
-	return s
 }

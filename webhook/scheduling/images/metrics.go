@@ -15,11 +15,34 @@ const (
 	resultBusy    = "busy"
 )
 
+// Reasons of wincompat_image_lookup_failures_total: what the operator is told about a failed lookup,
+// which the pod's author is not. A closed set; nothing of the image or the address.
+const (
+	reasonRefused      = "refused"      // connection refused or reset
+	reasonTLS          = "tls"          // certificate not trusted, handshake failed
+	reasonDNS          = "dns"          // no such host, resolver failure
+	reasonTimeout      = "timeout"      // no answer within BackgroundTimeout
+	reasonPolicy       = "policy"       // refused by the egress policy: address or plain HTTP
+	reasonHTTP         = "http"         // an HTTP status other than those below, too many redirects
+	reasonTooLarge     = "too-large"    // a response over 4 MiB
+	reasonMalformed    = "malformed"    // content that is not what it claims
+	reasonUnauthorized = "unauthorized" // 401/403
+	reasonNotFound     = "not-found"    // 404
+	reasonRateLimited  = "rate-limited" // 429
+	reasonCredentials  = "credentials"  // the pod's pull secrets could not be read
+	reasonBusy         = "busy"         // wincompat's own bounds on lookups or bytes
+	reasonOther        = "other"
+)
+
+var reasons = []string{reasonRefused, reasonTLS, reasonDNS, reasonTimeout, reasonPolicy, reasonHTTP, reasonTooLarge,
+	reasonMalformed, reasonUnauthorized, reasonNotFound, reasonRateLimited, reasonCredentials, reasonBusy, reasonOther}
+
 // Metrics are the resolver's series. No image or namespace label: a cluster has unboundedly many.
 type Metrics struct {
 	lookups  *prometheus.CounterVec
 	byResult map[string]prometheus.Counter // lookups' children, resolved once for the hot path
 	duration prometheus.Histogram
+	failures map[string]prometheus.Counter
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -43,13 +66,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{resultHit, resultMiss, resultError, resultTimeout, resultBusy} {
 		m.byResult[r] = m.lookups.WithLabelValues(r)
 	}
-	reg.MustRegister(m.lookups, m.duration)
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wincompat_image_lookup_failures_total",
+		Help: "Registry lookups that failed, by reason: refused, tls, dns, timeout, policy (the egress policy refused " +
+			"the address or plain HTTP), http, too-large, malformed, unauthorized, not-found, rate-limited, credentials " +
+			"(the pod's pull secrets unreadable), busy (wincompat's own bounds on lookups in flight or bytes), other. " +
+			"Pod authors get one message for every network failure; this and the log (V(1)) tell them apart.",
+	}, []string{"reason"})
+	m.failures = make(map[string]prometheus.Counter, len(reasons))
+	for _, r := range reasons {
+		m.failures[r] = failures.WithLabelValues(r)
+	}
+	reg.MustRegister(m.lookups, m.duration, failures)
 	return m
 }
 
 func (m *Metrics) count(result string) {
 	if m != nil {
 		m.byResult[result].Inc()
+	}
+}
+
+func (m *Metrics) fail(reason string) {
+	if m != nil {
+		m.failures[reason].Inc()
 	}
 }
 

@@ -13,15 +13,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
-	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -42,16 +40,38 @@ type Config struct {
 	NegativeTTL time.Duration
 	// MaxEntries bounds each cache: digests, tags, errors and parsed references (default 10000).
 	MaxEntries int
-	// MaxLookups bounds the registry lookups in flight, over all images (default 64). Each may last
-	// BackgroundTimeout and hold a 4 MiB response, and whoever creates pods chooses how many distinct
-	// images there are: past the bound, an image is answered at once with an error, which is not
-	// remembered, and no registry is asked. Reviews that join a lookup already running take no slot.
+	// CacheBytes bounds the caches' memory (default 32 MiB, at least 1 MiB): half for images'
+	// platforms, a sixth each for tags, errors and parsed references.
+	CacheBytes int64
+	// MaxLookups bounds the registry lookups in flight, over all images (default 64): whoever creates
+	// pods chooses how many distinct images there are. A lookup that finds the bound reached waits for
+	// a slot within Timeout (as many may wait as may run); one that gets none is answered busy
+	// (policy.Image.Busy), which is not remembered. Reviews that join a lookup already running take
+	// no slot.
 	MaxLookups int
+	// MaxLookupsPerRegistry bounds the lookups in flight to one registry host (default a quarter of
+	// MaxLookups, at least 1), so that a slow or hostile registry leaves slots for the others.
+	MaxLookupsPerRegistry int
+	// MaxBytesInFlight bounds the bytes of registry responses held at once, over all lookups (default
+	// 32 MiB, at least MinBytesInFlight); one registry may hold a quarter of it, or one largest
+	// response, whichever is more. A lookup whose response finds the budget spent ends busy.
+	MaxBytesInFlight int64
+	// AllowPrivateNetworks lets lookups connect to loopback, private (RFC 1918, unique local, CGNAT)
+	// and unspecified addresses, and use plain HTTP to loopback registries. Link-local and cloud
+	// metadata addresses are never contacted.
+	AllowPrivateNetworks bool
 	// Keychain gives the credentials for every registry (default anonymous). The server builds it
 	// from a docker-config Secret (DockerConfigKeychain), the CLI uses authn.DefaultKeychain.
 	Keychain authn.Keychain
-	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain).
-	// Nil: the pod's pull secrets are never read, and the webhook needs no access to Secrets.
+	// KeychainNamespaces, when set, says which namespaces' requests may use Keychain; the others'
+	// lookups are anonymous. Nil: every request uses it (the CLI). What a lookup with Keychain read is
+	// cached apart from what anonymous lookups read, so that a namespace outside the scope learns
+	// nothing of a private registry, not even from the cache.
+	KeychainNamespaces func(namespace string) bool
+	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain)
+	// for requests whose caller was authenticated (Request.Authenticated): an unauthenticated caller
+	// chooses the namespace. Nil: the pod's pull secrets are never read, and the webhook needs no
+	// access to Secrets.
 	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
 	// UnauthorizedHint is the advice a registry's refusal gives for Keychain's credentials, since only
 	// the caller knows where they come from: "set imageResolver.pullSecret" in the server, docker login
@@ -59,9 +79,6 @@ type Config struct {
 	UnauthorizedHint string
 	// Metrics receives the resolver's series; nil records none.
 	Metrics *Metrics
-	// Transport carries registry requests (default a clone of http.DefaultTransport). The resolver
-	// wraps it to refuse plain HTTP to other hosts, bound redirects and bound response bodies.
-	Transport http.RoundTripper
 	// Now is the clock of the caches' expiry (default time.Now); the deadlines use real time.
 	Now func() time.Time
 	// Log receives registry errors in full at V(1); users see short ones in Image.Err.
@@ -72,8 +89,12 @@ type Config struct {
 type Request struct {
 	// Namespace is the pod's namespace, where its pull secrets are.
 	Namespace string
-	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets.
+	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets,
+	// and only the first MaxPullSecrets.
 	PullSecrets []string
+	// Authenticated says the review came from a caller known to be the API server, so that Namespace
+	// is the pod's own: the pod's pull secrets are read only then.
+	Authenticated bool
 	// Images are references as the pod spells them; duplicates are answered once.
 	Images []string
 }
@@ -83,20 +104,29 @@ type Resolver struct {
 	c         Config
 	transport http.RoundTripper
 	// digests: repository@digest → []policy.Platform. A digest names immutable content: no expiry.
-	digests *cache.LRUExpireCache
+	digests *lru
 	// tags: repository:tag → tagEntry, trusted for TagTTL, then checked by HEAD.
-	tags *cache.LRUExpireCache
+	tags *lru
 	// failures: lookup key → error message, for NegativeTTL.
-	failures *cache.LRUExpireCache
+	failures *lru
 	// refs: image as spelled → parsed. Parsing costs more than the rest of a warm lookup.
-	refs *cache.LRUExpireCache
+	refs *lru
 	// flights: one registry lookup per lookup key at a time, shared by every review that asks.
 	flights singleflight.Group
 	// slots: a flight holds one while it asks the registry, MaxLookups in all.
-	slots *semaphore.Weighted
+	slots *slots
+	// queued: lookup keys of flights waiting for a slot. A review that stops waiting for one says
+	// busy, not timed out: the registry was not asked yet.
+	queued sync.Map
+	// bytes: the responses being read, MaxBytesInFlight in all.
+	bytes  *byteBudget
+	egress *egress
 	// busy is the answer past MaxLookups.
 	busy string
 }
+
+// MinBytesInFlight is the least Config.MaxBytesInFlight: one largest response, as a lookup holds it.
+const MinBytesInFlight = bodyWeight*(maxBody+1) + 64<<10
 
 // forever is the expiry of entries only the LRU bound removes.
 const forever = 100 * 365 * 24 * time.Hour
@@ -108,21 +138,15 @@ const maxReference = 1024
 // errInvalid is the answer for a reference that does not parse, which no registry could answer.
 const errInvalid = "invalid image reference"
 
-// errBusy marks a flight refused by MaxLookups, for the metrics: its answer is an Err like any other.
-var errBusy = errors.New("too many registry lookups in flight")
-
-// Go-containerregistry retries network blips after 1s and 3s by default, past a review's deadline.
-// One quick retry helps a review; slow registries are the background lookup's business.
-var retryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 2}
-
 type tagEntry struct {
 	digest string
 	key    string // in digests
 	at     time.Time
 }
 
-func newTagEntry(repo name.Repository, digest string, at time.Time) tagEntry {
-	return tagEntry{digest: digest, key: repo.Name() + "@" + digest, at: at}
+// newTagEntry: credsKey keeps what one set of credentials read apart from what others may see.
+func newTagEntry(repo name.Repository, digest, credsKey string, at time.Time) tagEntry {
+	return tagEntry{digest: digest, key: repo.Name() + "@" + digest + credsKey, at: at}
 }
 
 // parsed is a reference as go-containerregistry reads it, and its canonical name; ref is nil when the
@@ -131,10 +155,6 @@ type parsed struct {
 	ref  name.Reference
 	name string
 }
-
-type clockFunc func() time.Time
-
-func (f clockFunc) Now() time.Time { return f() }
 
 // New applies c's defaults and returns a Resolver.
 func New(c Config) (*Resolver, error) {
@@ -164,32 +184,55 @@ func New(c Config) (*Resolver, error) {
 	if c.MaxEntries == 0 {
 		c.MaxEntries = 10000
 	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = 32 << 20
+	}
+	if c.CacheBytes < 1<<20 {
+		return nil, fmt.Errorf("image resolver: CacheBytes (%d) is under 1 MiB", c.CacheBytes)
+	}
 	if c.MaxLookups < 0 {
 		return nil, fmt.Errorf("image resolver: MaxLookups is negative (%d)", c.MaxLookups)
 	}
 	if c.MaxLookups == 0 {
 		c.MaxLookups = 64
 	}
+	if c.MaxLookupsPerRegistry < 0 {
+		return nil, fmt.Errorf("image resolver: MaxLookupsPerRegistry is negative (%d)", c.MaxLookupsPerRegistry)
+	}
+	if c.MaxLookupsPerRegistry == 0 {
+		c.MaxLookupsPerRegistry = max(1, c.MaxLookups/4)
+	}
+	if c.MaxBytesInFlight == 0 {
+		c.MaxBytesInFlight = 32 << 20
+	}
+	if c.MaxBytesInFlight < MinBytesInFlight {
+		return nil, fmt.Errorf("image resolver: MaxBytesInFlight (%d) is under one largest response (%d)", c.MaxBytesInFlight, MinBytesInFlight)
+	}
 	if c.Keychain == nil {
 		// An empty MultiKeychain resolves every registry to authn.Anonymous.
 		c.Keychain = authn.NewMultiKeychain()
 	}
-	if c.Transport == nil {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
+	eg := newEgress(c.AllowPrivateNetworks)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	// With HTTPS_PROXY set, the proxy's address is what is dialled and checked: the proxy then has to
+	// keep registry requests away from what wincompat must not reach.
+	base.DialContext = eg.DialContext
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	clock := clockFunc(c.Now)
 	return &Resolver{
 		c:         c,
-		transport: guard{next: c.Transport},
-		digests:   cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		tags:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		failures:  cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		refs:      cache.NewLRUExpireCacheWithClock(c.MaxEntries, clock),
-		slots:     semaphore.NewWeighted(int64(c.MaxLookups)),
-		busy:      fmt.Sprintf("%v (%d)", errBusy, c.MaxLookups),
+		transport: guard{next: base, allowPrivate: c.AllowPrivateNetworks},
+		// Half the bytes for platforms, the costly part; a pod author's stream of new references or
+		// failing images evicts only its own kind.
+		digests:  newLRU(c.MaxEntries, c.CacheBytes/2, c.Now, platformsCost),
+		tags:     newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, tagCost),
+		failures: newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, stringCost),
+		refs:     newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, refCost),
+		slots:    newSlots(c.MaxLookups, c.MaxLookupsPerRegistry),
+		bytes:    newByteBudget(c.MaxBytesInFlight, max(c.MaxBytesInFlight/4, MinBytesInFlight)),
+		egress:   eg,
+		busy:     "wincompat's registry lookups are at capacity, try again shortly",
 	}, nil
 }
 
@@ -210,8 +253,8 @@ type lookup struct {
 func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Image {
 	out := make(map[string]policy.Image, len(req.Images))
 	type waiting struct {
-		image string
-		ch    <-chan singleflight.Result
+		image, key, registry string
+		ch                   <-chan singleflight.Result
 	}
 	var waits []waiting
 	creds := r.credentials(req)
@@ -230,7 +273,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 			r.c.Metrics.count(cachedResult(img))
 			continue
 		}
-		waits = append(waits, waiting{image: image, ch: r.start(l)})
+		waits = append(waits, waiting{image: image, key: l.key, registry: l.ref.Context().RegistryStr(), ch: r.start(l)})
 	}
 	if len(waits) == 0 {
 		return out
@@ -264,7 +307,15 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 			out[w.image] = answer(res)
 			r.c.Metrics.count(registryResult(res))
 		default:
-			out[w.image] = policy.Image{Err: fmt.Sprintf("registry lookup timed out after %v", budget)}
+			if _, queued := r.queued.Load(w.key); queued {
+				// Still waiting for a slot: wincompat's load, not the registry's answer.
+				out[w.image] = policy.Image{Err: r.busy, Busy: true}
+				r.c.Metrics.count(resultBusy)
+				continue
+			}
+			// The same words as a registry that refused the connection: which of the two a host does
+			// is what a pod's author would map the network by. The operator's metric says timeout.
+			out[w.image] = policy.Image{Err: w.registry + ": " + msgUnreachable}
 			r.c.Metrics.count(resultTimeout)
 		}
 	}
@@ -284,25 +335,40 @@ func (r *Resolver) Warm(req Request) {
 	}
 }
 
-// credentials are the pod's pull secrets a request's lookups use: none unless Config.PodPullSecrets.
+// MaxPullSecrets bounds the pod's pull secrets a lookup reads: the kubelet needs one per registry,
+// and each is a Secret to get.
+const MaxPullSecrets = 8
+
+// credentials are what a request's lookups may use: Config.Keychain (unless KeychainNamespaces leaves
+// the namespace out) and the pod's pull secrets (with Config.PodPullSecrets, for an authenticated
+// caller).
 type credentials struct {
-	// key names them in lookup keys, "" for Config.Keychain alone. Hashed: a pod may list many
-	// secrets, and the key stays in the error cache.
+	// key names them in cache and lookup keys: "" for anonymous lookups, and for Config.Keychain
+	// when it serves every namespace. Hashed: a pod may list many secrets.
 	key       string
 	namespace string
+	// anonymous: Config.Keychain is not for this namespace.
+	anonymous bool
 	// secrets are the request's, copied: the lookups outlive the request.
 	secrets []string
 }
 
 func (r *Resolver) credentials(req Request) credentials {
-	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 {
-		return credentials{}
+	c := credentials{namespace: req.Namespace}
+	if r.c.KeychainNamespaces != nil {
+		if c.anonymous = !r.c.KeychainNamespaces(req.Namespace); !c.anonymous {
+			c.key = "\x00keychain"
+		}
 	}
-	names := slices.Clone(req.PullSecrets)
+	if r.c.PodPullSecrets == nil || len(req.PullSecrets) == 0 || !req.Authenticated {
+		return c
+	}
+	names := slices.Clone(req.PullSecrets[:min(len(req.PullSecrets), MaxPullSecrets)])
 	slices.Sort(names)
 	names = slices.Compact(names)
-	sum := sha256.Sum256([]byte(req.Namespace + "\x00" + strings.Join(names, "\x00")))
-	return credentials{key: "\x00" + hex.EncodeToString(sum[:]), namespace: req.Namespace, secrets: names}
+	sum := sha256.Sum256([]byte(c.key + "\x00" + req.Namespace + "\x00" + strings.Join(names, "\x00")))
+	c.key, c.secrets = "\x00"+hex.EncodeToString(sum[:]), names
+	return c
 }
 
 func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
@@ -328,11 +394,11 @@ func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
 func (r *Resolver) cached(l lookup) (policy.Image, bool) {
 	switch ref := l.ref.(type) {
 	case name.Digest:
-		if p, ok := r.digests.Get(l.name); ok {
+		if p, ok := r.digests.Get(l.key); ok {
 			return policy.Image{Digest: ref.DigestStr(), Platforms: slices.Clone(p.([]policy.Platform))}, true
 		}
 	case name.Tag:
-		if e, ok := r.tags.Get(l.name); ok && r.fresh(e.(tagEntry)) {
+		if e, ok := r.tags.Get(l.key); ok && r.fresh(e.(tagEntry)) {
 			if p, ok := r.digests.Get(e.(tagEntry).key); ok {
 				return policy.Image{Digest: e.(tagEntry).digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
 			}
@@ -352,15 +418,25 @@ func (r *Resolver) fresh(e tagEntry) bool {
 // every review, and ends by BackgroundTimeout. Past MaxLookups it ends at once.
 func (r *Resolver) start(l lookup) <-chan singleflight.Result {
 	return r.flights.DoChan(l.key, func() (any, error) {
-		// Waiting for a slot would hold the review, and the flight's goroutine, for the very registry
-		// that is slow. The refusal says nothing of the image, so it is not remembered: the next review
-		// asks again.
-		if !r.slots.TryAcquire(1) {
+		// A slot is waited for as long as a review waits, no longer: a flight still queued then is
+		// answered busy. The refusal says nothing of the image, so it is not remembered: the next
+		// review asks again.
+		host := l.ref.Context().RegistryStr()
+		ctx, cancel := context.WithTimeout(context.Background(), r.c.Timeout)
+		ok := r.slots.acquire(ctx, host, func() { r.queued.Store(l.key, struct{}{}) })
+		r.queued.Delete(l.key)
+		cancel()
+		if !ok {
 			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "answer", r.busy)
-			return policy.Image{Err: r.busy}, errBusy
+			r.c.Metrics.fail(reasonBusy)
+			return policy.Image{Err: r.busy, Busy: true}, errBusy
 		}
-		defer r.slots.Release(1)
-		return r.fetch(l), nil
+		defer r.slots.release(host)
+		img := r.fetch(l)
+		if img.Busy {
+			return img, errBusy
+		}
+		return img, nil
 	})
 }
 
@@ -392,6 +468,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), r.c.BackgroundTimeout)
 	defer cancel()
+	ctx = withAccount(ctx, &account{budget: r.bytes, host: l.ref.Context().RegistryStr()})
 	defer func() {
 		// A flight's panic would end the process; hostile registry content must not.
 		if p := recover(); p != nil {
@@ -403,8 +480,15 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	img, err := r.read(ctx, l)
 	r.c.Metrics.observe(time.Since(start))
 	if err != nil {
-		msg := r.explain(l.ref.Context().RegistryStr(), l.creds.secrets != nil, err)
-		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "error", err.Error(), "answer", msg)
+		msg, reason := r.explain(l.ref.Context().RegistryStr(), l.creds, err)
+		r.c.Metrics.fail(reason)
+		if reason == reasonBusy {
+			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "error", err.Error())
+			return policy.Image{Err: r.busy, Busy: true}
+		}
+		// The operator's detail: the pod's author gets msg, which tells network failures apart
+		// by nothing.
+		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "reason", reason, "error", err.Error(), "answer", msg)
 		r.failures.Add(l.key, msg, r.c.NegativeTTL)
 		return policy.Image{Err: msg}
 	}
@@ -421,6 +505,9 @@ func (e *pullSecretError) Unwrap() error { return e.err }
 
 func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 	keychain := r.c.Keychain
+	if l.creds.anonymous {
+		keychain = authn.NewMultiKeychain()
+	}
 	if l.creds.secrets != nil {
 		// Unreadable pull secrets (no RBAC, say) must not fail public images: go on with Config.Keychain,
 		// and say why if the registry then refuses.
@@ -438,33 +525,27 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 }
 
 func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keychain) (policy.Image, error) {
-	// One puller per lookup: the ping and token exchange serve every request of the lookup.
-	puller, err := remote.NewPuller(
-		remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(r.transport),
-		remote.WithRetryBackoff(retryBackoff),
-		remote.WithUserAgent("wincompat"),
-	)
+	repo := l.ref.Context()
+	// One session per lookup: the ping and token exchange serve every request of the lookup.
+	sess, err := r.session(ctx, repo, keychain)
 	if err != nil {
 		return policy.Image{}, err
 	}
 
-	repo := l.ref.Context()
 	ref := l.ref
 	tag, isTag := ref.(name.Tag)
 	var e any
 	if isTag {
-		e, _ = r.tags.Get(l.name)
+		e, _ = r.tags.Get(l.key)
 	}
 	if e, ok := e.(tagEntry); ok {
 		if r.fresh(e) {
 			// The digest's platforms were evicted; the tag's digest still holds.
 			ref, isTag = repo.Digest(e.digest), false
-		} else if d, err := puller.Head(ctx, tag); err == nil {
+		} else if digest, err := sess.head(ctx, tag); err == nil {
 			// A HEAD is cheaper than a GET and, on Docker Hub, free of the pull rate limit.
-			digest := d.Digest.String()
-			entry := newTagEntry(repo, digest, r.c.Now())
-			r.tags.Add(l.name, entry, forever)
+			entry := newTagEntry(repo, digest, l.creds.key, r.c.Now())
+			r.tags.Add(l.key, entry, forever)
 			if p, ok := r.digests.Get(entry.key); ok {
 				return policy.Image{Digest: digest, Platforms: p.([]policy.Platform)}, nil
 			}
@@ -473,18 +554,17 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 		// A failed HEAD falls through to the GET, whose error says more (HEAD has no body).
 	}
 
-	desc, err := puller.Get(ctx, ref)
+	c, digest, err := sess.manifest(ctx, ref)
 	if err != nil {
 		return policy.Image{}, err
 	}
-	platforms, err := r.platforms(ctx, puller, repo, desc)
+	platforms, err := r.platforms(ctx, sess, repo, c)
 	if err != nil {
 		return policy.Image{}, err
 	}
-	digest := desc.Digest.String()
-	r.digests.Add(repo.Name()+"@"+digest, platforms, forever)
+	r.digests.Add(repo.Name()+"@"+digest+l.creds.key, platforms, forever)
 	if isTag {
-		r.tags.Add(l.name, newTagEntry(repo, digest, r.c.Now()), forever)
+		r.tags.Add(l.key, newTagEntry(repo, digest, l.creds.key, r.c.Now()), forever)
 	}
 	return policy.Image{Digest: digest, Platforms: platforms}, nil
 }
@@ -492,19 +572,11 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 // maxNested bounds the child indexes one lookup fetches.
 const maxNested = 8
 
-// platforms reads the platforms of the manifest in desc: an index's entries, nested indexes fetched and
-// flattened, or a single image's config.
-func (r *Resolver) platforms(ctx context.Context, puller *remote.Puller, repo name.Repository, desc *remote.Descriptor) ([]policy.Platform, error) {
-	c, err := platformsFromManifest(string(desc.MediaType), desc.Manifest)
-	if err != nil {
-		return nil, err
-	}
+// platforms reads the platforms a manifest's contents c name: an index's entries, nested indexes
+// fetched and flattened, or a single image's config.
+func (r *Resolver) platforms(ctx context.Context, sess *session, repo name.Repository, c contents) ([]policy.Platform, error) {
 	if c.Image {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, err
-		}
-		raw, err := img.RawConfigFile()
+		raw, err := sess.config(ctx, c.Config)
 		if err != nil {
 			return nil, err
 		}
@@ -514,31 +586,37 @@ func (r *Resolver) platforms(ctx context.Context, puller *remote.Puller, repo na
 		}
 		return []policy.Platform{p}, nil
 	}
-	platforms, queue := c.Platforms, c.Indexes
+	var all entries
+	for _, p := range c.Platforms {
+		all.keep(p)
+	}
+	all.listed = c.listed
+	queue := c.Indexes
 	for fetched := 0; len(queue) > 0; fetched++ {
 		if fetched == maxNested {
 			return nil, malformed("more than %d nested indexes", maxNested)
 		}
-		child, err := puller.Get(ctx, repo.Digest(queue[0].String()))
-		if err != nil {
-			return nil, err
-		}
+		digest := repo.Digest(queue[0].String())
 		queue = queue[1:]
-		cc, err := platformsFromManifest(string(child.MediaType), child.Manifest)
+		cc, _, err := sess.manifest(ctx, digest)
 		if err != nil {
 			return nil, err
 		}
 		if cc.Image {
-			return nil, malformed("index entry %s is an image, listed as an index", child.Digest)
+			return nil, malformed("index entry %s is an image, listed as an index", digest.DigestStr())
 		}
-		if len(platforms)+len(cc.Platforms) > maxPlatforms {
+		listed := all.listed + cc.listed
+		if listed > maxPlatforms {
 			return nil, malformed("index lists more than %d platforms", maxPlatforms)
 		}
-		platforms = append(platforms, cc.Platforms...)
+		for _, p := range cc.Platforms {
+			all.keep(p)
+		}
+		all.listed = listed
 		queue = append(queue, cc.Indexes...)
 	}
-	if len(platforms) == 0 {
+	if len(all.platforms) == 0 {
 		return nil, malformed("image index lists no platforms")
 	}
-	return platforms, nil
+	return all.platforms, nil
 }

@@ -19,12 +19,12 @@ const (
 
 var errTooManyRedirects = errors.New("too many redirects")
 
-// plainHTTPError is a request go-containerregistry would have sent without TLS to a registry that is
-// not on this host: it does so for private IP literals and *.localhost names.
+// plainHTTPError is a request without TLS the resolver refuses: to any host but a loopback one, to a
+// loopback one unless private networks are allowed, and after any redirect.
 type plainHTTPError struct{ host string }
 
 func (e *plainHTTPError) Error() string {
-	return "plain HTTP to " + e.host + " refused: only loopback registries may use http"
+	return "plain HTTP to " + e.host + " refused: only loopback registries may use http, with --image-allow-private-networks, and never after a redirect"
 }
 
 type tooLargeError struct{ what string }
@@ -32,13 +32,19 @@ type tooLargeError struct{ what string }
 func (e *tooLargeError) Error() string { return e.what + " larger than 4 MiB" }
 
 // guard sits under go-containerregistry's transports, so it sees every request of a lookup: pings,
-// token requests, manifests, config blobs and every redirect.
-type guard struct{ next http.RoundTripper }
+// token requests, manifests, config blobs and every redirect. The egress policy itself is checked where
+// connections are dialled (egress.go), on the addresses names resolve to.
+type guard struct {
+	next         http.RoundTripper
+	allowPrivate bool
+}
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	var refuse error
 	switch {
-	case req.URL.Scheme == "http" && !isLoopback(req.URL.Hostname()):
+	// go-containerregistry also falls back to http for private IP literals and *.localhost names,
+	// and a registry may redirect anywhere: plain HTTP is for a registry on this host, asked directly.
+	case req.URL.Scheme == "http" && (!g.allowPrivate || !isLoopback(req.URL.Hostname()) || req.Response != nil):
 		refuse = &plainHTTPError{host: req.URL.Host}
 	case redirects(req) > maxRedirects:
 		refuse = errTooManyRedirects
@@ -58,7 +64,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &tooLargeError{what: what}
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, what: what}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, what: what, account: accountOf(req.Context())}
 	return resp, nil
 }
 
@@ -94,12 +100,23 @@ func bodyKind(path string) string {
 	return "registry response"
 }
 
+// bodyWeight is what one byte of a response costs the byte budget: the buffer a body is read into grows
+// by doubling, so it holds up to twice what arrived. The garbage of growing and decoding is the
+// collector's (BenchmarkReadManifestMemory measures the peak with it).
+const bodyWeight = 2
+
+// maxRead bounds one read, so that a response takes its budget as its bytes arrive, not as a
+// caller's buffer is large.
+const maxRead = 32 << 10
+
 // limitedBody ends a response with tooLargeError once it passes maxBody, whether or not the registry
-// announced its length.
+// announced its length, and holds the lookup's byte budget for what it read until it is closed.
 type limitedBody struct {
 	io.ReadCloser
-	what string
-	read int64
+	what    string
+	read    int64
+	account *account
+	held    int64
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -110,10 +127,31 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if rest := maxBody + 1 - b.read; int64(len(p)) > rest {
 		p = p[:rest]
 	}
+	if len(p) > maxRead {
+		p = p[:maxRead]
+	}
+	want := int64(len(p)) * bodyWeight
+	if b.account != nil {
+		if !b.account.budget.tryAcquire(b.account.host, want) {
+			return 0, errBusy
+		}
+	}
 	n, err := b.ReadCloser.Read(p)
+	if b.account != nil {
+		b.account.budget.release(b.account.host, want-int64(n)*bodyWeight)
+		b.held += int64(n) * bodyWeight
+	}
 	b.read += int64(n)
 	if b.read > maxBody {
 		return n - int(b.read-maxBody), &tooLargeError{what: b.what}
 	}
 	return n, err
+}
+
+func (b *limitedBody) Close() error {
+	if b.account != nil {
+		b.account.budget.release(b.account.host, b.held)
+		b.held = 0
+	}
+	return b.ReadCloser.Close()
 }
