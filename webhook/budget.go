@@ -8,27 +8,27 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Budget bounds the bytes of review bodies held at once by all the reviews a server answers: the
-// memory a review costs grows with its body (decoded, copied, diffed), and whoever reaches the port
-// chooses how many bodies arrive at once and how big they are.
+// Budget bounds the memory held at once by all the reviews a server answers: their bodies as they
+// arrive, then what answering them holds (Limits.DecodeFactor times the body), since whoever reaches
+// the port chooses how many bodies arrive at once and how big they are.
 type Budget struct {
 	sem  *semaphore.Weighted
 	size int64
 }
 
-// NewBudget returns a budget of size bytes. It must hold at least two of the largest body (7 MiB):
-// a buffer that grows is copied while the old one is still held.
+// NewBudget returns a budget of size bytes. A review needing more than all of it is always refused.
 func NewBudget(size int64) *Budget {
 	return &Budget{sem: semaphore.NewWeighted(size), size: size}
 }
 
-// MinBudget is the smallest budget that lets one review of the largest allowed body through.
-const MinBudget = 2*maxReviewBytes + 1<<20
+// MinBudget is the smallest budget worth setting: one pod review of 3 MiB (about the largest an API
+// server sends: etcd keeps objects under 1.5 MiB, and an update carries two) with what answering it holds.
+const MinBudget = PodDecodeFactor * 3 << 20
 
 type overBudgetError struct{ size int64 }
 
 func (e *overBudgetError) Error() string {
-	return fmt.Sprintf("wincompat is holding as many review bytes as its bound allows (%d MiB, serve --max-review-bytes-in-flight); the API server applies the webhook's failurePolicy", e.size>>20)
+	return fmt.Sprintf("wincompat is holding as much review memory as its bound allows (%d MiB, serve --max-review-bytes-in-flight); the API server applies the webhook's failurePolicy", e.size>>20)
 }
 
 // reservation is what one review holds of a Budget; a nil budget bounds nothing.
@@ -48,6 +48,14 @@ func (r *reservation) grow(n int64) error {
 	}
 	r.held += n
 	return nil
+}
+
+// growTo reserves more, if need be, so that n bytes are held in all.
+func (r *reservation) growTo(n int64) error {
+	if n <= r.held {
+		return nil
+	}
+	return r.grow(n - r.held)
 }
 
 // shrinkTo gives back all but n bytes.

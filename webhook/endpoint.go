@@ -45,7 +45,18 @@ type Limits struct {
 	// ReviewTimeout bounds answering one review: the API server waits at most the webhook's
 	// timeoutSeconds (30 at most), and work past that helps no one.
 	ReviewTimeout time.Duration
+	// DecodeFactor is the memory answering a review holds per byte of its body, reserved in Budget once
+	// the body is read (PodDecodeFactor, PolicyDecodeFactor); 0 or 1 reserves only the body.
+	DecodeFactor int64
 }
+
+// Memory held per byte of a review's body while it is answered, measured with `make hostile`
+// (test/perf/README.md, "Hostile peers"): a pod of 4,000 containers (3.6 MiB) held about 11 times its
+// body, a 256 KiB policy of hostile keys about 22 times.
+const (
+	PodDecodeFactor    = 12
+	PolicyDecodeFactor = 24
+)
 
 // NewEndpoint returns h served over HTTP, with no limits but the body size.
 func NewEndpoint(h admission.Handler) *Endpoint {
@@ -100,6 +111,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		e.fail(w, http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
+		return
+	}
+	// Answering holds far more than the body: the decoded review, the typed object, its copy and the
+	// diff. Reserve that too before any of it is built.
+	if err := held.growTo(int64(len(body)) * max(e.limits.DecodeFactor, 1)); err != nil {
+		e.fail(w, http.StatusTooManyRequests, err)
 		return
 	}
 	req := admission.Request{}

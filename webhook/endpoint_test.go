@@ -119,3 +119,28 @@ func TestEndpointReadDeadline(t *testing.T) {
 		t.Errorf("answer: %s", body)
 	}
 }
+
+// Answering a review holds many times its body (decoded, copied, diffed): that is reserved before any
+// of it is built, so that many large reviews at once are refused instead of meeting the OOM killer.
+func TestEndpointReservesWhatAnsweringHolds(t *testing.T) {
+	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","object":{"padding":"` + strings.Repeat("x", 100<<10) + `"}}}`
+	for _, tc := range []struct {
+		factor  int64
+		allowed bool
+	}{{1, true}, {PodDecodeFactor, false}} {
+		budget := NewBudget(1 << 20)
+		e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+			return admission.Allowed("")
+		})).WithLimits(Limits{Budget: budget, DecodeFactor: tc.factor})
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, PodPath, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		e.ServeHTTP(w, r)
+		if got := strings.Contains(w.Body.String(), `"allowed":true`); got != tc.allowed || !tc.allowed && !strings.Contains(w.Body.String(), `"code":429`) {
+			t.Errorf("a 100 KiB review, factor %d, 1 MiB budget: %.200s", tc.factor, w.Body)
+		}
+		if !budget.sem.TryAcquire(1 << 20) {
+			t.Errorf("factor %d: the review still holds part of the budget", tc.factor)
+		}
+	}
+}

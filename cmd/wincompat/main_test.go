@@ -177,7 +177,7 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	errOut.Reset()
 	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--max-connections", "-1", "--read-timeout", "-1s",
 		"--max-review-bytes-in-flight", "1Mi", "--client-names", "kube-apiserver"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
-	for _, want := range []string{"--max-connections -1: use at least 1", "--read-timeout -1s", "--max-review-bytes-in-flight 1048576: use at least 15Mi", "--client-names needs --client-ca-file"} {
+	for _, want := range []string{"--max-connections -1: use at least 1", "--read-timeout -1s", "--max-review-bytes-in-flight 1048576: use at least 36Mi", "--client-names needs --client-ca-file"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}

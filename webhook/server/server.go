@@ -275,10 +275,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	srv := mgr.GetWebhookServer()
 	// One budget for every path: the bound is on the process's memory.
-	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout}
+	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
+		DecodeFactor: webhook.PodDecodeFactor}
+	policyLimits := limits
+	policyLimits.DecodeFactor = webhook.PolicyDecodeFactor
 	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared)).WithLimits(limits)))
 	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared)).WithLimits(limits)))
-	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{}).WithLimits(limits)))
+	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{}).WithLimits(policyLimits)))
 	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
 		if draining.Load() {
 			return errors.New("shutting down")

@@ -33,7 +33,8 @@ type Serving struct {
 	MaxConnections int
 	// ReadTimeout bounds reading one request, headers and body (and the TLS handshake before it).
 	ReadTimeout time.Duration
-	// ReviewBytes is the budget of review bodies held at once by all reviews (webhook.Budget).
+	// ReviewBytes is the memory reviews in flight may hold at once, their bodies and what answering
+	// them holds (webhook.Budget).
 	ReviewBytes int64
 	// ClientCAFile, when set, makes the server ask every caller for a client certificate signed by one
 	// of its CAs and refuse the connection without one: the API server presents one when its admission
@@ -48,7 +49,7 @@ type Serving struct {
 const (
 	DefaultMaxConnections = 256
 	DefaultReadTimeout    = 10 * time.Second
-	DefaultReviewBytes    = 32 << 20
+	DefaultReviewBytes    = 96 << 20
 )
 
 // withDefaults fills the zero fields with the defaults.
@@ -75,7 +76,7 @@ func (s Serving) Validate(minReviewBytes int64) []error {
 		errs = append(errs, fmt.Errorf("--read-timeout %v: use more than 0 and at most 30s (the API server waits at most 30s for a webhook)", s.ReadTimeout))
 	}
 	if s.ReviewBytes < minReviewBytes {
-		errs = append(errs, fmt.Errorf("--max-review-bytes-in-flight %d: use at least %dMi, twice the largest review body and some room", s.ReviewBytes, (minReviewBytes+1<<20-1)>>20))
+		errs = append(errs, fmt.Errorf("--max-review-bytes-in-flight %d: use at least %dMi, what answering a 3 MiB pod review holds", s.ReviewBytes, (minReviewBytes+1<<20-1)>>20))
 	}
 	if s.ClientCAFile != "" {
 		if _, err := loadClientCAs(s.ClientCAFile); err != nil {
