@@ -261,3 +261,13 @@ func (c *ReviewClient) Answer(ctx context.Context, r *Review) (*admissionv1.Admi
 	}
 	return review.Response, nil
 }
+
+// OneRequestPerConnection makes each request open a connection of its own and give up after timeout:
+// a caller with no pooled connection to wincompat, such as an API server that has just started or
+// whose connections a peer's flood has pushed out, and which waits timeoutSeconds for an answer.
+func (c *ReviewClient) OneRequestPerConnection(timeout time.Duration) {
+	for _, hc := range c.clients {
+		hc.Timeout = timeout
+		hc.Transport.(*http.Transport).DisableKeepAlives = true
+	}
+}
