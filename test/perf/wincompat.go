@@ -27,6 +27,8 @@ type Wincompat struct {
 	Flags []string
 	// Self is the name the calling program is metered under, as its generator.
 	Self string
+	// Log is the name of its log in WorkDir; wincompat.log when empty.
+	Log string
 }
 
 // StartWincompat runs `wincompat serve` on the port envtest pointed cp's webhook configurations at, with
@@ -57,7 +59,11 @@ func StartWincompat(ctx context.Context, cp *controlplane.ControlPlane, w Wincom
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
 	)
 	fmt.Printf("wincompat: %s %s %s\n", strings.Join(w.Env, " "), w.Bin, strings.Join(args, " "))
-	server, err := StartServer(w.Bin, args, w.Env, filepath.Join(w.WorkDir, "wincompat.log"))
+	logName := w.Log
+	if logName == "" {
+		logName = "wincompat.log"
+	}
+	server, err := StartServer(w.Bin, args, w.Env, filepath.Join(w.WorkDir, logName))
 	if err != nil {
 		return nil, nil, err
 	}
