@@ -61,6 +61,7 @@ type config struct {
 	duration, after               time.Duration
 	memoryLimit                   string
 	only                          string
+	serveFlags                    []string
 }
 
 func main() {
@@ -74,6 +75,10 @@ func main() {
 	fl.DurationVar(&c.after, "after", 5*time.Second, "legitimate reviews after each attack, its connections closed")
 	fl.StringVar(&c.memoryLimit, "memory-limit", "128Mi", "the container memory limit the server is told of (WINCOMPAT_MEMORY_LIMIT, as the chart sets it); peaks are compared with it")
 	fl.StringVar(&c.only, "attacks", "", "comma-separated names of the attacks to run (default: all; see the table)")
+	fl.Func("serve-flags", "more flags for wincompat serve, space-separated, such as \"--max-review-bytes-in-flight 16Mi\" (default: serve's serving defaults, as the chart ships them)", func(v string) error {
+		c.serveFlags = append(c.serveFlags, strings.Fields(v)...)
+		return nil
+	})
 	_ = fl.Parse(os.Args[1:])
 	if fl.NArg() > 0 || c.duration < 3*time.Second || c.after < time.Second {
 		fl.Usage()
@@ -95,6 +100,7 @@ type Results struct {
 	Wincompat      string       `json:"wincompat"`
 	MemoryLimit    string       `json:"memoryLimit"`
 	MemoryLimitMiB float64      `json:"memoryLimitMiB"`
+	ServeFlags     []string     `json:"serveFlags,omitempty"`
 	// TimeoutSeconds is the pod webhook's: the direct probes give up after it, as the API server does.
 	TimeoutSeconds int32          `json:"timeoutSeconds"`
 	Attacks        []AttackResult `json:"attacks"`
@@ -216,7 +222,7 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	r := &Results{Date: time.Now().UTC().Format(time.RFC3339), Machine: perf.ThisMachine(), MemoryLimit: c.memoryLimit,
-		MemoryLimitMiB: float64(limit.Value()) / (1 << 20), TimeoutSeconds: timeoutSeconds}
+		MemoryLimitMiB: float64(limit.Value()) / (1 << 20), TimeoutSeconds: timeoutSeconds, ServeFlags: c.serveFlags}
 
 	cp, err := controlplane.Launch(controlplane.Options{WebhookPaths: []string{webhookPath}})
 	if err != nil {
@@ -325,7 +331,7 @@ func (e *env) start(ctx context.Context, limit int64, log string) error {
 	e.server, e.meter, err = perf.StartWincompat(ctx, e.cp, perf.Wincompat{
 		Bin: e.c.wincompat, WorkDir: e.c.workDir, Self: "hostile", Log: log,
 		Env:   []string{"GOMAXPROCS=1", "WINCOMPAT_MEMORY_LIMIT=" + strconv.FormatInt(limit, 10)},
-		Flags: []string{"--resolve-images=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s"},
+		Flags: append([]string{"--resolve-images=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s"}, e.c.serveFlags...),
 	})
 	return err
 }
