@@ -31,7 +31,7 @@ FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzM
 	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload k8s clean demo image release krew
+.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload hostile k8s clean demo image release krew
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -91,6 +91,12 @@ OVERLOAD_FLAGS ?=
 
 overload: build $(K8S_BINS) ## 2x wincompat serve's maximum review rate for 60 s on one core: no crash, bounded memory, timeouts, recovery (test/perf/README.md)
 	cd test && $(GO) run ./cmd/overload -root .. -wincompat ../bin/wincompat $(OVERLOAD_FLAGS)
+
+# Flags for test/cmd/hostile, e.g. HOSTILE_FLAGS="-duration 30s -memory-limit 192Mi -attacks bodies-300-at-once".
+HOSTILE_FLAGS ?=
+
+hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port, ~20 s each (~5 min): peak RSS, CPU, legitimate reviews answered (test/perf/README.md)
+	cd test && $(GO) run ./cmd/hostile -root .. -wincompat ../bin/wincompat $(HOSTILE_FLAGS)
 
 demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat

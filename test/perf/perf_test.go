@@ -148,3 +148,17 @@ func TestWritePlot(t *testing.T) {
 		t.Errorf("three panels side by side in %v", b)
 	}
 }
+
+// A review refused unread carries a status code and no uid: the code is what the error must name.
+func TestStatusCode(t *testing.T) {
+	for answer, want := range map[string]string{
+		`{"response":{"uid":"","allowed":false,"status":{"metadata":{},"message":"over","code":429}}}`: " (code 429)",
+		`{"response":{"uid":"x","allowed":false,"status":{"code":403}}}`:                               " (code 403)",
+		`{"response":{"uid":"x","allowed":false}}`:                                                     "",
+		`{"response":{"status":{"code":}}}`:                                                            "",
+	} {
+		if got := statusCode([]byte(answer)); got != want {
+			t.Errorf("statusCode(%s) = %q, want %q", answer, got, want)
+		}
+	}
+}

@@ -137,6 +137,9 @@ func (r *Review) take(c *ReviewClient, worker int) (int, error) {
 	return i, nil
 }
 
+// Body is the i-th prepared request body, for a tool that posts it on its own connections.
+func (r *Review) Body(i int) []byte { return r.bodies[i%len(r.bodies)] }
+
 // BodyBytes is the size of one request body.
 func (r *Review) BodyBytes() int { return len(r.bodies[0]) }
 
@@ -216,10 +219,11 @@ func (c *ReviewClient) Op(r *Review) load.Op {
 			return fmt.Errorf("transport: reading the answer: %w", err)
 		case resp.StatusCode != http.StatusOK:
 			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		case !bytes.Contains(buf.Bytes(), allowed):
+			// Before the uid: a review refused unread (429, 408) is answered without one.
+			return fmt.Errorf("not allowed%s", statusCode(buf.Bytes()))
 		case !bytes.Contains(buf.Bytes(), r.uids[i]):
 			return errors.New("answer without the request's uid")
-		case !bytes.Contains(buf.Bytes(), allowed):
-			return errors.New("not allowed")
 		case r.Patch == WithPatch && !bytes.Contains(buf.Bytes(), patch):
 			return errors.New("allowed without the expected patch")
 		case r.Patch == NoPatch && bytes.Contains(buf.Bytes(), patch):
@@ -260,4 +264,28 @@ func (c *ReviewClient) Answer(ctx context.Context, r *Review) (*admissionv1.Admi
 		return nil, fmt.Errorf("%s %s: a review without a response", http.MethodPost, c.url)
 	}
 	return review.Response, nil
+}
+
+// OneRequestPerConnection makes each request open a connection of its own and give up after timeout:
+// a caller with no pooled connection to wincompat, such as an API server that has just started or
+// whose connections a peer's flood has pushed out, and which waits timeoutSeconds for an answer.
+func (c *ReviewClient) OneRequestPerConnection(timeout time.Duration) {
+	for _, hc := range c.clients {
+		hc.Timeout = timeout
+		hc.Transport.(*http.Transport).DisableKeepAlives = true
+	}
+}
+
+// statusCode is the answer's status code (as in `"code":429`), such as the one wincompat refuses a
+// review with when its budget of review bytes is spent, or nothing when the answer has none.
+func statusCode(answer []byte) string {
+	_, rest, ok := bytes.Cut(answer, []byte(`"code":`))
+	if !ok {
+		return ""
+	}
+	end := bytes.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end <= 0 {
+		return ""
+	}
+	return " (code " + string(rest[:end]) + ")"
 }

@@ -93,3 +93,23 @@ func (s *Server) Stop(grace time.Duration) error {
 		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", s.name(), grace)
 	}
 }
+
+// Running reports whether the server has not exited (crashed, killed by the OOM killer, or stopped).
+func (s *Server) Running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ExitError is how the server exited, once it has (nil while it runs or after a clean exit).
+func (s *Server) ExitError() error {
+	select {
+	case <-s.exited:
+		return s.err
+	default:
+		return nil
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,11 +27,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
@@ -139,7 +136,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	defer cleanup()
 	webhookPath := filepath.Join(c.root, "deploy", "webhook")
-	timeout, err := podWebhookTimeout(filepath.Join(webhookPath, "mutatingwebhookconfiguration.yaml"))
+	timeout, err := perf.PodWebhookTimeout(filepath.Join(webhookPath, "mutatingwebhookconfiguration.yaml"))
 	if err != nil {
 		return err
 	}
@@ -159,7 +156,11 @@ func run(ctx context.Context, c config) (err error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	server, meter, err := startServer(ctx, c, cp)
+	// As make perf runs it (test/cmd/perf), but with serve's own --shutdown-delay: the stop is checked.
+	server, meter, err := perf.StartWincompat(ctx, cp, perf.Wincompat{
+		Bin: c.wincompat, WorkDir: c.workDir, Env: []string{"GOMAXPROCS=1"}, Self: "overload",
+		Flags: []string{"--resolve-images=false", "--shutdown-timeout", "5s"},
+	})
 	if err != nil {
 		return err
 	}
@@ -284,7 +285,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 
 	// Still alive, and stops as it should.
-	alive := running(server.Pid)
+	alive := server.Running()
 	stopped = true
 	// As shipped, serve drains for --shutdown-delay (5 s) after SIGTERM, then has up to --shutdown-timeout
 	// (5 s here) for what is in flight.
@@ -484,80 +485,6 @@ func openConnections(ctx context.Context, op load.Op, workers, parallel int) err
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
-}
-
-// podWebhookTimeout reads the timeoutSeconds of wincompat's pod webhook from its configuration.
-func podWebhookTimeout(path string) (int32, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := yaml.Unmarshal(b, &wc); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	for _, w := range wc.Webhooks {
-		if w.Name == "pods.wincompat.io" && w.TimeoutSeconds != nil {
-			return *w.TimeoutSeconds, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: no timeoutSeconds for pods.wincompat.io", path)
-}
-
-// startServer runs `wincompat serve` as make perf does (test/cmd/perf): envtest's serving certificate for
-// 127.0.0.1, GOMAXPROCS=1, no RuntimeClass management, metrics and probes on loopback ports.
-func startServer(ctx context.Context, c config, cp *controlplane.ControlPlane) (*perf.Server, *perf.Meter, error) {
-	kubeconfig, err := cp.KubeConfig("wincompat", "system:masters")
-	if err != nil {
-		return nil, nil, err
-	}
-	kubeconfigPath := filepath.Join(c.workDir, "wincompat.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return nil, nil, err
-	}
-	var ports [2]int
-	for i := range ports {
-		if ports[i], err = controlplane.FreePort(); err != nil {
-			return nil, nil, err
-		}
-	}
-	args := []string{"serve", "--resolve-images=false",
-		"--cert-dir", cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(cp.Webhook.Port), "--kubeconfig", kubeconfigPath,
-		"--manage-runtimeclasses=false", "--shutdown-timeout", "5s",
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[0]),
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(ports[1]),
-	}
-	fmt.Printf("wincompat: GOMAXPROCS=1 %s %s\n", c.wincompat, strings.Join(args, " "))
-	server, err := perf.StartServer(c.wincompat, args, []string{"GOMAXPROCS=1"}, filepath.Join(c.workDir, "wincompat.log"))
-	if err != nil {
-		return nil, nil, err
-	}
-	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := server.WaitReady(readyCtx, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])); err != nil {
-		return nil, nil, errors.Join(err, server.Stop(10*time.Second))
-	}
-	meter := &perf.Meter{
-		Pids:       map[string]int{"wincompat": server.Pid, "overload": os.Getpid()},
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
-	}
-	// The control plane idles while the reviews go to wincompat directly, but it is measured too, so
-	// that what it does is not counted as other work.
-	children, err := load.Children(os.Getpid())
-	if err != nil {
-		return nil, nil, errors.Join(err, server.Stop(10*time.Second))
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if pid, ok := children[name]; ok {
-			meter.Pids[name] = pid
-		}
-	}
-	return server, meter, nil
-}
-
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && !strings.Contains(string(b), ") Z ")
 }
 
 // stampedVersion is the version wincompat stamps on the pods it patches (wincompat.io/version).

@@ -95,7 +95,7 @@ func TestReadProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.RSS <= 0 || p.PeakRSS < p.RSS || p.CPU < 0 {
+	if p.RSS <= 0 || p.PeakRSS < p.RSS || p.CPU < 0 || p.RSSAnon <= 0 || p.RSSAnon > p.RSS {
 		t.Errorf("this process: %+v", p)
 	}
 	if err := ResetPeakRSS(os.Getpid()); err != nil {

@@ -19,6 +19,9 @@ type Proc struct {
 	// RSS is the resident set now (VmRSS); PeakRSS the largest since start or the last ResetPeakRSS
 	// (VmHWM), so a phase's peak needs no sampling.
 	RSS, PeakRSS int64
+	// RSSAnon is the anonymous part of RSS (RssAnon: heap, stacks), without the pages of the binary and
+	// other files, which a container's memory limit reclaims before it kills: what an OOM kill counts.
+	RSSAnon int64
 }
 
 // ReadProc reads the CPU time and resident memory of process pid from /proc.
@@ -63,6 +66,8 @@ func ReadProc(pid int) (Proc, error) {
 			dst = &p.RSS
 		case "VmHWM":
 			dst = &p.PeakRSS
+		case "RssAnon":
+			dst = &p.RSSAnon
 		default:
 			continue
 		}
