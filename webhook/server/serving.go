@@ -170,7 +170,7 @@ func (s *boundedServer) Start(ctx context.Context) error {
 	srv := &http.Server{
 		// Reviews do not inherit ctx: on shutdown, those in flight are finished (Shutdown waits for them),
 		// not cancelled; each is bounded by its own deadline instead.
-		Handler: s.WebhookMux(),
+		Handler: closingStrays(s.WebhookMux()),
 		// The API server sends small headers and whole bodies at once; a peer that trickles either is
 		// cut off, and the TLS handshake is bounded by the same deadlines.
 		MaxHeaderBytes:    64 << 10,
@@ -201,6 +201,18 @@ func (s *boundedServer) Start(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// closingStrays closes the connection after any request that is not a POST to a registered path: the
+// API server sends nothing else, and a peer holding --max-connections idle keep-alive connections with
+// one stray request each would otherwise keep them for the whole idle timeout.
+func closingStrays(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); r.Method != http.MethodPost || pattern == "" {
+			w.Header().Set("Connection", "close")
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // verifyName checks the verified client certificate against ClientNames.

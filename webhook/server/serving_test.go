@@ -166,3 +166,27 @@ func TestServingCapsConnections(t *testing.T) {
 	c.Close()
 	held[1].Close()
 }
+
+// A stray request (not a POST to a webhook path) gets its connection closed with the answer, so idle
+// keep-alive connections cannot be collected with one cheap request each.
+func TestServingClosesAfterStrayRequests(t *testing.T) {
+	ca := newTestCA(t, "serving")
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	addr := startServer(t, Serving{}, ca.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth))
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 30 * time.Second}
+	for _, tc := range []struct {
+		method, path string
+		close        bool
+	}{{http.MethodGet, "/", true}, {http.MethodGet, "/mutate-pod", true}, {http.MethodPost, "/nowhere", true}, {http.MethodPost, "/mutate-pod", false}} {
+		req, _ := http.NewRequest(tc.method, "https://"+addr+tc.path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Close != tc.close {
+			t.Errorf("%s %s: connection closed %v, want %v", tc.method, tc.path, resp.Close, tc.close)
+		}
+	}
+}
