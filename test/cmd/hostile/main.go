@@ -25,7 +25,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -84,13 +83,7 @@ func main() {
 		fl.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hostile:", err)
-		os.Exit(1)
-	}
+	perf.Main("hostile", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // Results is what hostile.json holds.
@@ -887,15 +880,8 @@ func shorten(s string) string {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func write(dir string, r *Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := filepath.Join(dir, "hostile.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := perf.WriteJSON(path, r); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s\n", path)

@@ -16,12 +16,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -72,13 +70,7 @@ func main() {
 		fl.Usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "overload:", err)
-		os.Exit(1)
-	}
+	perf.Main("overload", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // Results is what overload.json holds.
@@ -528,15 +520,8 @@ func windowP99s(ps []perf.Phase) string {
 }
 
 func write(dir string, r *Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := filepath.Join(dir, "overload.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := perf.WriteJSON(path, r); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s\n", path)

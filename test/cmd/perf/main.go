@@ -21,10 +21,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,15 +93,7 @@ func main() {
 		fl.Usage()
 		os.Exit(2)
 	}
-	// etcd and the API server run in process groups of their own, out of a Ctrl-C's reach: the run must
-	// end through its deferred stops, so a signal only cancels the context.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "perf:", err)
-		os.Exit(1)
-	}
+	perf.Main("perf", func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // env is what both parts of the run share.
@@ -299,7 +289,7 @@ func (e *env) write() error {
 		return err
 	}
 	jsonPath := filepath.Join(e.out, "results.json")
-	if err := writeJSON(jsonPath, e.results); err != nil {
+	if err := perf.WriteJSON(jsonPath, e.results); err != nil {
 		return err
 	}
 	pngPath := filepath.Join(e.out, "latency.png")

@@ -1,23 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/wincompat/wincompat/test/perf"
 )
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
 
 // printPhase prints one line as a phase ends, so a long run shows progress.
 func printPhase(name string, p perf.Phase) {
