@@ -258,29 +258,27 @@ func Warnings(changes []Change) []string { return warnings(changes, false) }
 func WouldWarnings(changes []Change) []string { return warnings(changes, true) }
 
 func warnings(changes []Change, would bool) []string {
-	type group struct {
-		action Action
-		field  string
-		// reason tells warnings apart: each says something of its own (which image, which build, which
-		// taint); the same rule on several containers gives the same reason and one warning.
-		reason string
-		first  Change
-		// owners holds the second and later owners; most groups have one.
-		owner  string
-		owners []string
-	}
-	// A list searched in order: a pod's changes fall in a handful of groups, and a warning is rendered
-	// on every review. Past a few dozen changes, maps find the group and the owners already counted,
-	// so that a pod of thousands of containers costs time linear in its size.
-	groups := make([]group, 0, len(changes))
+	// reason tells warnings apart: each says something of its own (which image, which build, which
+	// taint); the same rule on several containers gives the same reason and one warning.
 	type groupKey struct {
 		action        Action
 		field, reason string
+	}
+	type group struct {
+		groupKey
+		first Change
+		// owners holds the second and later owners; most groups have one.
+		owner  string
+		owners []string
 	}
 	type ownerKey struct {
 		group int
 		owner string
 	}
+	// A list searched in order: a pod's changes fall in a handful of groups, and a warning is rendered
+	// on every review. Past a few dozen changes, maps find the group and the owners already counted,
+	// so that a pod of thousands of containers costs time linear in its size.
+	groups := make([]group, 0, len(changes))
 	var index map[groupKey]int
 	var owned map[ownerKey]bool
 	if len(changes) > manyChanges {
@@ -288,26 +286,25 @@ func warnings(changes []Change, would bool) []string {
 	}
 	for _, c := range changes {
 		owner, field := splitOwner(c.Path)
+		k := groupKey{c.Action, field, c.Reason}
 		var i int
+		found := false
 		if index != nil {
-			var ok bool
-			if i, ok = index[groupKey{c.Action, field, c.Reason}]; !ok {
-				i = -1
-				index[groupKey{c.Action, field, c.Reason}] = len(groups)
-			}
+			i, found = index[k]
 		} else {
-			i = slices.IndexFunc(groups, func(g group) bool { return g.action == c.Action && g.field == field && g.reason == c.Reason })
+			i = slices.IndexFunc(groups, func(g group) bool { return g.groupKey == k })
+			found = i >= 0
 		}
 		switch {
-		case i < 0:
-			groups = append(groups, group{action: c.Action, field: field, reason: c.Reason, first: c, owner: owner})
-			if owned != nil {
-				owned[ownerKey{len(groups) - 1, owner}] = true
+		case !found:
+			if index != nil {
+				index[k] = len(groups)
 			}
+			groups = append(groups, group{groupKey: k, first: c, owner: owner})
 		case groups[i].owner == owner:
 		case owned != nil:
-			if !owned[ownerKey{i, owner}] {
-				owned[ownerKey{i, owner}] = true
+			if o := (ownerKey{i, owner}); !owned[o] {
+				owned[o] = true
 				groups[i].owners = append(groups[i].owners, owner)
 			}
 		case !slices.Contains(groups[i].owners, owner):

@@ -58,10 +58,11 @@ func (m *Metrics) observe(pol *policy.Policy, resource, operation, result, mode 
 	if m == nil {
 		return
 	}
-	m.admissions.WithLabelValues(resource, closed(operation, admissionOperations), result, closed(mode, modes)).Inc()
+	mode = closed(mode, modes)
+	m.admissions.WithLabelValues(resource, closed(operation, admissionOperations), result, mode).Inc()
 	m.latency.WithLabelValues(resource).Observe(seconds)
 	for _, c := range d.Changes {
-		m.changes.WithLabelValues(closed(string(c.Action), actions), c.MetricField(), closed(mode, modes)).Inc()
+		m.changes.WithLabelValues(closed(string(c.Action), actions), c.MetricField(), mode).Inc()
 	}
 	if d.Build != "" {
 		build := d.Build
@@ -72,7 +73,7 @@ func (m *Metrics) observe(pol *policy.Policy, resource, operation, result, mode 
 		if !policy.KnownBuildSource(source) {
 			source = other
 		}
-		m.builds.WithLabelValues(build, source, closed(mode, modes)).Inc()
+		m.builds.WithLabelValues(build, source, mode).Inc()
 	}
 }
 
