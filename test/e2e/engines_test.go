@@ -193,10 +193,7 @@ func recordSet(t *testing.T, meta map[string]any, key string) []string {
 	}
 	var out []string
 	for _, ch := range changes {
-		if len(ch.From) > 0 && (ch.From[0] == '{' || ch.From[0] == '[') {
-			ch.From = nil
-		}
-		out = append(out, changeKey(ch))
+		out = append(out, changeKey(asRecordedByCEL(ch)))
 	}
 	sort.Strings(out)
 	return out
