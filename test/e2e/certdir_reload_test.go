@@ -25,6 +25,12 @@ import (
 // its key, PEM encoded.
 func issue(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, host string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte) {
 	t.Helper()
+	return issueFor(t, parent, parentKey, host, x509.ExtKeyUsageServerAuth)
+}
+
+// issueFor is issue for a name (an IP address is also a SAN) and a use: a server's or a client's.
+func issueFor(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +41,10 @@ func issue(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, 
 		tmpl.Subject, tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = pkix.Name{CommonName: "test-ca"}, true, true, x509.KeyUsageCertSign
 		parent, parentKey = tmpl, key
 	} else {
-		tmpl.Subject, tmpl.IPAddresses, tmpl.ExtKeyUsage = pkix.Name{CommonName: host}, []net.IP{net.ParseIP(host)}, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.Subject, tmpl.ExtKeyUsage = pkix.Name{CommonName: name}, []x509.ExtKeyUsage{usage}
+		if ip := net.ParseIP(name); ip != nil {
+			tmpl.IPAddresses = []net.IP{ip}
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {

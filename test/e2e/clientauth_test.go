@@ -2,13 +2,8 @@ package e2e
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,43 +15,13 @@ import (
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
-// clientCA signs the client certificate the API server presents to webhooks.
-type clientCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newClientCA(t *testing.T) clientCA {
+// issueClient writes a client certificate for cn, signed by ca, and its key, and returns their paths.
+func issueClient(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, dir, cn string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook-clients"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return clientCA{cert: cert, key: key}
-}
-
-// issue writes a client certificate and key for cn and returns their paths.
-func (ca clientCA) issue(t *testing.T, dir, cn string) (certFile, keyFile string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
+	_, _, certPEM, keyPEM := issueFor(t, ca, caKey, cn, x509.ExtKeyUsageClientAuth)
 	certFile, keyFile = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
-	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	writeFile(t, certFile, certPEM)
+	writeFile(t, keyFile, keyPEM)
 	return certFile, keyFile
 }
 
@@ -74,11 +39,11 @@ func writeFile(t *testing.T, path string, data []byte) {
 // TLS handshake.
 func TestWebhookAnswersOnlyTheAPIServer(t *testing.T) {
 	dir := t.TempDir()
-	ca := newClientCA(t)
+	ca, caKey, caPEM, _ := issue(t, nil, nil, "")
 	caFile := filepath.Join(dir, "client-ca.crt")
-	writeFile(t, caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}))
-	certFile, keyFile := ca.issue(t, dir, "kube-apiserver-webhook-client")
-	otherCert, otherKey := ca.issue(t, dir, "someone-else")
+	writeFile(t, caFile, caPEM)
+	certFile, keyFile := issueClient(t, ca, caKey, dir, "kube-apiserver-webhook-client")
+	otherCert, otherKey := issueClient(t, ca, caKey, dir, "someone-else")
 
 	// "*" is the kubeconfig user for every webhook the API server calls (k8s.io/apiserver's
 	// AuthenticationInfoResolver); a platform would name the Service, wincompat.<namespace>.svc.
