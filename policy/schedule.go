@@ -103,13 +103,16 @@ func (p *Policy) namedClassSelector(spec *corev1.PodSpec, facts Facts) map[strin
 		return facts.Cluster.RuntimeClasses[*spec.RuntimeClassName].NodeSelector
 	}
 	if b, ok := p.buildByRuntimeClass(*spec.RuntimeClassName); ok {
-		return p.catalogSelector(b)
+		return p.RuntimeClassNodeSelector(b)
 	}
 	return nil
 }
 
-// catalogSelector is the nodeSelector wincompat gives the RuntimeClass of a catalog build.
-func (p *Policy) catalogSelector(b Build) map[string]string {
+// RuntimeClassNodeSelector is the scheduling.nodeSelector of the RuntimeClass wincompat keeps for
+// catalog build b. The RuntimeClass controller creates classes with it and offline decisions assume it,
+// so both read it here: the RuntimeClass admission plugin merges it into every pod naming the class and
+// rejects a pod whose own nodeSelector gives one of its keys another value.
+func (p *Policy) RuntimeClassNodeSelector(b Build) map[string]string {
 	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), labelWindowsBuild: b.Number}
 	if p.Arch != "" {
 		sel[corev1.LabelArchStable] = p.Arch

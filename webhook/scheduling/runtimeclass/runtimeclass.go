@@ -51,10 +51,6 @@ func Desired(p *policy.Policy, present []string) []nodev1.RuntimeClass {
 		if p.RuntimeClassesFor == policy.RuntimeClassesForPresent && !slices.Contains(present, b.Number) {
 			continue
 		}
-		selector := map[string]string{corev1.LabelOSStable: string(corev1.Windows), corev1.LabelWindowsBuild: b.Number}
-		if p.Arch != "" {
-			selector[corev1.LabelArchStable] = p.Arch
-		}
 		var tolerations []corev1.Toleration
 		for _, t := range p.WindowsNodeTaints {
 			tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
@@ -65,7 +61,7 @@ func Desired(p *policy.Policy, present []string) []nodev1.RuntimeClass {
 				Labels: map[string]string{ManagedByLabel: ManagedByValue, buildLabel: b.Number},
 			},
 			Handler:    p.RuntimeClassHandler,
-			Scheduling: &nodev1.Scheduling{NodeSelector: selector, Tolerations: tolerations},
+			Scheduling: &nodev1.Scheduling{NodeSelector: p.RuntimeClassNodeSelector(b), Tolerations: tolerations},
 		})
 	}
 	return out
