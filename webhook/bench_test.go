@@ -115,7 +115,7 @@ func BenchmarkMutate(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(c.pod)))
 			for b.Loop() {
-				res, err := Mutate(pol, gvk, c.pod, benchFacts)
+				res, err := mutate(pol, gvk, c.pod, benchFacts)
 				if err != nil || len(res.Patch) == 0 {
 					b.Fatal(err)
 				}
@@ -124,8 +124,8 @@ func BenchmarkMutate(b *testing.B) {
 	}
 }
 
-// BenchmarkFloor is the unavoidable part of Mutate: decoding the same pod into its type and encoding it
-// once.
+// BenchmarkFloor is the unavoidable part of MutateResolving: decoding the same pod into its type and
+// encoding it once.
 func BenchmarkFloor(b *testing.B) {
 	for _, c := range benchCases(b) {
 		b.Run(c.name, func(b *testing.B) {
@@ -241,7 +241,7 @@ func BenchmarkHandler(b *testing.B) {
 // mutatedPod is pod with wincompat's patch applied.
 func mutatedPod(b *testing.B, pod []byte) []byte {
 	b.Helper()
-	res, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, pod, benchFacts)
+	res, err := mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, pod, benchFacts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func mutatedPod(b *testing.B, pod []byte) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if again, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, out, benchFacts); err != nil || len(again.Patch) > 0 {
+	if again, err := mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, out, benchFacts); err != nil || len(again.Patch) > 0 {
 		b.Fatalf("a mutated pod still gets a patch: %v %v", again.Patch, err)
 	}
 	return out
@@ -369,7 +369,7 @@ func BenchmarkMutateScaling(b *testing.B) {
 		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {
-				if _, err := Mutate(pol, gvk, raw, benchFacts); err != nil {
+				if _, err := mutate(pol, gvk, raw, benchFacts); err != nil {
 					b.Fatal(err)
 				}
 			}

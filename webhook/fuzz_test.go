@@ -35,7 +35,7 @@ func FuzzMutate(f *testing.F) {
 		}
 		gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
 		if !Supported(gvk) {
-			if _, err := Mutate(pol, gvk, raw, policy.Facts{}); err == nil {
+			if _, err := mutate(pol, gvk, raw, policy.Facts{}); err == nil {
 				t.Fatalf("unsupported kind %v accepted", gvk)
 			}
 			return
@@ -56,7 +56,7 @@ func FuzzMutate(f *testing.F) {
 				"windows-2022": {NodeSelector: map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}},
 			}}
 		}
-		res, err := Mutate(pol, gvk, raw, facts)
+		res, err := mutate(pol, gvk, raw, facts)
 		if err != nil {
 			return // not an object of its kind: the webhook answers with an error, which is right
 		}
@@ -71,7 +71,7 @@ func FuzzMutate(f *testing.F) {
 			t.Fatalf("patched raw input differs from the decided object\npatched: %s\ndecided: %s", got, decided)
 		}
 		checkUnknownFieldsSurvive(t, gvk, raw, applied, res.Patch)
-		again, err := Mutate(pol, gvk, applied, facts)
+		again, err := mutate(pol, gvk, applied, facts)
 		if err != nil || len(again.Patch) != 0 {
 			t.Fatalf("second pass not empty (err %v): %s", err, formatPatch(t, again.Patch))
 		}

@@ -142,9 +142,9 @@ func TestGolden(t *testing.T) {
 			c, pol, gvk := loadCase(t, in)
 			raw := c.Object
 			facts := c.facts()
-			res, err := Mutate(pol, gvk, raw, facts)
+			res, err := mutate(pol, gvk, raw, facts)
 			if err != nil {
-				t.Fatalf("Mutate: %v", err)
+				t.Fatalf("mutate: %v", err)
 			}
 			patchJSON := formatPatch(t, res.Patch)
 			applied := applyPatch(t, raw, patchJSON)
@@ -188,7 +188,7 @@ func TestGolden(t *testing.T) {
 				}
 			})
 			t.Run("idempotent", func(t *testing.T) {
-				again, err := Mutate(pol, gvk, applied, facts)
+				again, err := mutate(pol, gvk, applied, facts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -390,7 +390,7 @@ func TestGoldenCasesCoverStripTable(t *testing.T) {
 			continue
 		}
 		c, pol, gvk := loadCase(t, in)
-		res, err := Mutate(pol, gvk, c.Object, c.facts())
+		res, err := mutate(pol, gvk, c.Object, c.facts())
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}

@@ -192,7 +192,7 @@ func TestHandlerReadsANamespaceTheCacheHasNotSeen(t *testing.T) {
 
 func TestMutateRefusesDuplicateKeys(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","spec":{"os":{"name":"windows"},"containers":[{"name":"a","securityContext":{"runAsUser":1},"securityContext":{}}]}}`)
-	_, err := Mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, raw, policy.Facts{Operation: policy.Create})
+	_, err := mutate(policy.Default(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, raw, policy.Facts{Operation: policy.Create})
 	var de *DecodeError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("a duplicated key must be a decode error, got %v", err)

@@ -48,7 +48,7 @@ func Supported(gvk schema.GroupVersionKind) bool {
 	return ok
 }
 
-// Result is what Mutate decided and the patch that carries it.
+// Result is what MutateResolving decided and the patch that carries it.
 type Result struct {
 	Decision policy.Decision
 	// Patch is empty when nothing changed, and when Decision.Denied refuses the object.
@@ -69,16 +69,12 @@ type DecodeError struct {
 func (e *DecodeError) Error() string { return fmt.Sprintf("decoding %s: %v", e.Kind, e.Err) }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// Mutate applies the policy to one raw JSON object of kind gvk and returns the JSON patch to apply to
-// raw. raw itself is never re-encoded: the patch is the difference between the typed object before and
-// after the decision, so fields our types do not know are never mentioned and survive. A decision that
-// changes nothing costs no diff at all.
-func Mutate(pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts) (Result, error) {
-	return MutateResolving(context.Background(), pol, gvk, raw, facts, nil)
-}
-
-// MutateResolving is Mutate that first asks resolver (nil for none) about the images of a Windows pod,
-// or starts the lookups for a workload template's, so that the build comes from the images themselves.
+// MutateResolving applies the policy to one raw JSON object of kind gvk and returns the JSON patch to
+// apply to raw. It first asks resolver (nil for none) about the images of a Windows pod, or starts the
+// lookups for a workload template's, so that the build comes from the images themselves. raw itself is
+// never re-encoded: the patch is the difference between the typed object before and after the
+// decision, so fields our types do not know are never mentioned and survive. A decision that changes
+// nothing costs no diff at all.
 func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVersionKind, raw []byte, facts policy.Facts, resolver ImageResolver) (Result, error) {
 	k, ok := kinds[gvk]
 	if !ok {

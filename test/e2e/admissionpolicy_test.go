@@ -166,7 +166,7 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		// What the Go decision does with the same object, limited to what both engines do.
-		res, err := webhook.Mutate(pol, w.obj.GroupVersionKind(), raw, facts)
+		res, err := webhook.MutateResolving(context.Background(), pol, w.obj.GroupVersionKind(), raw, facts, nil)
 		if err != nil {
 			t.Fatalf("%v: %v", w, err)
 		}

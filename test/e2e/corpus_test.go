@@ -387,7 +387,7 @@ func mutate(pol *policy.Policy, raw []byte, facts policy.Facts) ([]byte, error) 
 		return nil, err
 	}
 	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
-	res, err := webhook.Mutate(pol, gvk, raw, facts)
+	res, err := webhook.MutateResolving(context.Background(), pol, gvk, raw, facts, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -227,7 +227,7 @@ func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 			t.Fatal(err)
 		}
 		// What the webhook would record for the same pod, limited to what both engines do.
-		res, err := webhook.Mutate(pol, tc.pod.GroupVersionKind(), raw, facts)
+		res, err := webhook.MutateResolving(context.Background(), pol, tc.pod.GroupVersionKind(), raw, facts, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
