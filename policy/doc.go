@@ -1,0 +1,31 @@
+// Package policy decides what wincompat does to a Pod or to the pod template of a workload. Decide
+// takes the typed object, the facts of its namespace and, in server mode, of the cluster (Facts), and
+// the Policy; it changes the object in place and returns every Change it made. Everything wincompat
+// shows or stores is rendered from those values: the change record, admission warnings, audit
+// annotations, metrics and `wincompat mutate --explain`.
+//
+// The package is pure: no client-go, no controller-runtime, no HTTP; it does no I/O, reads no clock and
+// calls no cluster or registry (k8s.io/api and k8s.io/apimachinery give it its types). What a decision
+// needs from outside arrives in Facts: the cluster's node builds, RuntimeClasses and taints, read in the
+// server by webhook/scheduling and nil offline, and what registries say of the pod's images. So the
+// server, `wincompat mutate` and the tests decide alike, and policy/admissionpolicy can render the part
+// that needs no cluster state from the same tables as MutatingAdmissionPolicies.
+//
+// Where things are decided:
+//   - scope and Windows-ness: which namespaces and objects wincompat acts on, whether a pod spec is a
+//     Windows one (spec.os, its node constraints, the namespace's default-os) and which taints of
+//     Windows nodes a Windows pod tolerates are each decided once here and exported, so that the webhook
+//     and the audit ask the same questions;
+//   - the strip table (strip.go): the Linux-only fields the API server rejects on a Windows pod; it
+//     drives stripping, the README's table and the tests;
+//   - the build decision: the ordered sources of a pod's Windows build (buildsource.go), which node
+//     builds can run an image (compat.go, containerd's rule) and the scheduling that carries the choice
+//     (schedule.go: nodeSelector or required affinity, tolerations, RuntimeClass);
+//   - the rules table (rules.go): the rule each Change comes from (a strip-table row, a policy key, a
+//     rewrite, a build source), which `wincompat mutate --explain` shows;
+//   - the change record (change.go): Change and its encoding in the wincompat.io/changes annotations,
+//     which later passes and the audit read back;
+//   - the Policy itself, its file and its defaults (default.yaml, printed by `wincompat policy`).
+//
+// README.md in this directory describes every change wincompat makes and why.
+package policy
