@@ -189,9 +189,9 @@ func (w *walker) set(path []string, b, a reflect.Value, uncertain int) {
 // equal is reflect.DeepEqual of two members of one type, written out for the kinds API types are made
 // of. reflect.DeepEqual is general: it boxes each operand, tracks visited pointers in a map to survive
 // cycles (API types have none: a recursive type is never walked) and reads each map entry into a new
-// allocation; on a pod's diff that was a fifth of a review. Anything unusual (interfaces, structs with
-// unexported fields such as resource.Quantity, floats) is still left to reflect.DeepEqual, so the answer
-// is always DeepEqual's.
+// allocation, work a pod's diff would repeat on every member it compares. Anything unusual
+// (interfaces, structs with unexported fields such as resource.Quantity, floats) is still left to
+// reflect.DeepEqual, so the answer is always DeepEqual's.
 func equal(b, a reflect.Value) bool {
 	switch b.Kind() {
 	case reflect.String:

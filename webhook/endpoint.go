@@ -21,14 +21,14 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// maxReviewBytes is controller-runtime's limit on a review body, kept so that an oversized review gets
-// the same answer (413) as before.
+// maxReviewBytes is controller-runtime's limit on a review body, so that an oversized review gets the
+// answer (413) controller-runtime's own webhook would give it.
 const maxReviewBytes = 7 << 20
 
 // Endpoint serves an admission.Handler over HTTP as controller-runtime's admission.Webhook does (the
 // same body limit, content type check, panic recovery, logging and response), but decodes the review
-// in one pass instead of two: controller-runtime's codec first reads the whole body just to find
-// apiVersion and kind, which for a pod review was a sixth of wincompat's CPU per review.
+// in one pass: controller-runtime's codec reads the whole body once only to find apiVersion and kind,
+// then again to decode it, while one pass can read apiVersion and kind along with the rest (readReview).
 type Endpoint struct {
 	webhook admission.Webhook
 	limits  Limits
