@@ -6,7 +6,8 @@ import (
 
 // The types of a krew plugin manifest, as krew's documentation describes them (apiVersion
 // krew.googlecontainertools.github.com/v1alpha2, kind Plugin). They are written here because the krew
-// module is not a dependency; the JSON names are the manifest's field names.
+// module cannot be a dependency (README.md, "The rules checked"); the JSON names are the manifest's
+// field names.
 
 const (
 	krewAPIVersion = "krew.googlecontainertools.github.com/v1alpha2"
