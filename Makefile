@@ -129,6 +129,7 @@ image: ## the container image without Docker: bin/image/oci (OCI layout), bin/im
 
 # Release archives for krew (deploy/krew/README.md). VERSION must be the release tag, vX.Y.Z.
 RELEASE_DIR       ?= bin/release
+KREW_VALIDATE     ?= sigs.k8s.io/krew/cmd/validate-krew-manifest@v0.4.3
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 
 release: ## cross-build kubectl-wincompat for the release platforms into bin/release: archives and checksums.txt (VERSION=vX.Y.Z)
@@ -143,9 +144,12 @@ release: ## cross-build kubectl-wincompat for the release platforms into bin/rel
 		$(GO) run ./deploy/krew archive -bin $$bin -os $$os -arch $$arch -version $(VERSION) -license LICENSE -out $(RELEASE_DIR); \
 	done
 
-krew: ## bin/release/wincompat.yaml: the krew plugin manifest of make release's archives, checked against krew's rules (VERSION=vX.Y.Z)
+krew: ## bin/release/wincompat.yaml: the krew plugin manifest of make release's archives, checked against our rules and by krew's own validator (VERSION=vX.Y.Z)
 	$(GO) run ./deploy/krew manifest -version $(VERSION) -checksums $(RELEASE_DIR)/checksums.txt \
 		-platforms "$(RELEASE_PLATFORMS)" -o $(RELEASE_DIR)/wincompat.yaml
+	# krew's own validator, in its own module: its packages are internal and its go.mod would move
+	# client-go (deploy/krew/README.md), so it is run, not imported.
+	$(GO) run $(KREW_VALIDATE) -skip-install -manifest $(RELEASE_DIR)/wincompat.yaml
 
 clean: ## remove build output (keeps bin/k8s, which is slow to rebuild)
 	rm -rf bin/image bin/release
