@@ -377,7 +377,7 @@ func (a *auditor) readPods(ctx context.Context) error {
 		pods := l.(*corev1.PodList).Items
 		var specs []*corev1.PodSpec
 		for i := range pods {
-			if windowsPod(&pods[i]) {
+			if a.windowsPod(&pods[i]) {
 				specs = append(specs, &pods[i].Spec)
 			}
 		}
@@ -419,7 +419,7 @@ func (a *auditor) readWorkloads(ctx context.Context) {
 				tpls := w.tpl(l)
 				var specs []*corev1.PodSpec
 				for i := range tpls {
-					if _, recorded := tpls[i].tpl.Annotations[policy.AnnotationTemplateChanges]; recorded || isWindows(&tpls[i].tpl.Spec) {
+					if _, recorded := tpls[i].tpl.Annotations[policy.AnnotationTemplateChanges]; recorded || a.isWindows(&tpls[i].tpl.Spec, tpls[i].meta.Namespace) {
 						specs = append(specs, &tpls[i].tpl.Spec)
 					}
 				}
@@ -493,18 +493,20 @@ func (a *auditor) row(ns string) *NamespaceRow {
 	return r
 }
 
-func isWindows(spec *corev1.PodSpec) bool {
-	if spec.OS != nil {
-		return spec.OS.Name == corev1.Windows
+// isWindows is the policy's Windows test, with the namespace's labels (wincompat.io/default-os).
+func (a *auditor) isWindows(spec *corev1.PodSpec, ns string) bool {
+	facts := policy.Namespace{Name: ns}
+	if n := a.namespaces[ns]; n != nil {
+		facts.Labels = n.Labels
 	}
-	return spec.NodeSelector[corev1.LabelOSStable] == string(corev1.Windows)
+	return a.pol.IsWindows(spec, facts)
 }
 
 // windowsPod: a Windows pod, or one wincompat recorded itself on (it judged the pod Windows).
-func windowsPod(p *corev1.Pod) bool {
+func (a *auditor) windowsPod(p *corev1.Pod) bool {
 	_, recorded := p.Annotations[policy.AnnotationVersion]
 	_, byPolicy := p.Annotations[policy.AnnotationAdmissionPolicy]
-	return recorded || byPolicy || isWindows(&p.Spec)
+	return recorded || byPolicy || a.isWindows(&p.Spec, p.Namespace)
 }
 
 func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
@@ -512,7 +514,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	if warnMode {
 		a.wouldChange(ctx, p.Namespace, "Pod/"+p.Name, p.DeepCopy())
 	}
-	if !windowsPod(p) {
+	if !a.windowsPod(p) {
 		a.linuxPod(ctx, p)
 		return
 	}
@@ -654,16 +656,22 @@ func auditedKind(ref *metav1.OwnerReference) bool {
 	return slices.ContainsFunc(workloadLists, func(w workloadList) bool { return w.kind == ref.Kind && w.group == gv.Group })
 }
 
-// whyNotCovered explains a Windows pod without wincompat's marks.
+// whyNotCovered explains a Windows pod without wincompat's marks by the policy's scope rule.
 func (a *auditor) whyNotCovered(p *corev1.Pod) string {
-	ns := a.namespaces[p.Namespace]
-	switch {
-	case p.Labels[policy.LabelSkip] == "true":
-		return "the pod is labelled " + policy.LabelSkip + "=true"
-	case ns != nil && ns.Labels[policy.LabelEnabled] != "true":
+	ns := policy.Namespace{Name: p.Namespace}
+	if n := a.namespaces[p.Namespace]; n != nil {
+		ns.Labels = n.Labels
+	} else {
+		// A namespace created after they were listed: its labels are unknown, so none is blamed.
+		ns.Labels = map[string]string{policy.LabelEnabled: "true"}
+	}
+	switch a.pol.Scope(p.Labels, ns) {
+	case policy.ExcludedNamespace:
+		return "namespace " + p.Namespace + " is in the policy's excludedNamespaces: wincompat never changes its objects"
+	case policy.NamespaceNotEnabled:
 		return "its namespace is not labelled " + policy.LabelEnabled + "=true"
-	case p.Namespace == "kube-system":
-		return "kube-system is never mutated"
+	case policy.SkipLabelled:
+		return "the pod is labelled " + policy.LabelSkip + "=true"
 	default:
 		return "created while wincompat was not running, or before the namespace was labelled"
 	}
@@ -676,7 +684,7 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	if !a.opts.Selector.Empty() {
 		a.ownersRead[t.meta.UID] = true
 	}
-	windows := isWindows(&t.tpl.Spec)
+	windows := a.isWindows(&t.tpl.Spec, t.meta.Namespace)
 	if !windows {
 		a.linuxTemplate(ctx, kind, t)
 	}
@@ -727,7 +735,8 @@ func (a *auditor) finish() {
 	for _, ns := range sortedKeys(a.rows) {
 		r := a.rows[ns]
 		a.report.Namespaces = append(a.report.Namespaces, *r)
-		if r.WindowsPods > 0 && !r.OptedIn && ns != "kube-system" && !a.labelsUnknown[ns] {
+		excluded := a.pol.Scope(nil, policy.Namespace{Name: ns}) == policy.ExcludedNamespace // labelling it would change nothing
+		if r.WindowsPods > 0 && !r.OptedIn && !excluded && !a.labelsUnknown[ns] {
 			a.finding(NamespaceUnlabeled, ns, "", fmt.Sprintf("%d Windows pods, but the namespace is not labelled %s=true", r.WindowsPods, policy.LabelEnabled))
 		}
 	}

@@ -169,14 +169,16 @@ func (a *auditor) unpinnedReach(ctx context.Context, spec *corev1.PodSpec, daemo
 
 // finishTaints reports the hard taints of ready Windows nodes that no Windows pod tolerates (DaemonSet
 // pods aside: they tolerate what their node carries): Windows workloads cannot be scheduled there.
-// Without any such Windows pod there is nothing to say.
+// Without any such Windows pod there is nothing to say. Kubernetes' own node-state taints (not-ready
+// lingering on a node that turned ready, a cordon) say nothing of the operating system, and no
+// workload should tolerate them: the policy's taint rule leaves them out.
 func (a *auditor) finishTaints() {
 	if !a.windowsPodsSeen {
 		return
 	}
 	for _, wn := range a.windowsNodes {
 		for i, t := range wn.node.Spec.Taints {
-			if hardTaint(&t) && !wn.tolerated[i] {
+			if hardTaint(&t) && !wn.tolerated[i] && a.pol.WindowsNodeTaint(t) != policy.TaintNodeState {
 				a.finding(WindowsTaintUntolerated, "", "Node/"+wn.node.Name, fmt.Sprintf("taint %s is tolerated by no Windows pod: none can be scheduled there; if it marks the operating system, add it to the policy's windowsNodeTaints", t.ToString()))
 			}
 		}
