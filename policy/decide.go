@@ -169,22 +169,6 @@ func PodTemplateOf(obj any) (*corev1.PodTemplateSpec, error) {
 	}
 }
 
-// inScope reports why an object in this namespace with these labels is left alone ("" when it is not).
-func (p *Policy) inScope(meta *metav1.ObjectMeta, ns Namespace) string {
-	for _, excluded := range p.ExcludedNamespaces {
-		if ns.Name == excluded {
-			return "namespace " + ns.Name + " is excluded by policy"
-		}
-	}
-	if ns.Labels[LabelEnabled] != "true" {
-		return "namespace is not labelled " + LabelEnabled + "=true"
-	}
-	if meta.Labels[LabelSkip] == "true" {
-		return "object is labelled " + LabelSkip + "=true"
-	}
-	return ""
-}
-
 // decideTemplate gives a workload's pod template what validation needs: the Windows trigger, the strip
 // table, the runAsUser intent rule (which must run where runAsUser is removed, or the intent is lost
 // before any Pod exists) and the removal of mount propagation (Bidirectional is invalid once privileged

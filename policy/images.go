@@ -128,7 +128,7 @@ func (p *Policy) ImagesToLookUp(obj any, facts Facts) ImageLookup {
 	} else {
 		return ImageLookup{}
 	}
-	if p.inScope(meta, facts.Namespace) != "" || !p.isWindows(spec, facts.Namespace) || HostProcess(spec) {
+	if p.inScope(meta, facts.Namespace) != "" || !p.IsWindows(spec, facts.Namespace) || HostProcess(spec) {
 		return ImageLookup{}
 	}
 	var l ImageLookup

@@ -82,12 +82,6 @@ func (p *Policy) windowsTrigger(spec *corev1.PodSpec, ns Namespace, rec *recorde
 	return skip
 }
 
-// isWindows is windowsTrigger without the change.
-func (p *Policy) isWindows(spec *corev1.PodSpec, ns Namespace) bool {
-	skip, _ := p.windowsReason(spec, ns)
-	return skip == ""
-}
-
 // windowsReason returns why the pod is not a Windows pod ("" when it is) and, when it is one only by
 // inference, the reason to record with spec.os.
 func (p *Policy) windowsReason(spec *corev1.PodSpec, ns Namespace) (skip, inferred string) {

@@ -71,7 +71,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
-	policyFile := fl.String("policy", "", "policy file: its build catalog and windowsCompatibility (default: the built-in policy)")
+	policyFile := fl.String("policy", "", "the policy file wincompat runs with: its excludedNamespaces, inferOSFromNodeSelector, windowsNodeTaints, mode, build catalog and windowsCompatibility (default: the built-in policy)")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}

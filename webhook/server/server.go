@@ -246,7 +246,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		watcher = &policyFile{path: o.PolicyFile, namespace: o.Namespace, interval: interval, log: o.Log.WithName("policy")}
 		if o.PolicyConfigMap != "" {
-			watcher.store = newPolicyStore(directClient(mgr), o.Namespace, o.PolicyConfigMap)
+			direct, err := directClient(mgr)
+			if err != nil {
+				return err
+			}
+			watcher.store = newPolicyStore(direct, o.Namespace, o.PolicyConfigMap)
 			watcher.store.recorder = mgr.GetEventRecorder("wincompat")
 		}
 		if pol, err = watcher.load(ctx); err != nil {
@@ -294,7 +298,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	var issuer *certs.Issuer
 	if loader != nil {
 		loader.Reader = mgr.GetAPIReader()
-		issuer = &certs.Issuer{Config: tlsCfg, Client: directClient(mgr), Log: o.Log.WithName("certs"), Interval: tlsCfg.CheckInterval}
+		direct, err := directClient(mgr)
+		if err != nil {
+			return err
+		}
+		issuer = &certs.Issuer{Config: tlsCfg, Client: direct, Log: o.Log.WithName("certs"), Interval: tlsCfg.CheckInterval}
 		if err := mgr.Add(loader); err != nil {
 			return err
 		}
@@ -437,14 +445,16 @@ func (c *campaign) Start(ctx context.Context) error {
 	}
 }
 
-// directClient reads from the API server and writes through the manager's client: the certificate Secret
-// and the webhook configuration are read rarely and must be fresh, so they are not worth an informer.
-func directClient(mgr ctrl.Manager) client.Client {
+// directClient reads from and writes to the API server without the manager's cache: the certificate
+// Secret and the policy ConfigMap are read rarely, by name, and must be fresh. Its error stops the
+// server: the manager's cached client would start an informer on the first read, which needs list and
+// watch on every Secret or ConfigMap where wincompat's RBAC grants get on one name.
+func directClient(mgr ctrl.Manager) (client.Client, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
-		return mgr.GetClient()
+		return nil, fmt.Errorf("creating the client that reads the API server directly (policy ConfigMap, certificate Secret): %w", err)
 	}
-	return c
+	return c, nil
 }
 
 // cacheOptions keep in memory only what wincompat reads.
