@@ -1,9 +1,13 @@
 package policy
 
 import (
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
@@ -71,7 +75,9 @@ func TestLoadRefusesUnknownAndDuplicateKeys(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"case matters", "Arch: arm64\n", `line 3: unknown key "Arch"`},
 		{"duplicate", "arch: amd64\nmode: warn\narch: arm64\n", `line 5`},
-		{"duplicate in a list item", "builds:\n- build: 10.0.20348\n  build: 10.0.17763\n", `line 5`},
+		{"duplicate in a list item", "builds:\n- build: 10.0.20348\n  build: 10.0.17763\n", `line 5: duplicate key "builds[0].build" (first at line 4)`},
+		{"null key", "~: x\n", `line 3: unknown key "~"`},
+		{"an anchor merged into itself", "builds:\n- &b {<<: *b, build: 10.0.26100}\n", `line 4: anchor "b" contains an alias of itself`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load([]byte(header + tc.file))
@@ -121,5 +127,64 @@ injectorOptOuts: []
 `
 	if got := string(p.YAML()); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Every field of Policy and Build is a key of the file: a field added without a json tag would be a
+// setting no file could change.
+func TestEveryPolicyFieldIsAKey(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Policy](), reflect.TypeFor[Build]()} {
+		keys := schemaKeysOf(typ)
+		if len(keys.names) != typ.NumField() {
+			t.Errorf("%s has %d fields but %d keys: %v", typ, typ.NumField(), len(keys.names), keys.names)
+		}
+	}
+	// A taint in a policy is what a toleration matches: corev1.Taint's timeAdded is no key.
+	if got := schemaKeysOf(reflect.TypeFor[corev1.Taint]()).names; !slices.Equal(got, []string{"key", "value", "effect"}) {
+		t.Errorf("taint keys %v", got)
+	}
+}
+
+// default.yaml is the one place the defaults are written: it names every key (a key it left out would
+// default to Go's zero value, documented nowhere), and what it says is what Default returns and prints.
+func TestDefaultYAMLNamesEveryKey(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(DefaultPolicyYAML, &root); err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for i := 0; i < len(root.Content[0].Content); i += 2 {
+		named = append(named, root.Content[0].Content[i].Value)
+	}
+	if want := schemaKeysOf(reflect.TypeFor[policyDocument]()).names; !slices.Equal(named, want) {
+		t.Errorf("default.yaml names\n%v\nthe schema's keys, in order, are\n%v", named, want)
+	}
+	again, err := Load(Default().YAML())
+	if err != nil || !equality.Semantic.DeepEqual(again, Default()) {
+		t.Errorf("the printed defaults do not read back as the defaults: %v", err)
+	}
+}
+
+// Aliases expand under a bound: a list of aliases to a long list would otherwise multiply.
+func TestLoadBoundsAliases(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(header + "excludedNamespaces: &n [" + strings.Repeat("a,", 4000) + "a]\nbuilds:\n")
+	for range 4000 {
+		b.WriteString("- {build: 10.0.20348, names: *n}\n")
+	}
+	_, err := Load([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Errorf("%.300v", err)
+	}
+}
+
+// A refusal quotes what the file wrote, but never more than a few hundred bytes of it per problem.
+func TestRefusalClipsLongValues(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	for _, file := range []string{"arch: " + long + "\n", long + ": 1\n", "builds: [{build: &v " + long + "}, {build: *v}, {build: *v}]\n"} {
+		_, err := Load([]byte(header + file))
+		if err == nil || len(err.Error()) > 4<<10 {
+			t.Errorf("a refusal of %d bytes", len(fmt.Sprint(err)))
+		}
 	}
 }
