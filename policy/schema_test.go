@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -185,6 +186,35 @@ func TestRefusalClipsLongValues(t *testing.T) {
 		_, err := Load([]byte(header + file))
 		if err == nil || len(err.Error()) > 4<<10 {
 			t.Errorf("a refusal of %d bytes", len(fmt.Sprint(err)))
+		}
+	}
+}
+
+// Validate's paths are keys of the file: a key renamed in its json tag but not in Validate would send
+// users to a key that does not exist.
+func TestValidatePathsAreKeys(t *testing.T) {
+	p := &Policy{
+		Mode: "x", NonRootUserName: "a@b", DefaultBuild: "x", Arch: "x", RuntimeClassHandler: "X", RuntimeClassesFor: "x",
+		WindowsNodeTaints:  []corev1.Taint{{Key: "a b", Value: "a b", Effect: "x"}},
+		ExcludedNamespaces: []string{"X"}, LinuxByDefaultExcludedNamespaces: []string{"X"}, InjectorOptOuts: []string{"x"},
+		Builds:               []Build{{Number: "x", Names: []string{"x"}, ImageTags: []string{"X"}, RuntimeClass: "X"}},
+		WindowsCompatibility: "x", ImagesWithoutWindows: "x",
+	}
+	errs := p.Validate()
+	if len(errs) < 15 {
+		t.Fatalf("only %d errors: %v", len(errs), errs)
+	}
+	index := regexp.MustCompile(`\[\d+\]`)
+	for _, e := range errs {
+		typ := reflect.TypeFor[Policy]()
+		for _, name := range strings.Split(index.ReplaceAllString(e.Field, ""), ".") {
+			k, ok := schemaKeysOf(typ).byName[name]
+			if !ok {
+				t.Errorf("%s: %q is no key of %s", e.Field, name, typ)
+				break
+			}
+			for typ = k.typ; typ.Kind() == reflect.Slice; typ = typ.Elem() {
+			}
 		}
 	}
 }
