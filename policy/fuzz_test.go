@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
@@ -537,4 +538,33 @@ func fuzzImages(obj any) map[string]Image {
 		}
 	}
 	return out
+}
+
+// FuzzLoad reads policy files of any shape: Load never panics, a refusal stays short whatever the file
+// holds, and a policy it accepts is valid and prints as a file that reads back as the same policy.
+func FuzzLoad(f *testing.F) {
+	f.Add(DefaultPolicyYAML)
+	f.Add([]byte(header + "arch: arm64\ndefaultBuild: 2022\nwindowsNodeTaints: [{key: os, value: yes, effect: NoSchedule}]\n"))
+	f.Add([]byte(header + "builds:\n- &b {build: 10.0.20348, names: [ltsc2022]}\n- {<<: *b, build: 10.0.26100, names: [x]}\ninjectorOptOuts: []\n"))
+	f.Add([]byte(header + "arch: a\narch: b\nBuilds: ~\nbuilds: [x, {names: {a: b}}]\n"))
+	f.Add([]byte(header + "---\nkind: Policy\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Load(data)
+		if err != nil {
+			if len(err.Error()) > 16<<10 {
+				t.Fatalf("a refusal of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if errs := p.Validate(); len(errs) > 0 {
+			t.Fatalf("Load accepted a policy Validate refuses: %v", errs)
+		}
+		again, err := Load(p.YAML())
+		if err != nil {
+			t.Fatalf("the printed policy does not load: %v\n%s", err, p.YAML())
+		}
+		if !equality.Semantic.DeepEqual(p, again) {
+			t.Fatalf("the printed policy reads back as another:\n%+v\n%+v", p, again)
+		}
+	})
 }

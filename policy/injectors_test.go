@@ -89,7 +89,7 @@ func TestInjectorOptOutsNotOnLinuxPods(t *testing.T) {
 
 func TestInjectorOptOutsValidated(t *testing.T) {
 	_, err := Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\ninjectorOptOuts: [istio, sidecarz]\n"))
-	if err == nil || !strings.Contains(err.Error(), `injectorOptOuts[1]: "sidecarz" is not an injector wincompat knows: use some of istio, linkerd`) {
+	if err == nil || !strings.Contains(err.Error(), `injectorOptOuts[1]: Invalid value: "sidecarz": not an injector wincompat knows: use some of istio, linkerd`) {
 		t.Errorf("error %v", err)
 	}
 }

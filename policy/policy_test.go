@@ -47,24 +47,24 @@ func TestLoadOverlaysOnlyGivenKeys(t *testing.T) {
 func TestLoadErrorsNameTheKey(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"unknown key with line", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ntolerations: []\n", `line 3: unknown key "tolerations"`},
-		{"unknown nested key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.20348\n  runtimeClass: x\n", `line 5: unknown key "runtimeClass"`},
+		{"unknown nested key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.20348\n  runtimeClass: x\n", `line 5: unknown key "builds[0].runtimeClass"`},
 		{"wrong type", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nsetRuntimeClassName: maybe\n", `line 3: setRuntimeClassName: got str "maybe", want true or false`},
 		{"string for a list", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: none\n", `line 3: builds: got str "none", want a list of builds, each with build, names, imageTags and runtimeClassName`},
 		{"list for a string", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: [amd64]\n", `line 3: arch: got a list, want a string`},
 		{"wrong type nested", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.17763\n  names: lts\n", `line 5: builds[0].names: got str "lts", want a list of strings`},
 		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\n", "want wincompat.io/v1alpha1/Policy"},
 		{"two documents", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n---\na: 1\n", "exactly one YAML document"},
-		{"bad effect", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: windows, effect: NoScheduel}\n", `windowsNodeTaints[0].effect: "NoScheduel" is not one of NoSchedule, PreferNoSchedule, NoExecute`},
+		{"bad effect", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: windows, effect: NoScheduel}\n", `windowsNodeTaints[0].effect: Unsupported value: "NoScheduel": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`},
 		{"bad taint key", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: 'a b', value: windows, effect: NoSchedule}\n", "windowsNodeTaints[0].key"},
-		{"bad arch", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: x86\n", `arch: "x86" is not supported: use amd64, arm64`},
-		{"unknown default build", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ndefaultBuild: ltsc2016\n", `defaultBuild: "ltsc2016" is not in the catalog: use one of 10.0.17763, ltsc2019`},
-		{"bad build number", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: \"2022\"\n", `builds[0].build: "2022" is not a Windows build number`},
-		{"empty catalog", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: []\n", "builds: the catalog is empty"},
-		{"ambiguous name", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, names: [lts]}\n- {build: 10.0.20348, names: [LTS]}\n", `name "LTS" also names build 10.0.17763`},
+		{"bad arch", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: x86\n", `arch: Invalid value: "x86": use amd64, arm64`},
+		{"unknown default build", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\ndefaultBuild: ltsc2016\n", `defaultBuild: Invalid value: "ltsc2016": not in the catalog: use one of 10.0.17763, ltsc2019`},
+		{"bad build number", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: \"2022\"\n", `builds[0].build: Invalid value: "2022": not a Windows build number`},
+		{"empty catalog", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: []\n", "builds: Required value: the catalog is empty"},
+		{"ambiguous name", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, names: [lts]}\n- {build: 10.0.20348, names: [LTS]}\n", `builds[1].names[0]: Invalid value: "LTS": also names build 10.0.17763`},
 		{"bad runtime class", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- {build: 10.0.17763, runtimeClassName: Windows_2019}\n", "builds[0].runtimeClassName"},
-		{"bad user", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: 'a@b'\n", `nonRootUserName: "a@b" is not a Windows user name`},
-		{"bad namespace", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nexcludedNamespaces: [Kube_System]\n", `excludedNamespaces: "Kube_System" is not a namespace name`},
-		{"bad mode", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nmode: audit\n", `mode: "audit": use enforce (change objects) or warn`},
+		{"bad user", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: 'a@b'\n", `nonRootUserName: Invalid value: "a@b": not a Windows user name`},
+		{"bad namespace", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nexcludedNamespaces: [Kube_System]\n", `excludedNamespaces[0]: Invalid value: "Kube_System": not a namespace name`},
+		{"bad mode", "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nmode: audit\n", `mode: Invalid value: "audit": use enforce (change objects) or warn`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load([]byte(tc.file))
@@ -127,14 +127,28 @@ func TestModeFor(t *testing.T) {
 	}
 }
 
-// hostilePolicy is a valid header followed by n lines of unknown keys, or of keys of the wrong type.
-func hostilePolicy(size int, wrongTypes bool) []byte {
+// Shapes of a hostile policy: a valid header followed by lines of unknown keys, of one key again and
+// again (yaml.v3 reported each pair), or of one key again and again in a second document (which used to
+// be decoded, pairs and all, only to say that a policy is one document).
+const (
+	unknownKeys = iota
+	repeatedKey
+	secondDocument
+)
+
+var hostileShapes = []string{"unknownKeys", "repeatedKey", "secondDocument"}
+
+// hostilePolicy is a policy of the given shape, size bytes long.
+func hostilePolicy(size, shape int) []byte {
 	var b strings.Builder
 	b.WriteString("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n")
+	if shape == secondDocument {
+		b.WriteString("---\n")
+	}
 	for i := 0; ; i++ {
 		line := fmt.Sprintf("unknownKey%d: true\n", i)
-		if wrongTypes {
-			line = fmt.Sprintf("builds: [x%d]\n", i) // the same key again: yaml.v3 reports each pair
+		if shape != unknownKeys {
+			line = fmt.Sprintf("builds: [x%d]\n", i)
 		}
 		if b.Len()+len(line) > size {
 			return []byte(b.String() + strings.Repeat("#", size-b.Len()))
@@ -146,27 +160,27 @@ func hostilePolicy(size int, wrongTypes bool) []byte {
 // Whoever may write the policy ConfigMap (or reach the policy check) chooses its size: the refusal is
 // bounded and names a few errors, and a policy past MaxPolicyBytes is refused before it is parsed.
 func TestLoadBoundsHostilePolicies(t *testing.T) {
-	for _, wrongTypes := range []bool{false, true} {
-		_, err := Load(hostilePolicy(MaxPolicyBytes, wrongTypes))
-		if err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), "a mapping of") {
-			t.Errorf("wrong types %v: a refusal of %d bytes: %.300v", wrongTypes, len(fmt.Sprint(err)), err)
+	for shape, want := range []string{"a mapping of", "a mapping of", "exactly one YAML document"} {
+		_, err := Load(hostilePolicy(MaxPolicyBytes, shape))
+		if err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: a refusal of %d bytes: %.300v", hostileShapes[shape], len(fmt.Sprint(err)), err)
 		}
 	}
-	if _, err := Load(hostilePolicy(MaxPolicyBytes+1, false)); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
+	if _, err := Load(hostilePolicy(MaxPolicyBytes+1, unknownKeys)); err == nil || !strings.Contains(err.Error(), "at most 256 KiB") {
 		t.Errorf("past the bound: %v", err)
 	}
 	// Within the key bound, many errors are counted, not listed.
-	if _, err := Load(hostilePolicy(4<<10, false)); err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), "more") {
+	if _, err := Load(hostilePolicy(4<<10, unknownKeys)); err == nil || len(err.Error()) > 4<<10 || !strings.Contains(err.Error(), "more") {
 		t.Errorf("a few hundred unknown keys: %.300v", err)
 	}
 }
 
 // BenchmarkLoadHostile shows the cost of refusing a hostile policy growing linearly with its size.
 func BenchmarkLoadHostile(b *testing.B) {
-	for _, wrongTypes := range []bool{false, true} {
+	for shape, name := range hostileShapes {
 		for _, size := range []int{16 << 10, 64 << 10, MaxPolicyBytes} {
-			data := hostilePolicy(size, wrongTypes)
-			b.Run(fmt.Sprintf("wrongTypes=%v/size=%dKiB", wrongTypes, size>>10), func(b *testing.B) {
+			data := hostilePolicy(size, shape)
+			b.Run(fmt.Sprintf("%s/size=%dKiB", name, size>>10), func(b *testing.B) {
 				b.SetBytes(int64(size))
 				for b.Loop() {
 					_, _ = Load(data)

@@ -19,8 +19,10 @@ const PolicyCheckPath = "/validate-policy"
 const PolicyKey = "policy.yaml"
 
 // PolicyCheck refuses a policy ConfigMap whose policy.yaml the server would refuse to load, with the
-// loader's own message (it names the key and what is allowed). It is the same strict loader the server,
-// `wincompat mutate --policy` and `wincompat policy` use, so there is no second schema to drift.
+// loader's own message: the line and path of an unknown, repeated or misshapen key, the path of an
+// invalid value and what to write instead. It is the same strict loader, over the same schema (the
+// policy.Policy type), that the server, `wincompat mutate --policy` and `wincompat policy` use, so there
+// is no second schema to drift.
 type PolicyCheck struct{}
 
 // Handle answers one review; anything but a ConfigMap is a configuration mistake, refused by name.

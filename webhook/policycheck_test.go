@@ -31,6 +31,10 @@ func TestPolicyCheck(t *testing.T) {
 		{"unknown key", review("ConfigMap", map[string]string{PolicyKey: "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaint: []\n"}), false,
 			[]string{"wincompat-system/wincompat-policy", `unknown key "windowsNodeTaint"`, "windowsNodeTaints", "the policy in force stays"}},
 		{"bad value", review("ConfigMap", map[string]string{PolicyKey: "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: sparc\n"}), false, []string{"arch"}},
+		{"bad value in a list", review("ConfigMap", map[string]string{PolicyKey: "apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds:\n- build: 10.0.20348\n- build: \"2022\"\n"}), false,
+			[]string{`builds[1].build: Invalid value: "2022": not a Windows build number like 10.0.20348`}},
+		{"repeated key", review("ConfigMap", map[string]string{PolicyKey: "apiVersion: wincompat.io/v1alpha1\nkind: Policy\narch: amd64\narch: arm64\n"}), false,
+			[]string{`line 4: duplicate key "arch" (first at line 3)`}},
 		{"no key", review("ConfigMap", map[string]string{"other": "x"}), false, []string{"needs the key policy.yaml"}},
 		{"not a ConfigMap", review("Secret", nil), false, []string{"policy ConfigMaps only"}},
 	} {

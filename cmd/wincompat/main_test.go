@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
@@ -147,6 +149,17 @@ func TestPolicyCommand(t *testing.T) {
 	code, out, _ = runCLI(t, "", "policy", "--policy", f)
 	if code != 0 || !strings.Contains(out, "arch: arm64") || !strings.Contains(out, "runtimeClassName: windows-2022") {
 		t.Errorf("effective: exit %d\n%s", code, out)
+	}
+	// What it prints is the policy it loaded: read back, the same policy.
+	if printed, err := policy.Load([]byte(out)); err != nil || printed.Arch != "arm64" || !equality.Semantic.DeepEqual(printed.Builds, policy.Default().Builds) {
+		t.Errorf("the printed policy reads back as %+v, %v", printed, err)
+	}
+	if err := os.WriteFile(f, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nbuilds: [{build: 10.0.20348, runtimeClassName: Windows_2022}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "", "policy", "--policy", f)
+	if want := `builds[0].runtimeClassName: Invalid value: "Windows_2022": not a valid RuntimeClass name`; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("invalid: exit %d, stderr lacks %q:\n%s", code, want, errOut)
 	}
 }
 

@@ -13,8 +13,11 @@ import (
 const policyUsage = `Usage: wincompat policy [--policy FILE]
        wincompat policy export [--policy FILE] [--exclude-namespace NS]...
 
-Validates the policy file and prints the effective policy (your file over the defaults). With no file,
-prints the documented defaults.
+Validates the policy file and prints the effective policy: your file over the defaults, where a key you
+name replaces its default (a list as a whole; [] empties it) and a key you leave out or set to null keeps
+it. Unknown or repeated keys and values of the wrong shape are refused with their line and path, invalid
+values with their path and what to write instead. With no file, prints the defaults with the comment on
+each key (policy/default.yaml).
 
 export prints, as YAML for kubectl apply, the MutatingAdmissionPolicies and their bindings
 (admissionregistration.k8s.io/v1, Kubernetes 1.36 and later) that do inside the API server what needs no
