@@ -65,7 +65,7 @@ func (p *Policy) chooseBuild(q *buildQuery) buildChoice {
 		}
 	}
 	if c := q.facts.Cluster; c != nil && len(c.Builds) > 1 {
-		q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
+		q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
 			Reason: "no build chosen while the cluster runs " + strings.Join(c.Builds, ", ") + "; the pod may land on a node whose build does not match its image"})
 	}
 	return buildChoice{}
@@ -88,20 +88,20 @@ func (p *Policy) recordedBuild(q *buildQuery) (buildChoice, bool) {
 		}
 		builds = append(builds, b)
 	}
-	if pinned, hasPin := q.pod.Spec.NodeSelector[labelWindowsBuild]; hasPin && (len(builds) != 1 || builds[0].Number != pinned) {
+	if pinned, hasPin := q.pod.Spec.NodeSelector[corev1.LabelWindowsBuild]; hasPin && (len(builds) != 1 || builds[0].Number != pinned) {
 		return buildChoice{}, false
 	}
 	return buildChoice{builds: builds, source: src}, true
 }
 
 func (p *Policy) nodeSelectorBuild(q *buildQuery) (buildChoice, bool) {
-	pinned, hasPin := q.pod.Spec.NodeSelector[labelWindowsBuild]
+	pinned, hasPin := q.pod.Spec.NodeSelector[corev1.LabelWindowsBuild]
 	if !hasPin {
 		return buildChoice{}, false
 	}
 	b := p.catalogEntry(pinned)
-	p.overriddenRequest(q.pod, b, "the pod's nodeSelector pins "+labelWindowsBuild+"="+pinned, q.rec)
-	p.checkAgainstImages(q, b, "its nodeSelector pins "+labelWindowsBuild+"="+pinned)
+	p.overriddenRequest(q.pod, b, "the pod's nodeSelector pins "+corev1.LabelWindowsBuild+"="+pinned, q.rec)
+	p.checkAgainstImages(q, b, "its nodeSelector pins "+corev1.LabelWindowsBuild+"="+pinned)
 	return one(b, SourceNodeSelector)
 }
 
@@ -115,7 +115,7 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 	}
 	if len(allowed) == 0 {
 		q.rec.add(Change{Action: Warn, Path: "spec.affinity.nodeAffinity",
-			Reason: "the pod's required node affinity allows no " + labelWindowsBuild + " at all (the values of each term exclude each other); no build pinned, the pod cannot be scheduled as it is"})
+			Reason: "the pod's required node affinity allows no " + corev1.LabelWindowsBuild + " at all (the values of each term exclude each other); no build pinned, the pod cannot be scheduled as it is"})
 		return buildChoice{}, true
 	}
 	if requested, ok := p.lookupBuild(q.pod.Annotations[AnnotationBuild]); ok && q.pod.Annotations[AnnotationBuildSource] == "" && slices.Contains(allowed, requested.Number) {
@@ -128,9 +128,9 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 		p.checkAgainstImages(q, b, "its required node affinity allows it")
 	}
 	// An annotation naming an allowed build returned above, so any request left is overridden.
-	why := "the pod's required node affinity allows " + labelWindowsBuild + " " + strings.Join(allowed, ", ")
+	why := "the pod's required node affinity allows " + corev1.LabelWindowsBuild + " " + strings.Join(allowed, ", ")
 	if len(allowed) == 1 {
-		why = "the pod's required node affinity pins " + labelWindowsBuild + "=" + allowed[0]
+		why = "the pod's required node affinity pins " + corev1.LabelWindowsBuild + "=" + allowed[0]
 	}
 	p.overriddenRequest(q.pod, Build{}, why, q.rec)
 	return c, true
@@ -143,7 +143,7 @@ func (p *Policy) runtimeClassBuild(q *buildQuery) (buildChoice, bool) {
 	}
 	// A RuntimeClass carries its own scheduling: its build, if it selects one, is the pod's; if it
 	// selects none (or is unknown), pinning a build could contradict it.
-	if n := p.namedClassSelector(spec, q.facts)[labelWindowsBuild]; n != "" {
+	if n := p.namedClassSelector(spec, q.facts)[corev1.LabelWindowsBuild]; n != "" {
 		b := p.catalogEntry(n)
 		p.overriddenRequest(q.pod, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n, q.rec)
 		p.checkAgainstImages(q, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n)
@@ -223,7 +223,7 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	if slices.ContainsFunc(q.images, containerImage.linuxOnly) {
 		return buildChoice{}, true // already warned: an image with no Windows entry runs nowhere
 	}
-	q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
+	q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
 		Reason: "no Windows build runs every image: " + p.imagesDescribed(q) + "; no build pinned, the pod cannot run as it is"})
 	return buildChoice{}, true
 }
@@ -290,7 +290,7 @@ func numbers(builds []Build) []string {
 // affinity (terms are alternatives, so each must carry it), or creates the one term. The pod's own
 // terms and expressions are never dropped, edited or reordered.
 func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
-	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
+	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
 		"the pod's images run on Windows builds "+strings.Join(builds, ", "), rec)
 }
 

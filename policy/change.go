@@ -103,7 +103,7 @@ var metricFields = func() map[string]bool {
 		"spec.securityContext.runAsNonRoot", "spec.securityContext.windowsOptions.runAsUserName",
 		"spec.volumes[*].emptyDir.medium",
 		"spec.nodeSelector[" + corev1.LabelOSStable + "]", "spec.nodeSelector[" + corev1.LabelArchStable + "]",
-		"spec.nodeSelector[" + labelWindowsBuild + "]",
+		"spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
 		"spec.affinity.nodeAffinity",
 		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
 		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions",

@@ -29,7 +29,6 @@ const (
 	AnnotationAdmissionPolicy = "wincompat.io/admission-policy"
 
 	labelPodSecurityEnforce = LabelPodSecurityEnforce
-	labelWindowsBuild       = "node.kubernetes.io/windows-build"
 )
 
 // Operation is the admission operation the object arrives with.

@@ -224,7 +224,7 @@ func fuzzFacts(knobs uint8, nsBuild string) Facts {
 	}
 	if knobs&(nsClusterOneBuild|nsClusterTwoBuilds|nsClusterEditedClass) != 0 {
 		f.Cluster = &Cluster{RuntimeClasses: map[string]RuntimeClass{
-			"windows-2022": {NodeSelector: map[string]string{corev1.LabelOSStable: "windows", labelWindowsBuild: "10.0.20348"}},
+			"windows-2022": {NodeSelector: map[string]string{corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: "10.0.20348"}},
 		}}
 		if knobs&nsClusterOneBuild != 0 {
 			f.Cluster.Builds = append(f.Cluster.Builds, "10.0.20348")

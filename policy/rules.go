@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Rule says where the rule behind a change comes from: a row of the strip table, a policy key, a
 // rewrite, a namespace label or the source of the build. It is worked out from the change and the
@@ -56,7 +60,7 @@ var rules = []struct {
 		}
 		return buildRule(d)
 	}},
-	{"", is("spec.nodeSelector[" + labelWindowsBuild + "]"), buildRule},
+	{"", is("spec.nodeSelector[" + corev1.LabelWindowsBuild + "]"), buildRule},
 	{"", is("spec.runtimeClassName"), func(d Decision) string {
 		return "policy setRuntimeClassName and builds[].runtimeClassName; " + buildRule(d)
 	}},

@@ -72,7 +72,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	case 1:
 		b := choice.builds[0]
 		if !heldByPod(choice.source) {
-			pin(labelWindowsBuild, b.Number)
+			pin(corev1.LabelWindowsBuild, b.Number)
 		}
 		p.setRuntimeClass(spec, b, facts, rec)
 	default:
@@ -83,7 +83,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		}
 	}
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
-		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
+		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
 			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins"})
 	}
 	return strings.Join(chosen, ","), choice.source
@@ -110,7 +110,7 @@ func (p *Policy) namedClassSelector(spec *corev1.PodSpec, facts Facts) map[strin
 
 // catalogSelector is the nodeSelector wincompat gives the RuntimeClass of a catalog build.
 func (p *Policy) catalogSelector(b Build) map[string]string {
-	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), labelWindowsBuild: b.Number}
+	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), corev1.LabelWindowsBuild: b.Number}
 	if p.Arch != "" {
 		sel[corev1.LabelArchStable] = p.Arch
 	}
