@@ -93,7 +93,7 @@ type Decision struct {
 	// changesJSON is Changes rendered, when the object's record holds exactly them.
 	changesJSON string
 	// Denied, when set, is why the pod must be refused (imagesWithoutWindows: deny). The object is left
-	// as it came.
+	// as it came. It is the reason alone: DeniedMessage is what the user is shown.
 	Denied string
 }
 
@@ -115,9 +115,18 @@ func (d Decision) Warnings() []string { return Warnings(d.Changes) }
 // WouldWarnings renders them for warn mode, where nothing was changed; a refusal is the one warning.
 func (d Decision) WouldWarnings() []string {
 	if d.Denied != "" {
-		return []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(d.Denied, "wincompat: ")}
+		return []string{"wincompat (warn mode) would have refused it: " + d.Denied}
 	}
 	return WouldWarnings(d.Changes)
+}
+
+// DeniedMessage renders the refusal as the user is shown it (the admission response, `wincompat
+// mutate`), marked as wincompat's like every warning; "" when the object is not refused.
+func (d Decision) DeniedMessage() string {
+	if d.Denied == "" {
+		return ""
+	}
+	return "wincompat: " + d.Denied
 }
 
 // UnsupportedKindError is returned for objects that carry no pod spec wincompat knows.
@@ -236,7 +245,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 			continue
 		}
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
-			return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
+			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
 		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + linuxOnlyWarning})
 	}
@@ -246,7 +255,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		// busy. The refusal is temporary; controllers retry pod creation.
 		for _, ci := range images {
 			if ci.busy {
-				return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
+				return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
 			}
 		}
 	}

@@ -149,7 +149,7 @@ func TestGolden(t *testing.T) {
 			patchJSON := formatPatch(t, res.Patch)
 			applied := applyPatch(t, raw, patchJSON)
 
-			out := goldenOutput{Denied: res.Decision.Denied, Warnings: res.Decision.Warnings(), Object: applied}
+			out := goldenOutput{Denied: res.Decision.DeniedMessage(), Warnings: res.Decision.Warnings(), Object: applied}
 			if out.Warnings == nil {
 				out.Warnings = []string{}
 			}

@@ -609,7 +609,7 @@ func (a *auditor) wouldChange(ctx context.Context, ns, obj string, copied any) {
 	}
 	a.row(ns).WouldChange++
 	if d.Denied != "" {
-		a.finding(WouldChange, ns, obj, "would be refused: "+strings.TrimPrefix(d.Denied, "wincompat: "))
+		a.finding(WouldChange, ns, obj, "would be refused: "+d.Denied)
 		return
 	}
 	var what []string
