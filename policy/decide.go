@@ -247,7 +247,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
-		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + linuxOnlyWarning})
+		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed())})
 	}
 	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 		// An image wincompat could not check because of its own load may be one deny refuses: admitting
@@ -318,21 +318,32 @@ func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	return record
 }
 
-// linuxOnlyWarning ends the reason decidePod records for an image with no Windows entry, which
-// RecordedLinuxOnly reads back.
-const linuxOnlyWarning = " has no Windows entry: it cannot run on a Windows node"
+// linuxOnlyImageReason words the warning recorded for an image with no Windows entry; platforms are
+// its entries as describedImage lists them. RecordedLinuxOnly reads the record back through this
+// function alone, so a rewording here is a rewording there. A variable only so that a test can reword it.
+var linuxOnlyImageReason = func(image, platforms string) string {
+	return describedImage(image, platforms) + " has no Windows entry: it cannot run on a Windows node"
+}
 
 // RecordedLinuxOnly finds, among the changes recorded on a pod, the warning that the image of the
 // container at containerPath (spec.containers[NAME]) has no Windows entry, and returns the image as the
 // warning describes it. A warning about another image does not count: a container's image can be
-// changed after admission, which records nothing then.
+// changed after admission, which records nothing then. Recorded changes carry no rule, so the warning is
+// recognised by its structure: the reason linuxOnlyImageReason gives for this image, whatever the
+// platforms between.
 func RecordedLinuxOnly(changes []Change, containerPath, image string) (string, bool) {
+	// A NUL marks where the platforms go. An image holding one is no valid reference, and at worst is
+	// not found: the comparison below keeps every match exact.
+	const hole = "\x00"
+	before, after, _ := strings.Cut(linuxOnlyImageReason(image, hole), hole)
 	for _, c := range changes {
-		if c.Action != Warn || c.Path != containerPath+".image" {
+		if c.Action != Warn || c.Path != containerPath+".image" || len(c.Reason) < len(before)+len(after) ||
+			!strings.HasPrefix(c.Reason, before) || !strings.HasSuffix(c.Reason, after) {
 			continue
 		}
-		if described, ok := strings.CutSuffix(c.Reason, linuxOnlyWarning); ok && strings.HasPrefix(described, image+" (") {
-			return described + " has no Windows entry", true
+		platforms := c.Reason[len(before) : len(c.Reason)-len(after)]
+		if linuxOnlyImageReason(image, platforms) == c.Reason {
+			return describedImage(image, platforms) + " has no Windows entry", true
 		}
 	}
 	return "", false
