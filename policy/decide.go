@@ -247,7 +247,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
-		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed())})
+		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 	}
 	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 		// An image wincompat could not check because of its own load may be one deny refuses: admitting

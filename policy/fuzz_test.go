@@ -345,6 +345,7 @@ func FuzzDecide(f *testing.F) {
 		beforeJSON := mustJSON(t, before)
 
 		d, err := pol.Decide(obj, facts)
+		checkRules(t, d)
 		var unsupported *UnsupportedKindError
 		if _, isService := obj.(*corev1.Service); isService {
 			if !errors.As(err, &unsupported) || d.Windows {
@@ -411,6 +412,21 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkRules fails on a change made without a rule of the rules table, or with a field its rule does
+// not list (the metric's field label would say "other").
+func checkRules(t *testing.T, d Decision) {
+	t.Helper()
+	for _, c := range d.Changes {
+		r, known := rulesByCode[c.Rule]
+		if !known {
+			t.Fatalf("change %s %s (%s) was made with rule %q, which is not in the rules table", c.Action, c.Path, c.Reason, c.Rule)
+		}
+		if !slices.Contains(r.fields, c.Field()) {
+			t.Fatalf("change %s %s of rule %s: field %s is not among the rule's fields %v", c.Action, c.Path, c.Rule, c.Field(), r.fields)
+		}
+	}
 }
 
 func mustJSON(t *testing.T, obj any) string {
