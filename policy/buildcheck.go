@@ -40,9 +40,9 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 		excluded := slices.DeleteFunc(slices.Clone(builds), func(b string) bool { return slices.Contains(allowedByPins, b) })
 		switch {
 		case len(allowedByPins) == 0:
-			check.Reasons = append(check.Reasons, "its nodeSelector and required node affinity allow no "+labelWindowsBuild+" at all")
+			check.Reasons = append(check.Reasons, "its nodeSelector and required node affinity allow no "+corev1.LabelWindowsBuild+" at all")
 		case len(excluded) > 0:
-			check.Reasons = append(check.Reasons, "pinned to Windows build "+strings.Join(allowedByPins, " or ")+" by "+labelWindowsBuild)
+			check.Reasons = append(check.Reasons, "pinned to Windows build "+strings.Join(allowedByPins, " or ")+" by "+corev1.LabelWindowsBuild)
 		}
 	}
 	for _, ci := range containers {
@@ -69,7 +69,7 @@ func (p *Policy) CheckBuilds(spec *corev1.PodSpec, images map[string]Image, buil
 // says nothing of the build allows all.
 func PinnedBuilds(spec *corev1.PodSpec) []string {
 	var pinned []string
-	if v, ok := spec.NodeSelector[labelWindowsBuild]; ok {
+	if v, ok := spec.NodeSelector[corev1.LabelWindowsBuild]; ok {
 		pinned = []string{v}
 	}
 	terms := requiredTerms(spec)
@@ -81,7 +81,7 @@ func PinnedBuilds(spec *corev1.PodSpec) []string {
 		var term []string
 		limited := false
 		for _, e := range t.MatchExpressions {
-			if e.Key != labelWindowsBuild || e.Operator != corev1.NodeSelectorOpIn {
+			if e.Key != corev1.LabelWindowsBuild || e.Operator != corev1.NodeSelectorOpIn {
 				continue
 			}
 			if limited {

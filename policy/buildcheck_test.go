@@ -26,16 +26,16 @@ func TestCheckBuilds(t *testing.T) {
 		return s
 	}
 	pinned := pod("app:multi")
-	pinned.NodeSelector = map[string]string{labelWindowsBuild: "10.0.17763"}
+	pinned.NodeSelector = map[string]string{corev1.LabelWindowsBuild: "10.0.17763"}
 	affinity := pod("app:any")
 	affinity.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763", "10.0.20348"}}}}}}}}
+			{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763", "10.0.20348"}}}}}}}}
 	excluding := pod("app:any")
 	excluding.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763"}},
-			{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.20348"}}}}}}}}
+			{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763"}},
+			{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.20348"}}}}}}}}
 	only2025 := []string{"10.0.26100"}
 	for name, c := range map[string]struct {
 		spec     *corev1.PodSpec
@@ -63,13 +63,13 @@ func TestCheckBuilds(t *testing.T) {
 
 func TestPinnedBuilds(t *testing.T) {
 	in := func(values ...string) corev1.NodeSelectorRequirement {
-		return corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: values}
+		return corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: values}
 	}
 	zone := corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}
 	spec := func(selector string, terms ...[]corev1.NodeSelectorRequirement) *corev1.PodSpec {
 		s := &corev1.PodSpec{}
 		if selector != "" {
-			s.NodeSelector = map[string]string{labelWindowsBuild: selector}
+			s.NodeSelector = map[string]string{corev1.LabelWindowsBuild: selector}
 		}
 		if len(terms) > 0 {
 			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}

@@ -65,8 +65,8 @@ func (p *Policy) chooseBuild(q *buildQuery) buildChoice {
 		}
 	}
 	if c := q.facts.Cluster; c != nil && len(c.Builds) > 1 {
-		q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
-			Reason: "no build chosen while the cluster runs " + strings.Join(c.Builds, ", ") + "; the pod may land on a node whose build does not match its image"})
+		q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
+			Reason: "no build chosen while the cluster runs " + strings.Join(c.Builds, ", ") + "; the pod may land on a node whose build does not match its image", Rule: RuleBuild})
 	}
 	return buildChoice{}
 }
@@ -88,20 +88,20 @@ func (p *Policy) recordedBuild(q *buildQuery) (buildChoice, bool) {
 		}
 		builds = append(builds, b)
 	}
-	if pinned, hasPin := q.pod.Spec.NodeSelector[labelWindowsBuild]; hasPin && (len(builds) != 1 || builds[0].Number != pinned) {
+	if pinned, hasPin := q.pod.Spec.NodeSelector[corev1.LabelWindowsBuild]; hasPin && (len(builds) != 1 || builds[0].Number != pinned) {
 		return buildChoice{}, false
 	}
 	return buildChoice{builds: builds, source: src}, true
 }
 
 func (p *Policy) nodeSelectorBuild(q *buildQuery) (buildChoice, bool) {
-	pinned, hasPin := q.pod.Spec.NodeSelector[labelWindowsBuild]
+	pinned, hasPin := q.pod.Spec.NodeSelector[corev1.LabelWindowsBuild]
 	if !hasPin {
 		return buildChoice{}, false
 	}
 	b := p.catalogEntry(pinned)
-	p.overriddenRequest(q.pod, b, "the pod's nodeSelector pins "+labelWindowsBuild+"="+pinned, q.rec)
-	p.checkAgainstImages(q, b, "its nodeSelector pins "+labelWindowsBuild+"="+pinned)
+	p.overriddenRequest(q.pod, b, "the pod's nodeSelector pins "+corev1.LabelWindowsBuild+"="+pinned, q.rec)
+	p.checkAgainstImages(q, b, "its nodeSelector pins "+corev1.LabelWindowsBuild+"="+pinned)
 	return one(b, SourceNodeSelector)
 }
 
@@ -115,7 +115,7 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 	}
 	if len(allowed) == 0 {
 		q.rec.add(Change{Action: Warn, Path: "spec.affinity.nodeAffinity",
-			Reason: "the pod's required node affinity allows no " + labelWindowsBuild + " at all (the values of each term exclude each other); no build pinned, the pod cannot be scheduled as it is"})
+			Reason: "the pod's required node affinity allows no " + corev1.LabelWindowsBuild + " at all (the values of each term exclude each other); no build pinned, the pod cannot be scheduled as it is", Rule: RuleAffinityAllowsNone})
 		return buildChoice{}, true
 	}
 	if requested, ok := p.lookupBuild(q.pod.Annotations[AnnotationBuild]); ok && q.pod.Annotations[AnnotationBuildSource] == "" && slices.Contains(allowed, requested.Number) {
@@ -128,9 +128,9 @@ func (p *Policy) affinityBuild(q *buildQuery) (buildChoice, bool) {
 		p.checkAgainstImages(q, b, "its required node affinity allows it")
 	}
 	// An annotation naming an allowed build returned above, so any request left is overridden.
-	why := "the pod's required node affinity allows " + labelWindowsBuild + " " + strings.Join(allowed, ", ")
+	why := "the pod's required node affinity allows " + corev1.LabelWindowsBuild + " " + strings.Join(allowed, ", ")
 	if len(allowed) == 1 {
-		why = "the pod's required node affinity pins " + labelWindowsBuild + "=" + allowed[0]
+		why = "the pod's required node affinity pins " + corev1.LabelWindowsBuild + "=" + allowed[0]
 	}
 	p.overriddenRequest(q.pod, Build{}, why, q.rec)
 	return c, true
@@ -143,7 +143,7 @@ func (p *Policy) runtimeClassBuild(q *buildQuery) (buildChoice, bool) {
 	}
 	// A RuntimeClass carries its own scheduling: its build, if it selects one, is the pod's; if it
 	// selects none (or is unknown), pinning a build could contradict it.
-	if n := p.namedClassSelector(spec, q.facts)[labelWindowsBuild]; n != "" {
+	if n := p.namedClassSelector(spec, q.facts)[corev1.LabelWindowsBuild]; n != "" {
 		b := p.catalogEntry(n)
 		p.overriddenRequest(q.pod, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n, q.rec)
 		p.checkAgainstImages(q, b, "its RuntimeClass "+*spec.RuntimeClassName+" selects build "+n)
@@ -163,7 +163,7 @@ func (p *Policy) annotationBuild(q *buildQuery) (buildChoice, bool) {
 		return one(b, SourceAnnotation)
 	}
 	q.rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
-		Reason: "unknown build " + jsonString(v) + "; use one of " + p.buildNames()})
+		Reason: "unknown build " + jsonString(v) + "; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
 	return buildChoice{}, false
 }
 
@@ -173,7 +173,7 @@ func (p *Policy) checkAgainstImages(q *buildQuery, b Build, why string) {
 	for _, ci := range q.images {
 		if ci.constrains() && !ci.linuxOnly() && !p.runs(ci, b.Number) {
 			q.rec.add(Change{Action: Warn, Path: ci.path + ".image",
-				Reason: "the pod is pinned to Windows build " + b.Number + " (" + why + "), which cannot run " + ci.describe()})
+				Reason: "the pod is pinned to Windows build " + b.Number + " (" + why + "), which cannot run " + ci.describe(), Rule: RuleImageNotOnBuild})
 		}
 	}
 }
@@ -186,7 +186,7 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	for _, ci := range q.images {
 		if ci.lookupErr != "" {
 			q.rec.add(Change{Action: Warn, Path: ci.path + ".image",
-				Reason: "could not read " + ci.image + " from its registry (" + ci.lookupErr + "); its build is taken from the tag, namespace, cluster or default"})
+				Reason: "could not read " + ci.image + " from its registry (" + ci.lookupErr + "); its build is taken from the tag, namespace, cluster or default", Rule: RuleImageUnread})
 		}
 		if !ci.constrains() {
 			continue
@@ -223,8 +223,8 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	if slices.ContainsFunc(q.images, containerImage.linuxOnly) {
 		return buildChoice{}, true // already warned: an image with no Windows entry runs nowhere
 	}
-	q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
-		Reason: "no Windows build runs every image: " + p.imagesDescribed(q) + "; no build pinned, the pod cannot run as it is"})
+	q.rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
+		Reason: "no Windows build runs every image: " + p.imagesDescribed(q) + "; no build pinned, the pod cannot run as it is", Rule: RuleBuild})
 	return buildChoice{}, true
 }
 
@@ -255,7 +255,7 @@ func (p *Policy) namespaceBuild(q *buildQuery) (buildChoice, bool) {
 		return one(b, SourceNamespace)
 	}
 	q.rec.add(Change{Action: Warn, Path: "namespace.annotations[" + AnnotationBuild + "]",
-		Reason: "unknown build " + jsonString(v) + " on the namespace; use one of " + p.buildNames()})
+		Reason: "unknown build " + jsonString(v) + " on the namespace; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
 	return buildChoice{}, false
 }
 
@@ -290,13 +290,13 @@ func numbers(builds []Build) []string {
 // affinity (terms are alternatives, so each must carry it), or creates the one term. The pod's own
 // terms and expressions are never dropped, edited or reordered.
 func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
-	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
-		"the pod's images run on Windows builds "+strings.Join(builds, ", "), rec)
+	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
+		"the pod's images run on Windows builds "+strings.Join(builds, ", "), RuleBuild, rec)
 }
 
 // requireInEveryTerm adds req to every term of the pod's required node affinity (terms are
 // alternatives, so each must carry it), or makes it the only term when there is none.
-func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement, reason string, rec *recorder) {
+func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement, reason string, rule Rule, rec *recorder) {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -311,7 +311,7 @@ func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement
 	const path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 	if len(*terms) == 0 {
 		*terms = append(*terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}})
-		rec.add(Change{Action: Inject, Path: path, To: jsonValue((*terms)[0]), Reason: reason})
+		rec.add(Change{Action: Inject, Path: path, To: jsonValue((*terms)[0]), Reason: reason, Rule: rule})
 		return
 	}
 	for i := range *terms {
@@ -322,6 +322,6 @@ func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement
 			continue
 		}
 		t.MatchExpressions = append(t.MatchExpressions, req)
-		rec.add(Change{Action: Inject, Path: path + "[" + strconv.Itoa(i) + "].matchExpressions", To: jsonValue(req), Reason: reason})
+		rec.add(Change{Action: Inject, Path: path + "[" + strconv.Itoa(i) + "].matchExpressions", To: jsonValue(req), Reason: reason, Rule: rule})
 	}
 }

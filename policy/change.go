@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Action says what wincompat did to one field. Annotations, admission warnings, audit annotations and
@@ -33,6 +31,9 @@ type Change struct {
 	From   json.RawMessage `json:"from,omitempty"`
 	To     json.RawMessage `json:"to,omitempty"`
 	Reason string          `json:"reason"`
+	// Rule is the rule the change was made by. It is not recorded (the annotations keep their format),
+	// so a change read back from one has none: RuleOf says what can still be told.
+	Rule Rule `json:"-"`
 }
 
 // Field is Path with every bracketed name replaced by "*": a bounded key for metrics and summaries.
@@ -67,53 +68,19 @@ func (c Change) Field() string {
 // OtherField is MetricField's answer for a path wincompat does not produce.
 const OtherField = "other"
 
-// MetricField is Field when it is one of the fields wincompat changes, and OtherField otherwise: the
-// names inside a path are the pod author's, and one holding "]" would carry text of theirs out of the
-// brackets and into a metric label, one new series per pod.
+// MetricField is Field when it is one of the fields the change's rule produces (the rules table lists
+// them), and OtherField otherwise: the names inside a path are the pod author's, and one holding "]"
+// would carry text of theirs out of the brackets and into a metric label, one new series per pod.
 func (c Change) MetricField() string {
-	if f := c.Field(); metricFields[f] {
-		return f
+	if r, ok := rulesByCode[RuleOf(c)]; ok {
+		if f := c.Field(); slices.Contains(r.fields, f) {
+			return f
+		}
 	}
 	return OtherField
 }
 
-// metricFields are every Field wincompat's decisions produce: the strip table's rows, and the paths of
-// the rewrites, injections and warnings. webhook's golden tests fail on a change outside it.
-var metricFields = func() map[string]bool {
-	containerLists := []string{"containers", "initContainers", "ephemeralContainers"}
-	perContainer := []string{".image", ".volumeDevices", ".resources.requests[*]", ".resources.limits[*]",
-		".volumeMounts[*].mountPropagation", ".securityContext.runAsNonRoot", ".securityContext.windowsOptions.runAsUserName"}
-	fields := map[string]bool{}
-	for _, f := range LinuxOnlyFields() {
-		if f.Scope != ContainerSecurityContextScope {
-			fields[f.Path()] = true
-			continue
-		}
-		for _, list := range containerLists {
-			fields["spec."+list+"[*].securityContext."+f.Name] = true
-		}
-	}
-	for _, list := range containerLists {
-		for _, f := range perContainer {
-			fields["spec."+list+"[*]"+f] = true
-		}
-	}
-	for _, f := range []string{
-		"spec.os.name", "spec.tolerations", "spec.runtimeClassName", "spec.dnsPolicy", "spec.hostNetwork",
-		"spec.securityContext.runAsNonRoot", "spec.securityContext.windowsOptions.runAsUserName",
-		"spec.volumes[*].emptyDir.medium",
-		"spec.nodeSelector[" + corev1.LabelOSStable + "]", "spec.nodeSelector[" + corev1.LabelArchStable + "]",
-		"spec.nodeSelector[" + labelWindowsBuild + "]",
-		"spec.affinity.nodeAffinity",
-		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
-		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions",
-		"metadata.labels", "metadata.annotations", "metadata.annotations[*]", "namespace.annotations[*]",
-	} {
-		fields[f] = true
-	}
-	return fields
-}()
-
+// equal ignores Rule, which a recorded change does not carry: a change found again is the one recorded.
 func (c Change) equal(o Change) bool {
 	return c.Action == o.Action && c.Path == o.Path && c.Reason == o.Reason &&
 		string(c.From) == string(o.From) && string(c.To) == string(o.To)
@@ -241,7 +208,7 @@ next:
 // manyChanges is where searching a list stops being cheaper than a map.
 const manyChanges = 32
 
-// changeKey is a Change as a map key: equal keys, equal changes.
+// changeKey is a Change as a map key: equal keys, equal changes (Rule left out, as equal leaves it).
 type changeKey struct{ action, path, from, to, reason string }
 
 func (c Change) key() changeKey {

@@ -23,7 +23,7 @@ func TestChangeField(t *testing.T) {
 // included, or annotations written by earlier versions would stop comparing equal.
 func TestEncodeChangesMatchesEncodingJSON(t *testing.T) {
 	changes := []Change{
-		{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: jsonValue(int64(1001)), Reason: "not supported on Windows"},
+		{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: jsonValue(int64(1001)), Reason: "not supported on Windows", Rule: RuleNonRootIntent},
 		{Action: Rewrite, Path: `spec.volumes[a"b\c].emptyDir.medium`, From: jsonValue("Memory"), To: jsonValue(""), Reason: "<disk> & more\n"},
 		{Action: Inject, Path: "spec.tolerations", To: jsonValue(map[string]any{"key": "os", "n": 1}), Reason: "ünïcode \u2028 \x01"},
 		{Action: Warn, Path: "spec.containers[x].volumeDevices", Reason: ""},
@@ -53,5 +53,30 @@ func TestJSONValueMatchesEncodingJSON(t *testing.T) {
 		if got := jsonValue(v); string(got) != string(want) {
 			t.Errorf("jsonValue(%#v) = %s, want %s", v, got, want)
 		}
+	}
+}
+
+// The rule a change is made with stays out of the record, and a change found again merges with its
+// record, which has no rule.
+func TestRuleIsNotRecorded(t *testing.T) {
+	fresh := []Change{{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue("ClusterFirstWithHostNet"), To: jsonValue("ClusterFirst"), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy}}
+	record := EncodeChanges(fresh)
+	if want := `[{"action":"rewrite","path":"spec.dnsPolicy","from":"ClusterFirstWithHostNet","to":"ClusterFirst","reason":"` + ReasonDNSPolicy + `"}]`; record != want {
+		t.Errorf("record %s, want %s", record, want)
+	}
+	recorded, err := DecodeChanges(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, added := mergeChanges(recorded, fresh); added {
+		t.Error("a change found again was added beside its record")
+	}
+	many := make([]Change, manyChanges+1) // the map's path
+	for i := range many {
+		many[i] = Change{Action: Warn, Path: "spec.containers[c" + string(rune('a'+i)) + "].volumeDevices", Reason: reasonVolumeDevices, Rule: RuleVolumeDevices}
+	}
+	recorded, _ = DecodeChanges(EncodeChanges(many))
+	if _, added := mergeChanges(recorded, many); added {
+		t.Error("changes found again were added beside their record")
 	}
 }

@@ -29,7 +29,6 @@ const (
 	AnnotationAdmissionPolicy = "wincompat.io/admission-policy"
 
 	labelPodSecurityEnforce = LabelPodSecurityEnforce
-	labelWindowsBuild       = "node.kubernetes.io/windows-build"
 )
 
 // Operation is the admission operation the object arrives with.
@@ -94,7 +93,7 @@ type Decision struct {
 	// changesJSON is Changes rendered, when the object's record holds exactly them.
 	changesJSON string
 	// Denied, when set, is why the pod must be refused (imagesWithoutWindows: deny). The object is left
-	// as it came.
+	// as it came. It is the reason alone: DeniedMessage is what the user is shown.
 	Denied string
 }
 
@@ -116,9 +115,18 @@ func (d Decision) Warnings() []string { return Warnings(d.Changes) }
 // WouldWarnings renders them for warn mode, where nothing was changed; a refusal is the one warning.
 func (d Decision) WouldWarnings() []string {
 	if d.Denied != "" {
-		return []string{"wincompat (warn mode) would have refused it: " + strings.TrimPrefix(d.Denied, "wincompat: ")}
+		return []string{"wincompat (warn mode) would have refused it: " + d.Denied}
 	}
 	return WouldWarnings(d.Changes)
+}
+
+// DeniedMessage renders the refusal as the user is shown it (the admission response, `wincompat
+// mutate`), marked as wincompat's like every warning; "" when the object is not refused.
+func (d Decision) DeniedMessage() string {
+	if d.Denied == "" {
+		return ""
+	}
+	return "wincompat: " + d.Denied
 }
 
 // UnsupportedKindError is returned for objects that carry no pod spec wincompat knows.
@@ -221,9 +229,9 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 			continue
 		}
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
-			return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
+			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
-		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: ci.describe() + linuxOnlyWarning})
+		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 	}
 	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 		// An image wincompat could not check because of its own load may be one deny refuses: admitting
@@ -231,7 +239,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		// busy. The refusal is temporary; controllers retry pod creation.
 		for _, ci := range images {
 			if ci.busy {
-				return Decision{Windows: true, Denied: "wincompat: " + ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
+				return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
 			}
 		}
 	}
@@ -294,21 +302,32 @@ func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	return record
 }
 
-// linuxOnlyWarning ends the reason decidePod records for an image with no Windows entry, which
-// RecordedLinuxOnly reads back.
-const linuxOnlyWarning = " has no Windows entry: it cannot run on a Windows node"
+// linuxOnlyImageReason words the warning recorded for an image with no Windows entry; platforms are
+// its entries as describedImage lists them. RecordedLinuxOnly reads the record back through this
+// function alone, so a rewording here is a rewording there. A variable only so that a test can reword it.
+var linuxOnlyImageReason = func(image, platforms string) string {
+	return describedImage(image, platforms) + " has no Windows entry: it cannot run on a Windows node"
+}
 
 // RecordedLinuxOnly finds, among the changes recorded on a pod, the warning that the image of the
 // container at containerPath (spec.containers[NAME]) has no Windows entry, and returns the image as the
 // warning describes it. A warning about another image does not count: a container's image can be
-// changed after admission, which records nothing then.
+// changed after admission, which records nothing then. Recorded changes carry no rule, so the warning is
+// recognised by its structure: the reason linuxOnlyImageReason gives for this image, whatever the
+// platforms between.
 func RecordedLinuxOnly(changes []Change, containerPath, image string) (string, bool) {
+	// A NUL marks where the platforms go. An image holding one is no valid reference, and at worst is
+	// not found: the comparison below keeps every match exact.
+	const hole = "\x00"
+	before, after, _ := strings.Cut(linuxOnlyImageReason(image, hole), hole)
 	for _, c := range changes {
-		if c.Action != Warn || c.Path != containerPath+".image" {
+		if c.Action != Warn || c.Path != containerPath+".image" || len(c.Reason) < len(before)+len(after) ||
+			!strings.HasPrefix(c.Reason, before) || !strings.HasSuffix(c.Reason, after) {
 			continue
 		}
-		if described, ok := strings.CutSuffix(c.Reason, linuxOnlyWarning); ok && strings.HasPrefix(described, image+" (") {
-			return described + " has no Windows entry", true
+		platforms := c.Reason[len(before) : len(c.Reason)-len(after)]
+		if linuxOnlyImageReason(image, platforms) == c.Reason {
+			return describedImage(image, platforms) + " has no Windows entry", true
 		}
 	}
 	return "", false

@@ -225,7 +225,7 @@ func fuzzFacts(knobs uint8, nsBuild string) Facts {
 	}
 	if knobs&(nsClusterOneBuild|nsClusterTwoBuilds|nsClusterEditedClass) != 0 {
 		f.Cluster = &Cluster{RuntimeClasses: map[string]RuntimeClass{
-			"windows-2022": {NodeSelector: map[string]string{corev1.LabelOSStable: "windows", labelWindowsBuild: "10.0.20348"}},
+			"windows-2022": {NodeSelector: map[string]string{corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: "10.0.20348"}},
 		}}
 		if knobs&nsClusterOneBuild != 0 {
 			f.Cluster.Builds = append(f.Cluster.Builds, "10.0.20348")
@@ -346,6 +346,7 @@ func FuzzDecide(f *testing.F) {
 		beforeJSON := mustJSON(t, before)
 
 		d, err := pol.Decide(obj, facts)
+		checkRules(t, d)
 		var unsupported *UnsupportedKindError
 		if _, isService := obj.(*corev1.Service); isService {
 			if !errors.As(err, &unsupported) || d.Windows {
@@ -412,6 +413,21 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkRules fails on a change made without a rule of the rules table, or with a field its rule does
+// not list (the metric's field label would say "other").
+func checkRules(t *testing.T, d Decision) {
+	t.Helper()
+	for _, c := range d.Changes {
+		r, known := rulesByCode[c.Rule]
+		if !known {
+			t.Fatalf("change %s %s (%s) was made with rule %q, which is not in the rules table", c.Action, c.Path, c.Reason, c.Rule)
+		}
+		if !slices.Contains(r.fields, c.Field()) {
+			t.Fatalf("change %s %s of rule %s: field %s is not among the rule's fields %v", c.Action, c.Path, c.Rule, c.Field(), r.fields)
+		}
+	}
 }
 
 func mustJSON(t *testing.T, obj any) string {

@@ -47,13 +47,21 @@ func (p *Policy) runsAll(images []containerImage, host string) bool {
 // describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
 func (ci containerImage) describe() string {
 	if ci.source == SourceImage {
-		return ci.image + " (tag: Windows build " + ci.versions[0] + ")"
+		return describedImage(ci.image, "tag: Windows build "+ci.versions[0])
 	}
-	if len(ci.platforms) == 0 {
-		return ci.image + " (no platform)"
-	}
-	return ci.image + " (" + strings.Join(ci.platforms, ", ") + ")"
+	return describedImage(ci.image, ci.platformsDescribed())
 }
+
+// platformsDescribed lists the entries the registry gave for the image.
+func (ci containerImage) platformsDescribed() string {
+	if len(ci.platforms) == 0 {
+		return "no platform"
+	}
+	return strings.Join(ci.platforms, ", ")
+}
+
+// describedImage is an image followed by what is known of it, in parentheses.
+func describedImage(image, known string) string { return image + " (" + known + ")" }
 
 // owner is the container as warnings name it: containers[app].
 func (ci containerImage) owner() string { return strings.TrimPrefix(ci.path, "spec.") }

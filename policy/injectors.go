@@ -97,14 +97,14 @@ func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 			meta.Labels = map[string]string{}
 		}
 		maps.Copy(meta.Labels, labels)
-		rec.add(Change{Action: Inject, Path: "metadata.labels", To: jsonValue(labels), Reason: InjectorOptOutReason(labelled)})
+		rec.add(Change{Action: Inject, Path: "metadata.labels", To: jsonValue(labels), Reason: InjectorOptOutReason(labelled), Rule: RuleInjectorOptOuts})
 	}
 	if len(annotations) > 0 {
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
 		}
 		maps.Copy(meta.Annotations, annotations)
-		rec.add(Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(annotations), Reason: InjectorOptOutReason(annotated)})
+		rec.add(Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(annotations), Reason: InjectorOptOutReason(annotated), Rule: RuleInjectorOptOuts})
 	}
 }
 

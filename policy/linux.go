@@ -20,14 +20,22 @@ import (
 func (p *Policy) linuxByDefault(ns Namespace) string {
 	switch ns.Labels[LabelDefaultOS] {
 	case string(corev1.Linux):
-		return "namespace is labelled " + LabelDefaultOS + "=linux"
+		return reasonLinuxLabel
 	case "":
 		if p.LinuxByDefault && ns.Name != metav1.NamespaceSystem && !slices.Contains(p.LinuxByDefaultExcludedNamespaces, ns.Name) {
-			return "policy linuxByDefault pins every namespace not labelled " + LabelDefaultOS
+			return reasonLinuxPolicy
 		}
 	}
 	return ""
 }
+
+// Why objects are pinned to Linux (linuxByDefault), and the reason recorded with the pin.
+const (
+	reasonLinuxLabel  = "namespace is labelled " + LabelDefaultOS + "=linux"
+	reasonLinuxPolicy = "policy linuxByDefault pins every namespace not labelled " + LabelDefaultOS
+)
+
+func linuxPinReason(why string) string { return why + "; the object chose no operating system" }
 
 // OSSignal says how a pod spec already chooses its operating system, "" when it does not: spec.os, an
 // OS key in the nodeSelector or in required node affinity (whatever its operator), or a RuntimeClass
@@ -95,16 +103,16 @@ func (p *Policy) decideLinux(meta *metav1.ObjectMeta, spec *corev1.PodSpec, fact
 		}
 	}
 	rec := &recorder{}
-	reason := why + "; the object chose no operating system"
+	reason := linuxPinReason(why)
 	if len(spec.NodeSelector) == 0 && len(requiredTerms(spec)) > 0 {
 		// Kept in the form the object uses: its own terms, each narrowed to Linux.
-		requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Linux)}}, reason, rec)
+		requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Linux)}}, reason, RuleLinuxByDefault, rec)
 	} else {
 		if spec.NodeSelector == nil {
 			spec.NodeSelector = map[string]string{}
 		}
 		spec.NodeSelector[corev1.LabelOSStable] = string(corev1.Linux)
-		rec.add(Change{Action: Inject, Path: "spec.nodeSelector[" + corev1.LabelOSStable + "]", To: jsonValue(corev1.Linux), Reason: reason})
+		rec.add(Change{Action: Inject, Path: "spec.nodeSelector[" + corev1.LabelOSStable + "]", To: jsonValue(corev1.Linux), Reason: reason, Rule: RuleLinuxByDefault})
 	}
 	key := AnnotationTemplateChanges
 	if pod {

@@ -26,7 +26,6 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 	if p.NonRootUserName == "" || HostProcess(spec) {
 		return
 	}
-	const reason = "keeps the non-root intent of the removed runAsUser"
 	var podUser *string
 	if sc := spec.SecurityContext; sc != nil {
 		if sc.WindowsOptions != nil {
@@ -38,7 +37,7 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 			}
 			sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
 			podUser = sc.WindowsOptions.RunAsUserName
-			rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: reason})
+			rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: ReasonNonRootIntent, Rule: RuleNonRootIntent})
 		}
 	}
 	if podUser != nil {
@@ -56,18 +55,25 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
 		}
 		sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
-		rec.add(Change{Action: Inject, Path: path + ".securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: reason})
+		rec.add(Change{Action: Inject, Path: path + ".securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: ReasonNonRootIntent, Rule: RuleNonRootIntent})
 	})
 }
 
 // Reasons of the rewrites the admission policies render too (policy/admissionpolicy).
 const (
+	ReasonNonRootIntent        = "keeps the non-root intent of the removed runAsUser"
 	ReasonRestrictedNonRoot    = "Pod Security restricted requires runAsNonRoot"
 	ReasonRestrictedUser       = "a non-admin user so that runAsNonRoot holds at start"
 	ReasonMemoryEmptyDir       = "Windows has no memory-backed emptyDir; it is node disk either way"
 	ReasonDNSPolicy            = "ClusterFirstWithHostNet is not supported on Windows"
 	ReasonHugePages            = "Windows has no huge pages"
 	ReasonDeprecatedAnnotation = "deprecated Linux security annotation has no meaning on Windows"
+)
+
+// Reasons of the warnings about what rewriteForWindows leaves alone.
+const (
+	reasonVolumeDevices = "raw block volumes are not supported on Windows; left unchanged"
+	reasonHostNetwork   = "hostNetwork without hostProcess containers is not supported on Windows; left unchanged"
 )
 
 // rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
@@ -80,13 +86,13 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			v.EmptyDir.Medium = corev1.StorageMediumDefault
 			rec.add(Change{Action: Rewrite, Path: "spec.volumes[" + v.Name + "].emptyDir.medium",
 				From: jsonValue(corev1.StorageMediumMemory), To: jsonValue(corev1.StorageMediumDefault),
-				Reason: ReasonMemoryEmptyDir})
+				Reason: ReasonMemoryEmptyDir, Rule: RuleMemoryEmptyDir})
 		}
 	}
 	if spec.DNSPolicy == corev1.DNSClusterFirstWithHostNet {
 		spec.DNSPolicy = corev1.DNSClusterFirst
 		rec.add(Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue(corev1.DNSClusterFirstWithHostNet),
-			To: jsonValue(corev1.DNSClusterFirst), Reason: ReasonDNSPolicy})
+			To: jsonValue(corev1.DNSClusterFirst), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy})
 	}
 	dropMountPropagation(spec, rec)
 	forEachContainer(spec, func(path string, c *corev1.Container) {
@@ -97,24 +103,24 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			for _, name := range sortedKeys(list.rl) {
 				if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
 					rec.add(Change{Action: Rewrite, Path: path + ".resources." + list.name + "[" + string(name) + "]",
-						From: jsonValue(list.rl[name]), Reason: ReasonHugePages})
+						From: jsonValue(list.rl[name]), Reason: ReasonHugePages, Rule: RuleHugePages})
 					delete(list.rl, name)
 				}
 			}
 		}
 		if len(c.VolumeDevices) > 0 {
 			rec.add(Change{Action: Warn, Path: path + ".volumeDevices",
-				Reason: "raw block volumes are not supported on Windows; left unchanged"})
+				Reason: reasonVolumeDevices, Rule: RuleVolumeDevices})
 		}
 	})
 	if spec.HostNetwork && !HostProcess(spec) {
 		rec.add(Change{Action: Warn, Path: "spec.hostNetwork",
-			Reason: "hostNetwork without hostProcess containers is not supported on Windows; left unchanged"})
+			Reason: reasonHostNetwork, Rule: RuleHostNetwork})
 	}
 	for _, key := range sortedKeys(pod.Annotations) {
 		if key == annotationSeccompPod || strings.HasPrefix(key, annotationSeccompContainerPrefix) || strings.HasPrefix(key, annotationAppArmorPrefix) {
 			rec.add(Change{Action: Rewrite, Path: "metadata.annotations[" + key + "]", From: jsonValue(pod.Annotations[key]),
-				Reason: ReasonDeprecatedAnnotation})
+				Reason: ReasonDeprecatedAnnotation, Rule: RuleDeprecatedAnnotation})
 			delete(pod.Annotations, key)
 		}
 	}
@@ -132,7 +138,7 @@ func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
 			m := &c.VolumeMounts[i]
 			if m.MountPropagation != nil {
 				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
-					From: jsonValue(*m.MountPropagation), Reason: ReasonMountPropagation})
+					From: jsonValue(*m.MountPropagation), Reason: ReasonMountPropagation, Rule: RuleMountPropagation})
 				m.MountPropagation = nil
 			}
 		}
@@ -147,17 +153,16 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 	if !p.PodSecurityRestricted || ns.Labels[labelPodSecurityEnforce] != "restricted" || HostProcess(spec) {
 		return
 	}
-	const reason = ReasonRestrictedNonRoot
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
 	sc := spec.SecurityContext
 	if sc.RunAsNonRoot == nil {
 		sc.RunAsNonRoot = new(true)
-		rec.add(Change{Action: Inject, Path: "spec.securityContext.runAsNonRoot", To: jsonValue(true), Reason: reason})
+		rec.add(Change{Action: Inject, Path: "spec.securityContext.runAsNonRoot", To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
 	} else if !*sc.RunAsNonRoot {
 		sc.RunAsNonRoot = new(true)
-		rec.add(Change{Action: Rewrite, Path: "spec.securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: reason})
+		rec.add(Change{Action: Rewrite, Path: "spec.securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
 	}
 	allNamed := true
 	forEachContainer(spec, func(path string, c *corev1.Container) {
@@ -167,7 +172,7 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 		}
 		if c.SecurityContext.RunAsNonRoot != nil && !*c.SecurityContext.RunAsNonRoot {
 			c.SecurityContext.RunAsNonRoot = new(true)
-			rec.add(Change{Action: Rewrite, Path: path + ".securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: reason})
+			rec.add(Change{Action: Rewrite, Path: path + ".securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
 		}
 		if wo := c.SecurityContext.WindowsOptions; wo == nil || wo.RunAsUserName == nil {
 			allNamed = false
@@ -181,5 +186,5 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 	}
 	sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
 	rec.add(Change{Action: Inject, Path: "spec.securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName),
-		Reason: ReasonRestrictedUser})
+		Reason: ReasonRestrictedUser, Rule: RuleRestrictedUser})
 }

@@ -1,67 +1,164 @@
 package policy
 
-import "strings"
+import corev1 "k8s.io/api/core/v1"
 
-// Rule says where the rule behind a change comes from: a row of the strip table, a policy key, a
-// rewrite, a namespace label or the source of the build. It is worked out from the change and the
-// decision rather than stored in the record, so the record keeps the format audits already read
-// (`wincompat mutate --explain` shows it).
-func (d Decision) Rule(c Change) string {
-	field := c.Field()
-	if c.Action == Strip {
-		lower := strings.ToLower(field)
-		for _, f := range LinuxOnlyFields() {
-			// Containers, initContainers and ephemeralContainers share the container rows.
-			if lower == strings.ToLower(f.Path()) || f.Scope == ContainerSecurityContextScope && strings.HasSuffix(lower, strings.ToLower(f.Path())) {
-				return "strip table: " + f.Path() + " (rejected on Windows when " + string(f.RejectedIf) + ")"
+// Rule names the rule behind a change: a row of the rules table. Every change is made with its rule
+// (Change.Rule), so that what a change means is never worked out again from its path or its wording.
+// The code is not part of the record: annotations keep the format audits already read.
+type Rule string
+
+// The rules of every change but the strip table's, whose rows are rules of their own
+// (LinuxOnlyField.Rule).
+const (
+	RuleWindowsOS            Rule = "windows-os"            // spec.os.name inferred
+	RuleNonRootIntent        Rule = "non-root-intent"       // a Windows user for a stripped non-zero runAsUser
+	RuleRestrictedNonRoot    Rule = "restricted-non-root"   // runAsNonRoot for Pod Security restricted
+	RuleRestrictedUser       Rule = "restricted-user"       // a non-admin user for Pod Security restricted
+	RuleMemoryEmptyDir       Rule = "memory-emptydir"       // emptyDir medium Memory to node disk
+	RuleDNSPolicy            Rule = "dns-policy"            // ClusterFirstWithHostNet to ClusterFirst
+	RuleHugePages            Rule = "huge-pages"            // hugepages-* requests and limits removed
+	RuleDeprecatedAnnotation Rule = "deprecated-annotation" // deprecated seccomp and AppArmor annotations removed
+	RuleMountPropagation     Rule = "mount-propagation"     // volumeMounts[].mountPropagation removed
+	RuleVolumeDevices        Rule = "volume-devices"        // warning: raw block volumes
+	RuleHostNetwork          Rule = "host-network"          // warning: hostNetwork without HostProcess
+	RuleInjectorOptOuts      Rule = "injector-opt-outs"     // opt-outs of Linux-only sidecar injectors
+	RuleWindowsTolerations   Rule = "windows-tolerations"   // tolerations of Windows node taints
+	RuleWindowsNodeSelector  Rule = "windows-node-selector" // nodeSelector kubernetes.io/os=windows
+	RuleArch                 Rule = "arch"                  // nodeSelector kubernetes.io/arch
+	RuleBuild                Rule = "build"                 // the build pin, and warnings about the build chosen
+	RuleRuntimeClass         Rule = "runtime-class"         // the build's RuntimeClass
+	RuleLinuxByDefault       Rule = "linux-by-default"      // an object with no operating system pinned to Linux
+	RuleLinuxOnlyImage       Rule = "linux-only-image"      // warning: an image with no Windows entry
+	RuleImageNotOnBuild      Rule = "image-not-on-build"    // warning: a build the pod chose cannot run an image
+	RuleImageUnread          Rule = "image-unread"          // warning: the registry did not answer for an image
+	RuleBuildRequestIgnored  Rule = "build-request-ignored" // warning: wincompat.io/build overridden by the pod's scheduling
+	RuleUnknownBuild         Rule = "unknown-build"         // warning: wincompat.io/build names no build
+	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
+)
+
+// ruleRow is one row of the rules table: what a rule means.
+type ruleRow struct {
+	rule Rule
+	// explain says where the rule comes from (a strip-table row, a policy key, a namespace label, the
+	// build's source), for `wincompat mutate --explain`.
+	explain func(Decision) string
+	// fields are the Change.Field values of the rule's changes: together, the closed set of the changes
+	// metric's field label (Change.MetricField).
+	fields []string
+	// reasons are the reasons the rule records that are always the same text; a rule whose reason names
+	// images, builds or taints has none.
+	reasons []string
+}
+
+// rulesTable is the one table of rules: the strip table's rows, then the rest.
+var rulesTable = func() []ruleRow {
+	var rows []ruleRow
+	for _, f := range LinuxOnlyFields() {
+		fields := []string{f.Path()}
+		if f.Scope == ContainerSecurityContextScope {
+			fields = inContainers(".securityContext." + f.Name)
+		}
+		rows = append(rows, ruleRow{f.Rule(), fixed("strip table: " + f.Path() + " (rejected on Windows when " + string(f.RejectedIf) + ")"), fields, []string{ReasonLinuxOnly}})
+	}
+	const affinityTerms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+	pinReasons := []string{reasonPinned, reasonPinConflict}
+	return append(rows, []ruleRow{
+		{RuleWindowsOS, fixed("policy inferOSFromNodeSelector, or namespace label " + LabelDefaultOS + "=windows"),
+			[]string{"spec.os.name"}, []string{ReasonPinnedToWindows, ReasonDefaultOSWindows}},
+		{RuleNonRootIntent, fixed("policy nonRootUserName"),
+			append([]string{"spec.securityContext.windowsOptions.runAsUserName"}, inContainers(".securityContext.windowsOptions.runAsUserName")...), []string{ReasonNonRootIntent}},
+		{RuleRestrictedNonRoot, fixed("policy podSecurityRestricted, namespace label " + LabelPodSecurityEnforce + "=restricted"),
+			append([]string{"spec.securityContext.runAsNonRoot"}, inContainers(".securityContext.runAsNonRoot")...), []string{ReasonRestrictedNonRoot}},
+		// The user named is the nonRootUserName knob's, in restricted namespaces only.
+		{RuleRestrictedUser, fixed("policy nonRootUserName"),
+			[]string{"spec.securityContext.windowsOptions.runAsUserName"}, []string{ReasonRestrictedUser}},
+		{RuleMemoryEmptyDir, fixed("rewrite: memory-backed emptyDir"), []string{"spec.volumes[*].emptyDir.medium"}, []string{ReasonMemoryEmptyDir}},
+		{RuleDNSPolicy, fixed("rewrite: dnsPolicy"), []string{"spec.dnsPolicy"}, []string{ReasonDNSPolicy}},
+		{RuleHugePages, fixed("rewrite: huge pages"),
+			append(inContainers(".resources.requests[*]"), inContainers(".resources.limits[*]")...), []string{ReasonHugePages}},
+		{RuleDeprecatedAnnotation, fixed("rewrite: deprecated Linux security annotations"), []string{"metadata.annotations[*]"}, []string{ReasonDeprecatedAnnotation}},
+		{RuleMountPropagation, fixed("rewrite: mount propagation"), inContainers(".volumeMounts[*].mountPropagation"), []string{ReasonMountPropagation}},
+		{RuleVolumeDevices, warning, inContainers(".volumeDevices"), []string{reasonVolumeDevices}},
+		{RuleHostNetwork, warning, []string{"spec.hostNetwork"}, []string{reasonHostNetwork}},
+		{RuleInjectorOptOuts, fixed("policy injectorOptOuts"), []string{"metadata.labels", "metadata.annotations"}, nil},
+		{RuleWindowsTolerations, fixed("policy windowsNodeTaints, and the OS taints of ready Windows nodes"), []string{"spec.tolerations"}, nil},
+		{RuleWindowsNodeSelector, fixed("Windows pods (always)"), []string{"spec.nodeSelector[" + corev1.LabelOSStable + "]"}, pinReasons},
+		{RuleArch, fixed("policy arch"), []string{"spec.nodeSelector[" + corev1.LabelArchStable + "]"}, pinReasons},
+		{RuleBuild, buildRule,
+			[]string{"spec.nodeSelector[" + corev1.LabelWindowsBuild + "]", affinityTerms, affinityTerms + "[*].matchExpressions"}, pinReasons},
+		{RuleRuntimeClass, func(d Decision) string {
+			return "policy setRuntimeClassName and builds[].runtimeClassName; " + buildRule(d)
+		},
+			[]string{"spec.runtimeClassName"}, nil},
+		{RuleLinuxByDefault, fixed("policy linuxByDefault, or namespace label " + LabelDefaultOS + "=linux"),
+			[]string{"spec.nodeSelector[" + corev1.LabelOSStable + "]", affinityTerms, affinityTerms + "[*].matchExpressions"},
+			[]string{linuxPinReason(reasonLinuxLabel), linuxPinReason(reasonLinuxPolicy)}},
+		{RuleLinuxOnlyImage, warning, inPlacingContainers(".image"), nil},
+		{RuleImageNotOnBuild, warning, inPlacingContainers(".image"), nil},
+		{RuleImageUnread, warning, inPlacingContainers(".image"), nil},
+		{RuleBuildRequestIgnored, warning, []string{"metadata.annotations[*]"}, nil},
+		{RuleUnknownBuild, warning, []string{"metadata.annotations[*]", "namespace.annotations[*]"}, nil},
+		{RuleAffinityAllowsNone, warning, []string{"spec.affinity.nodeAffinity"}, nil},
+	}...)
+}()
+
+// rulesByCode finds a rule's row.
+var rulesByCode = func() map[Rule]*ruleRow {
+	m := make(map[Rule]*ruleRow, len(rulesTable))
+	for i := range rulesTable {
+		m[rulesTable[i].rule] = &rulesTable[i]
+	}
+	return m
+}()
+
+// recordedKey is what a change read back from an annotation still says of its rule: its field and its
+// reason.
+type recordedKey struct{ field, reason string }
+
+// rulesByRecord finds the rule of a recorded change whose reason is one of the fixed reasons of the
+// table. TestRulesOfRecordsAreUnambiguous checks that no field and reason belong to two rules.
+var rulesByRecord = func() map[recordedKey]Rule {
+	m := map[recordedKey]Rule{}
+	for _, r := range rulesTable {
+		for _, f := range r.fields {
+			for _, reason := range r.reasons {
+				m[recordedKey{f, reason}] = r.rule
 			}
 		}
 	}
-	for _, r := range rules {
-		if (r.action == "" || r.action == c.Action) && r.matches(field, c.Reason) {
-			return r.rule(d)
-		}
+	return m
+}()
+
+// RuleOf is the rule of a change: the one it was made with, or, for a change read back from an
+// annotation (which does not record it), the rule whose fixed reason and field it has. A recorded
+// reason that names images, builds or taints gives no rule: matching its wording would break silently
+// the day the wording changes, so such changes are left unclassified rather than guessed.
+func RuleOf(c Change) Rule {
+	if c.Rule != "" {
+		return c.Rule
+	}
+	return rulesByRecord[recordedKey{c.Field(), c.Reason}]
+}
+
+// Rule says where the rule behind a change comes from: a row of the strip table, a policy key, a
+// rewrite, a namespace label or the source of the build (`wincompat mutate --explain` shows it). ""
+// when the change has no rule the table knows.
+func (d Decision) Rule(c Change) string {
+	if r, ok := rulesByCode[RuleOf(c)]; ok {
+		return r.explain(d)
 	}
 	return ""
 }
 
-// rules are the sources of every change but the strip table's, first match wins. They follow the
-// decisions in this package; webhook's TestGolden checks that every change of every case has one.
-var rules = []struct {
-	action  Action
-	matches func(field, reason string) bool
-	rule    func(Decision) string
-}{
-	{Inject, is("spec.os.name"), fixed("policy inferOSFromNodeSelector, or namespace label " + LabelDefaultOS + "=windows")},
-	{"", suffix("securityContext.windowsOptions.runAsUserName"), fixed("policy nonRootUserName")},
-	{"", suffix("securityContext.runAsNonRoot"), fixed("policy podSecurityRestricted, namespace label " + LabelPodSecurityEnforce + "=restricted")},
-	{Rewrite, suffix("emptyDir.medium"), fixed("rewrite: memory-backed emptyDir")},
-	{Rewrite, is("spec.dnsPolicy"), fixed("rewrite: dnsPolicy")},
-	{Rewrite, reason(ReasonHugePages), fixed("rewrite: huge pages")},
-	{Rewrite, reason(ReasonDeprecatedAnnotation), fixed("rewrite: deprecated Linux security annotations")},
-	{Rewrite, suffix("mountPropagation"), fixed("rewrite: mount propagation")},
-	{Inject, func(f, r string) bool { return strings.HasPrefix(r, "opts out of Linux-only sidecar injectors") }, fixed("policy injectorOptOuts")},
-	{Inject, is("spec.tolerations"), fixed("policy windowsNodeTaints, and the OS taints of ready Windows nodes")},
-	{"", is("spec.nodeSelector[kubernetes.io/os]"), func(d Decision) string {
-		if d.Linux {
-			return "policy linuxByDefault, or namespace label " + LabelDefaultOS + "=linux"
-		}
-		return "Windows pods (always)"
-	}},
-	{Inject, func(f, _ string) bool {
-		return strings.HasPrefix(f, "spec.affinity.nodeAffinity.requiredDuringScheduling")
-	}, func(d Decision) string {
-		if d.Linux {
-			return "policy linuxByDefault, or namespace label " + LabelDefaultOS + "=linux"
-		}
-		return buildRule(d)
-	}},
-	{"", is("spec.nodeSelector[" + labelWindowsBuild + "]"), buildRule},
-	{"", is("spec.runtimeClassName"), func(d Decision) string {
-		return "policy setRuntimeClassName and builds[].runtimeClassName; " + buildRule(d)
-	}},
-	{"", is("spec.nodeSelector[kubernetes.io/arch]"), fixed("policy arch")},
-	{Warn, always, fixed("a warning: nothing changed")},
+// inContainers is a field of every kind of container, as Change.Field writes it.
+func inContainers(field string) []string {
+	return []string{"spec.containers[*]" + field, "spec.initContainers[*]" + field, "spec.ephemeralContainers[*]" + field}
+}
+
+// inPlacingContainers is a field of the containers whose images decide where a pod runs: ephemeral
+// containers join a pod already placed.
+func inPlacingContainers(field string) []string {
+	return []string{"spec.containers[*]" + field, "spec.initContainers[*]" + field}
 }
 
 func buildRule(d Decision) string {
@@ -71,18 +168,6 @@ func buildRule(d Decision) string {
 	return "the Windows build " + d.Build + ", from " + d.BuildSource
 }
 
-func is(field string) func(string, string) bool {
-	return func(f, _ string) bool { return f == field }
-}
-
-func suffix(s string) func(string, string) bool {
-	return func(f, _ string) bool { return strings.HasSuffix(f, s) }
-}
-
-func reason(r string) func(string, string) bool {
-	return func(_, got string) bool { return got == r }
-}
-
-func always(string, string) bool { return true }
-
 func fixed(s string) func(Decision) string { return func(Decision) string { return s } }
+
+func warning(Decision) string { return "a warning: nothing changed" }

@@ -44,18 +44,18 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	// A RuntimeClass the pod names brings its own nodeSelector; injecting another value for one of its
 	// keys would make the RuntimeClass admission plugin reject the pod.
 	classSelector := p.namedClassSelector(spec, facts)
-	pin := func(key, value string) {
+	pin := func(key, value string, rule Rule) {
 		if v, set := classSelector[key]; set && v != value {
 			rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + key + "]",
-				Reason: "RuntimeClass " + *spec.RuntimeClassName + " selects " + key + "=" + v + "; left to it"})
+				Reason: "RuntimeClass " + *spec.RuntimeClassName + " selects " + key + "=" + v + "; left to it", Rule: rule})
 			return
 		}
-		p.pinNodeLabel(spec, key, value, rec)
+		p.pinNodeLabel(spec, key, value, rule, rec)
 	}
-	pin(corev1.LabelOSStable, string(corev1.Windows))
+	pin(corev1.LabelOSStable, string(corev1.Windows), RuleWindowsNodeSelector)
 	if p.Arch != "" {
 		if _, set := spec.NodeSelector[corev1.LabelArchStable]; !set {
-			pin(corev1.LabelArchStable, p.Arch)
+			pin(corev1.LabelArchStable, p.Arch, RuleArch)
 		}
 	}
 	p.tolerateWindowsTaints(spec, facts.Cluster, rec)
@@ -72,7 +72,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	case 1:
 		b := choice.builds[0]
 		if !heldByPod(choice.source) {
-			pin(labelWindowsBuild, b.Number)
+			pin(corev1.LabelWindowsBuild, b.Number, RuleBuild)
 		}
 		p.setRuntimeClass(spec, b, facts, rec)
 	default:
@@ -83,8 +83,8 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		}
 	}
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
-		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + labelWindowsBuild + "]",
-			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins"})
+		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
+			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins", Rule: RuleBuild})
 	}
 	return strings.Join(chosen, ","), choice.source
 }
@@ -113,7 +113,7 @@ func (p *Policy) namedClassSelector(spec *corev1.PodSpec, facts Facts) map[strin
 // so both read it here: the RuntimeClass admission plugin merges it into every pod naming the class and
 // rejects a pod whose own nodeSelector gives one of its keys another value.
 func (p *Policy) RuntimeClassNodeSelector(b Build) map[string]string {
-	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), labelWindowsBuild: b.Number}
+	sel := map[string]string{corev1.LabelOSStable: string(corev1.Windows), corev1.LabelWindowsBuild: b.Number}
 	if p.Arch != "" {
 		sel[corev1.LabelArchStable] = p.Arch
 	}
@@ -134,19 +134,25 @@ func (p *Policy) setRuntimeClass(spec *corev1.PodSpec, b Build, facts Facts, rec
 		for _, key := range sortedKeys(rc.NodeSelector) {
 			if v, set := spec.NodeSelector[key]; set && v != rc.NodeSelector[key] {
 				rec.add(Change{Action: Warn, Path: "spec.runtimeClassName",
-					Reason: "RuntimeClass " + b.RuntimeClass + " selects " + key + "=" + rc.NodeSelector[key] + ", which the pod contradicts; not set"})
+					Reason: "RuntimeClass " + b.RuntimeClass + " selects " + key + "=" + rc.NodeSelector[key] + ", which the pod contradicts; not set", Rule: RuleRuntimeClass})
 				return
 			}
 		}
 	}
 	spec.RuntimeClassName = new(b.RuntimeClass)
 	rec.add(Change{Action: Inject, Path: "spec.runtimeClassName", To: jsonValue(b.RuntimeClass),
-		Reason: "RuntimeClass of Windows build " + b.Number})
+		Reason: "RuntimeClass of Windows build " + b.Number, Rule: RuleRuntimeClass})
 }
+
+// Reasons recorded when pinNodeLabel sets a node label.
+const (
+	reasonPinned      = "schedules onto Windows nodes"
+	reasonPinConflict = "conflicted with a Windows pod"
+)
 
 // pinNodeLabel sets nodeSelector[key]=value, overwriting a conflicting value (recorded as a rewrite,
 // which is also rendered as a warning).
-func (p *Policy) pinNodeLabel(spec *corev1.PodSpec, key, value string, rec *recorder) {
+func (p *Policy) pinNodeLabel(spec *corev1.PodSpec, key, value string, rule Rule, rec *recorder) {
 	old, set := spec.NodeSelector[key]
 	if set && old == value {
 		return
@@ -157,10 +163,10 @@ func (p *Policy) pinNodeLabel(spec *corev1.PodSpec, key, value string, rec *reco
 	spec.NodeSelector[key] = value
 	path := "spec.nodeSelector[" + key + "]"
 	if set {
-		rec.add(Change{Action: Rewrite, Path: path, From: jsonValue(old), To: jsonValue(value), Reason: "conflicted with a Windows pod"})
+		rec.add(Change{Action: Rewrite, Path: path, From: jsonValue(old), To: jsonValue(value), Reason: reasonPinConflict, Rule: rule})
 		return
 	}
-	rec.add(Change{Action: Inject, Path: path, To: jsonValue(value), Reason: "schedules onto Windows nodes"})
+	rec.add(Change{Action: Inject, Path: path, To: jsonValue(value), Reason: reasonPinned, Rule: rule})
 }
 
 // overriddenRequest records a warning when the user asked for a build in the pod's annotation but the
@@ -175,7 +181,7 @@ func (p *Policy) overriddenRequest(pod *corev1.Pod, chosen Build, why string, re
 		return
 	}
 	rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
-		Reason: "requested build " + jsonString(v) + " ignored: " + why})
+		Reason: "requested build " + jsonString(v) + " ignored: " + why, Rule: RuleBuildRequestIgnored})
 }
 
 // ResolveBuild resolves a build number or catalog name (case-insensitive) to its catalog entry, and also

@@ -40,12 +40,29 @@ type LinuxOnlyField struct {
 // Path is the field's path for docs and metrics, with "*" for the container name.
 func (f LinuxOnlyField) Path() string { return string(f.Scope) + "." + f.Name }
 
+// Rule is the code of the row in the rules table: each row of the strip table is a rule of its own.
+func (f LinuxOnlyField) Rule() Rule { return Rule("strip:" + f.Path()) }
+
 // take clears one field and returns its old value when the API server would have rejected it.
 type take[T any] func(*T) (removed any, ok bool)
 
 type row[T any] struct {
 	LinuxOnlyField
 	take take[T]
+}
+
+// ruledRow is a row with its rule (LinuxOnlyField.Rule), worked out once rather than for every change.
+type ruledRow[T any] struct {
+	row[T]
+	rule Rule
+}
+
+func ruled[T any](rows []row[T]) []ruledRow[T] {
+	out := make([]ruledRow[T], len(rows))
+	for i, r := range rows {
+		out[i] = ruledRow[T]{r, r.Rule()}
+	}
+	return out
 }
 
 // ptr clears a pointer field; any non-nil value is rejected.
@@ -63,7 +80,7 @@ func ptr[V any](p **V) (any, bool) {
 // and validatePodResources (pod-level resources). Kept on purpose: runAsNonRoot, windowsOptions and
 // hostNetwork, which Windows pods use.
 var (
-	podRows = []row[corev1.PodSpec]{
+	podRows = ruled([]row[corev1.PodSpec]{
 		{LinuxOnlyField{PodScope, "hostPID", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
 			v := s.HostPID
 			s.HostPID = false
@@ -83,9 +100,9 @@ var (
 		{LinuxOnlyField{PodScope, "resources", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
 			return ptr(&s.Resources)
 		}},
-	}
+	})
 
-	podSecurityContextRows = []row[corev1.PodSecurityContext]{
+	podSecurityContextRows = ruled([]row[corev1.PodSecurityContext]{
 		{LinuxOnlyField{PodSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.SELinuxOptions)
 		}},
@@ -127,9 +144,9 @@ var (
 			c.Sysctls = nil
 			return v, true
 		}},
-	}
+	})
 
-	containerSecurityContextRows = []row[corev1.SecurityContext]{
+	containerSecurityContextRows = ruled([]row[corev1.SecurityContext]{
 		{LinuxOnlyField{ContainerSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.SELinuxOptions)
 		}},
@@ -160,7 +177,7 @@ var (
 		{LinuxOnlyField{ContainerSecurityContextScope, "runAsGroup", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.RunAsGroup)
 		}},
-	}
+	})
 )
 
 // LinuxOnlyFields returns the strip table in the order wincompat applies it. Docs and tests are generated
@@ -186,13 +203,13 @@ const ReasonLinuxOnly = "not supported on Windows"
 func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 	for _, r := range podRows {
 		if v, ok := r.take(spec); ok {
-			rec.add(Change{Action: Strip, Path: "spec." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
+			rec.add(Change{Action: Strip, Path: "spec." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule})
 		}
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		for _, r := range podSecurityContextRows {
 			if v, ok := r.take(sc); ok {
-				rec.add(Change{Action: Strip, Path: "spec.securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
+				rec.add(Change{Action: Strip, Path: "spec.securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule})
 			}
 		}
 	}
@@ -202,7 +219,7 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 		}
 		for _, r := range containerSecurityContextRows {
 			if v, ok := r.take(c.SecurityContext); ok {
-				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly})
+				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule})
 			}
 		}
 	})

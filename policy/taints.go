@@ -65,6 +65,6 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 		}
 		t := corev1.Toleration{Key: w.taint.Key, Operator: corev1.TolerationOpEqual, Value: w.taint.Value, Effect: w.taint.Effect}
 		spec.Tolerations = append(spec.Tolerations, t)
-		rec.add(Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(t), Reason: w.reason})
+		rec.add(Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(t), Reason: w.reason, Rule: RuleWindowsTolerations})
 	}
 }

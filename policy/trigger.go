@@ -106,7 +106,7 @@ func (p *Policy) windowsReason(spec *corev1.PodSpec, ns Namespace) (skip, inferr
 
 func (p *Policy) setWindowsOS(spec *corev1.PodSpec, rec *recorder, reason string) {
 	spec.OS = &corev1.PodOS{Name: corev1.Windows}
-	rec.add(Change{Action: Inject, Path: "spec.os.name", To: jsonValue(corev1.Windows), Reason: reason})
+	rec.add(Change{Action: Inject, Path: "spec.os.name", To: jsonValue(corev1.Windows), Reason: reason, Rule: RuleWindowsOS})
 }
 
 // HostProcess reports whether the pod runs Windows HostProcess containers. The API server requires all

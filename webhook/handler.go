@@ -166,8 +166,8 @@ func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.
 		return h.warn(req, res)
 	}
 	if res.Decision.Denied != "" {
-		h.log.Info("denied", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name, "reason", res.Decision.Denied)
-		return outcome{result: "denied", resp: admission.Denied(res.Decision.Denied), decision: res.Decision}
+		h.log.Info("denied", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name, "reason", res.Decision.DeniedMessage())
+		return outcome{result: "denied", resp: admission.Denied(res.Decision.DeniedMessage()), decision: res.Decision}
 	}
 	warnings := res.Decision.Warnings()
 	if len(res.Patch) == 0 {
@@ -205,7 +205,7 @@ func (h *Handler) warn(req admission.Request, res Result) outcome {
 	resp := admission.Allowed("")
 	resp.Warnings = res.Decision.WouldWarnings()
 	if res.Decision.Denied != "" {
-		resp.AuditAnnotations = map[string]string{"mode": policy.ModeWarn, "would-deny": res.Decision.Denied}
+		resp.AuditAnnotations = map[string]string{"mode": policy.ModeWarn, "would-deny": res.Decision.DeniedMessage()}
 		return outcome{result: "denied", resp: resp, decision: res.Decision}
 	}
 	if len(res.Patch) == 0 {

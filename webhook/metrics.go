@@ -11,9 +11,9 @@ import (
 
 // Metrics are wincompat's own series (DESIGN §7). Every label value comes from a closed set, since
 // whoever reaches the port or creates a pod chooses the strings a review carries: the handler's
-// resources, the admission operations, results and modes, the fields wincompat changes
-// (policy.Change.MetricField), the catalog's builds and the build sources wincompat writes; anything
-// else is "other". Never a namespace or a pod name.
+// resources, the admission operations, results and modes, the fields wincompat changes (those of
+// each change's rule: policy.Change.MetricField), the catalog's builds and the build sources wincompat
+// writes; anything else is "other". Never a namespace or a pod name.
 type Metrics struct {
 	admissions *prometheus.CounterVec
 	changes    *prometheus.CounterVec

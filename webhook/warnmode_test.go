@@ -90,8 +90,18 @@ func TestWarnModeSaysWhatEnforceDoes(t *testing.T) {
 				if !warn.Allowed || len(warn.Patch) > 0 || warn.PatchType != nil {
 					t.Fatalf("%s: warn mode changed or refused the object: %+v", how, warn.AdmissionResponse)
 				}
-				if !enforce.Allowed && !strings.Contains(strings.Join(warn.Warnings, "\n"), "would have refused it") {
-					t.Errorf("%s: enforce refused (%s) but warn mode does not say it would: %q", how, enforce.Result.Message, warn.Warnings)
+				if !enforce.Allowed {
+					// The refusal is shown marked as wincompat's, once, and the same in both modes.
+					reason, marked := strings.CutPrefix(enforce.Result.Message, "wincompat: ")
+					if !marked || strings.HasPrefix(reason, "wincompat") {
+						t.Errorf("%s: enforce refused with %q, want one \"wincompat: \" mark", how, enforce.Result.Message)
+					}
+					if want := "wincompat (warn mode) would have refused it: " + reason; !slices.Equal(warn.Warnings, []string{want}) {
+						t.Errorf("%s: enforce refused (%s) but warn mode warns %q, want %q", how, enforce.Result.Message, warn.Warnings, want)
+					}
+					if got := warn.AuditAnnotations["would-deny"]; got != enforce.Result.Message {
+						t.Errorf("%s: audit annotation would-deny %q, want the refusal %q", how, got, enforce.Result.Message)
+					}
 				}
 				for _, k := range []string{"changes", "build", "build-source"} {
 					if enforce.AuditAnnotations[k] != warn.AuditAnnotations["would-"+k] {

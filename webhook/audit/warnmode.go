@@ -47,7 +47,7 @@ func (w *warnMode) wouldChange(ctx context.Context, ns, obj string, copied any) 
 		return false
 	}
 	if d.Denied != "" {
-		w.out.finding(WouldChange, ns, obj, "would be refused: "+strings.TrimPrefix(d.Denied, "wincompat: "))
+		w.out.finding(WouldChange, ns, obj, "would be refused: "+d.Denied)
 		return true
 	}
 	var what []string

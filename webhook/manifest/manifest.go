@@ -207,7 +207,7 @@ func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
 		return body, nil
 	}
 	if res.Decision.Denied != "" {
-		return nil, errors.New(res.Decision.Denied)
+		return nil, errors.New(res.Decision.DeniedMessage())
 	}
 	doc.Patch = res.Patch
 	doc.Warnings = res.Decision.Warnings()

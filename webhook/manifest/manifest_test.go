@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 func opts() Options {
@@ -196,5 +198,31 @@ func TestProcessWarnModeChangesNothing(t *testing.T) {
 		if !strings.HasPrefix(w, "wincompat (warn mode)") || !strings.HasSuffix(w, enforceDocs[0].Warnings[i][strings.Index(enforceDocs[0].Warnings[i], " ")+1:]) {
 			t.Errorf("warning %d: %q for enforce mode's %q", i, w, enforceDocs[0].Warnings[i])
 		}
+	}
+}
+
+// linuxOnlyImages answers every image lookup with an image that has no Windows entry.
+type linuxOnlyImages struct{}
+
+func (linuxOnlyImages) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
+	out := map[string]policy.Image{}
+	for _, ref := range req.Images {
+		out[ref] = policy.Image{Platforms: []policy.Platform{{OS: "linux", Architecture: "amd64"}}}
+	}
+	return out
+}
+func (linuxOnlyImages) Warm(images.Request) {}
+
+// A refusal (imagesWithoutWindows: deny) is reported marked as wincompat's, once, as the webhook
+// refuses it.
+func TestProcessRefusalIsMarkedOnce(t *testing.T) {
+	o := opts()
+	o.Policy.ImagesWithoutWindows = policy.ImagesWithoutWindowsDeny
+	o.Images = linuxOnlyImages{}
+	var out bytes.Buffer
+	_, err := Process("in.yaml", []byte(windowsPod), &out, o)
+	const want = "in.yaml#1 Pod demo/web: wincompat: containers[web]: image mcr.microsoft.com/windows/nanoserver:ltsc2019 (linux/amd64) has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
 	}
 }

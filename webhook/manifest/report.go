@@ -13,7 +13,8 @@ import (
 )
 
 // WriteExplain prints, per Pod and workload, every change with its reason and where its rule comes
-// from (policy.Decision.Rule), for people reviewing what wincompat does to a chart.
+// from (policy.Decision.Rule, from the rule the change was made with), for people reviewing what
+// wincompat does to a chart.
 func WriteExplain(w io.Writer, docs []Document) error {
 	for i, d := range docs {
 		if i > 0 {
