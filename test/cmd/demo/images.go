@@ -233,7 +233,7 @@ func (sp *shopPod) pod() *corev1.Pod {
 	if sp.ownBuilds != nil {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: labelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: sp.ownBuilds}}}}}}}
+				{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: sp.ownBuilds}}}}}}}
 	}
 	for _, c := range sp.containers {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c.name, Image: c.img.ref})
@@ -263,7 +263,7 @@ func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
 	if sp.ownBuilds != nil {
 		wantSource = policy.SourceAffinity
 		// Its RuntimeClass brings a nodeSelector of its own build, which must be one the affinity allows.
-		if b, pinned := p.Spec.NodeSelector[labelWindowsBuild]; pinned && !slices.Contains(sp.ownBuilds, b) {
+		if b, pinned := p.Spec.NodeSelector[corev1.LabelWindowsBuild]; pinned && !slices.Contains(sp.ownBuilds, b) {
 			wrong = append(wrong, fmt.Sprintf("pod %s: nodeSelector build %s contradicts its own affinity %v", sp.name, b, sp.ownBuilds))
 		}
 		if !slices.ContainsFunc(r.warnings, func(w string) bool { return strings.Contains(w, "its required node affinity allows it") }) {
@@ -281,7 +281,7 @@ func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
 		wrong = append(wrong, fmt.Sprintf("pod %s: RuntimeClass %q, want %q", sp.name, rc, sp.class))
 	}
 	if len(sp.builds) > 1 && !slices.Equal(affinityBuilds(p), sp.builds) {
-		wrong = append(wrong, fmt.Sprintf("pod %s: required node affinity %s In %v, want In %v", sp.name, labelWindowsBuild, affinityBuilds(p), sp.builds))
+		wrong = append(wrong, fmt.Sprintf("pod %s: required node affinity %s In %v, want In %v", sp.name, corev1.LabelWindowsBuild, affinityBuilds(p), sp.builds))
 	}
 	if len(sp.builds) > 0 && sp.ownBuilds == nil && !slices.Contains(sp.builds, nodes[p.Spec.NodeName].build) {
 		wrong = append(wrong, fmt.Sprintf("pod %s: bound to %s (Windows %s), whose build cannot run its image", sp.name, p.Spec.NodeName, nodes[p.Spec.NodeName].build))
@@ -296,11 +296,11 @@ func (sp *shopPod) check(r *podReport, nodes map[string]nodeSpec) []string {
 
 // buildPin says how the pod is held to its builds: nodeSelector, required node affinity, or not at all.
 func buildPin(p *corev1.Pod) string {
-	if b, ok := p.Spec.NodeSelector[labelWindowsBuild]; ok {
-		return "nodeSelector " + labelWindowsBuild + "=" + b
+	if b, ok := p.Spec.NodeSelector[corev1.LabelWindowsBuild]; ok {
+		return "nodeSelector " + corev1.LabelWindowsBuild + "=" + b
 	}
 	if bs := affinityBuilds(p); len(bs) > 0 {
-		return "required node affinity " + labelWindowsBuild + " In [" + strings.Join(bs, ", ") + "]"
+		return "required node affinity " + corev1.LabelWindowsBuild + " In [" + strings.Join(bs, ", ") + "]"
 	}
 	return "no Windows build (only kubernetes.io/os=windows)"
 }
@@ -312,7 +312,7 @@ func affinityBuilds(p *corev1.Pod) []string {
 	}
 	for _, t := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		for _, e := range t.MatchExpressions {
-			if e.Key == labelWindowsBuild && e.Operator == corev1.NodeSelectorOpIn {
+			if e.Key == corev1.LabelWindowsBuild && e.Operator == corev1.NodeSelectorOpIn {
 				return e.Values
 			}
 		}
