@@ -14,6 +14,9 @@
 // annotation rewrites, the Pod Security restricted adjustments, the OS nodeSelector and the configured
 // tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
 // stay with the webhook (see README.md here for what differs and why).
+//
+// The webhooks' matchConditions (deploy/webhook and the Helm chart) are generated here too, from the
+// same tables (webhookconditions.go).
 package admissionpolicy
 
 import (
