@@ -48,6 +48,8 @@ const (
 	validation
 	// jsonPatch: a MutatingAdmissionPolicy's JSONPatch expression, list(JSONPatch).
 	jsonPatch
+	// applyConfiguration: a MutatingAdmissionPolicy's ApplyConfiguration expression, an object.
+	applyConfiguration
 )
 
 // celExpression is one expression wincompat ships, and where.
@@ -195,6 +197,9 @@ func (c *admissionCompiler) compile(e celExpression) (uint64, error) {
 	case jsonPatch:
 		opts.HasPatchTypes = true
 		result = c.composed.CompileCELExpression(&patch.JSONPatchCondition{Expression: strings.TrimSpace(e.expr)}, opts, environment.NewExpressions)
+	case applyConfiguration:
+		opts.HasPatchTypes = true
+		result = c.composed.CompileCELExpression(&patch.ApplyConfigurationCondition{Expression: strings.TrimSpace(e.expr)}, opts, environment.NewExpressions)
 	}
 	if result.Error != nil {
 		return 0, result.Error

@@ -28,8 +28,7 @@ func mutatingPolicyExpressions(p admissionregistrationv1.MutatingAdmissionPolicy
 			out = append(out, celExpression{where: fmt.Sprintf("%s mutations[%d]", p.Name, i), kind: jsonPatch, expr: m.JSONPatch.Expression})
 		}
 		if m.ApplyConfiguration != nil {
-			// wincompat renders JSONPatch only; an ApplyConfiguration would need its own accessor here.
-			out = append(out, celExpression{where: fmt.Sprintf("%s mutations[%d] applyConfiguration", p.Name, i), kind: -1})
+			out = append(out, celExpression{where: fmt.Sprintf("%s mutations[%d]", p.Name, i), kind: applyConfiguration, expr: m.ApplyConfiguration.Expression})
 		}
 	}
 	return out
@@ -87,6 +86,7 @@ func TestCompileCatchesBrokenExpressions(t *testing.T) {
 		{"variable in a matchCondition", []celExpression{{where: "c", kind: matchCondition, expr: "variables.removals.size() > 0"}}, "does not compile"},
 		{"undefined variable", []celExpression{{where: "v", kind: variable, name: "a", expr: "variables.b"}}, "undefined field 'b'"},
 		{"not a patch", []celExpression{{where: "p", kind: jsonPatch, expr: "[{'op': 'remove', 'path': '/spec/os'}]"}}, "must evaluate to list(JSONPatch)"},
+		{"not an apply configuration", []celExpression{{where: "p", kind: applyConfiguration, expr: "[Object{}]"}}, "does not compile"},
 		{"a loop in a loop", []celExpression{{where: "names", kind: variable, name: "names", expr: vars["names"]}, {where: "nested", kind: variable, name: "nested", expr: nested}}, "exceeds the API server's limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
