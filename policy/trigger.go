@@ -1,11 +1,17 @@
 package policy
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
 // osLabels are the node labels that pin an operating system; the beta one still appears in old charts.
 var osLabels = []string{corev1.LabelOSStable, "beta.kubernetes.io/os"}
+
+// OSLabels are the node labels that pin an operating system, in the order wincompat reads them. The
+// webhooks' matchConditions and the admission policies' CEL are generated from this list.
+func OSLabels() []string { return slices.Clone(osLabels) }
 
 // osSet is a set of operating systems a pod may run on, as far as its node constraints tell.
 type osSet struct{ linux, windows bool }
@@ -36,7 +42,7 @@ func allowedOS(spec *corev1.PodSpec) osSet {
 	for _, t := range terms {
 		term := anyOS
 		for _, e := range t.MatchExpressions {
-			if e.Key == corev1.LabelOSStable || e.Key == "beta.kubernetes.io/os" {
+			if slices.Contains(osLabels, e.Key) {
 				term = term.and(requirementOS(e))
 			}
 		}

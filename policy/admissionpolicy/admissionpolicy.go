@@ -14,6 +14,9 @@
 // annotation rewrites, the Pod Security restricted adjustments, the OS nodeSelector and the configured
 // tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
 // stay with the webhook (see README.md here for what differs and why).
+//
+// The webhooks' matchConditions (deploy/webhook and the Helm chart) are generated here too, from the
+// same tables (webhookconditions.go).
 package admissionpolicy
 
 import (
@@ -197,7 +200,7 @@ func inferred(s shape, defaultWindows bool, pol *policy.Policy) string {
 // term's OS expressions all admit it.
 func osAllowed(s shape, os corev1.OSName) string {
 	spec := optional(s.spec)
-	labels := "['kubernetes.io/os', 'beta.kubernetes.io/os']"
+	labels := celList(policy.OSLabels())
 	name := quote(string(os))
 	return fmt.Sprintf(`(%[1]s.all(l, %[2]s.?nodeSelector[?l].orValue(%[3]s) == %[3]s) &&
   (size(%[2]s.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])) == 0 ||
@@ -212,6 +215,15 @@ func osAllowed(s shape, os corev1.OSName) string {
 func optional(path string) string {
 	parts := strings.Split(path, ".")
 	return parts[0] + ".?" + strings.Join(parts[1:], ".?")
+}
+
+// celList renders strings as a CEL list literal.
+func celList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 // quote renders s as a CEL string literal.

@@ -1,0 +1,333 @@
+package admissionpolicy
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
+	"k8s.io/apiserver/pkg/cel/mutation"
+	baseversion "k8s.io/component-base/version"
+)
+
+// The harness that compiles wincompat's CEL with the API server's own compiler for admission
+// (k8s.io/apiserver v0.36.3, the version of the test control plane), the way kube-apiserver 1.36
+// validates a policy or webhook configuration when it is written
+// (k8s.io/kubernetes/pkg/apis/admissionregistration/validation): the base environment at the server's
+// DefaultCompatibilityVersion in NewExpressions mode, strict cost, the same variable declarations
+// (object, oldObject, request, namespaceObject, authorizer; JSONPatch types for mutations) and, for
+// policies, variables composed in order; then cel-go's cost estimate with the API server's cost model
+// (library.CostEstimator, as CustomResourceDefinitions and DRA use it where they do check statically),
+// held to the budgets below. The tests that use it are in cel_test.go and ownwrites_test.go.
+
+// admissionKind is where an expression sits, which decides the variables it may use and its type.
+type admissionKind int
+
+const (
+	// matchCondition: a webhook's or a policy's matchConditions, compiled without variables (the
+	// API server's stateless compiler), bool.
+	matchCondition admissionKind = iota
+	// variable: a policy's spec.variables, composed in order, any type.
+	variable
+	// validation: a ValidatingAdmissionPolicy's validations, bool.
+	validation
+	// jsonPatch: a MutatingAdmissionPolicy's JSONPatch expression, list(JSONPatch).
+	jsonPatch
+	// applyConfiguration: a MutatingAdmissionPolicy's ApplyConfiguration expression, an object.
+	applyConfiguration
+)
+
+// celExpression is one expression wincompat ships, and where.
+type celExpression struct {
+	where string
+	kind  admissionKind
+	name  string // of a variable
+	expr  string
+}
+
+// serverVersion is the Kubernetes version wincompat's CEL is compiled for: the test control plane's
+// (bin/k8s, built from test/go.mod) and the first with MutatingAdmissionPolicy v1.
+const serverVersion = "1.36"
+
+// compatibilityVersion is the environment kube-apiserver 1.36 checks new expressions with: its minimum
+// compatibility version, one minor below the binary, so that what is written still compiles after a
+// rollback to 1.35. Stricter than the 1.36 environment it evaluates stored expressions with.
+func compatibilityVersion(t *testing.T) *version.Version {
+	t.Helper()
+	if baseversion.DefaultKubeBinaryVersion != serverVersion {
+		t.Fatalf("k8s.io/component-base is built for Kubernetes %s, want %s: align go.mod's k8s.io modules with the test control plane", baseversion.DefaultKubeBinaryVersion, serverVersion)
+	}
+	v := environment.DefaultCompatibilityVersion()
+	if want := version.MajorMinor(1, 35); !v.EqualTo(want) {
+		t.Fatalf("the API server's compatibility version is %s, want %s", v, want)
+	}
+	return v
+}
+
+// The budgets are the API server's own runtime limits: every expression within PerCallLimit
+// (1,000,000), the matchConditions of one webhook or policy together within
+// RuntimeCELCostBudgetMatchConditions (2,500,000), and all the expressions of one policy together
+// within RuntimeCELCostBudget (10,000,000), which the API server applies per policy evaluation. At
+// runtime the sums are smaller: variables are evaluated lazily and at most once, and matchConditions
+// stop at the first false.
+const (
+	expressionBudget     = celconfig.PerCallLimit
+	matchConditionBudget = celconfig.RuntimeCELCostBudgetMatchConditions
+	policyBudget         = celconfig.RuntimeCELCostBudget
+)
+
+// maxSize bounds every list, map and string the estimate cannot size otherwise. object and oldObject
+// are dynamically typed in admission CEL, so cel-go knows no size for any of their fields and
+// estimates every comprehension over them as unbounded (math.MaxUint64): the estimate needs a bound to
+// say anything, and one bound for all, as a dyn value's kind is unknown to the checker. The request's
+// size limit (3 MiB) is no useful bound: any loop in a loop over it exceeds every budget.
+//
+// The bound is 4: four containers of each kind, four of each list and map in them (volume mounts, huge
+// page resources, annotations, tolerations, nodeSelector terms and expressions), strings of four bytes.
+// The estimate is far dearer than what such a pod costs at runtime: it takes the dearer branch of
+// every conditional, so every string goes through the whole escape chain grown to the most escaping
+// can make of it, and every removal and record entry happens. Under that worst case the dearest
+// expression, hugePages (one record entry per huge page limit and request of every container, two
+// escaped strings each), is estimated at about a quarter of PerCallLimit; it grows about as the fourth
+// power of the bound, so at 6 it would exceed PerCallLimit, while the API server measures 7,567 for all the
+// variables of a chart's pod of three containers (README.md, "How the record is written"). What the
+// estimate catches holds at any bound: another loop around a loop (16 times dearer here), a regular
+// expression or an escape inside a loop that did not have one, a chain of replaces that does not scale.
+const maxSize = 4
+
+// maxEscapeGrowth is how much longer escaping makes a string: encoding/json's longest escape of one
+// character is six bytes (\u00XX). cel-go estimates each replace of a chain on the worst case of the
+// one before, so the record's escape chain (one replace per escaped character, record.go) is
+// estimated exponentially long, past math.MaxUint64. Each replace of the chain rewrites characters no
+// earlier one wrote, so a chain's result is at most maxEscapeGrowth times the string it started from.
+const maxEscapeGrowth = 6
+
+// boundedSizes is the API server's cost model (library.CostEstimator) under the bounds above.
+type boundedSizes struct{ apiserver *library.CostEstimator }
+
+func newBoundedSizes() boundedSizes {
+	return boundedSizes{apiserver: &library.CostEstimator{SizeEstimator: unsizedToMax{}}}
+}
+
+func (b boundedSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	return b.apiserver.EstimateSize(n)
+}
+
+func (b boundedSizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	est := b.apiserver.EstimateCallCost(function, overloadID, target, args)
+	if function != "replace" || target == nil || est == nil || est.ResultSize == nil {
+		return est
+	}
+	// A replace of a replace of a value of the object: a link of an escape chain.
+	start := (*target).Expr()
+	links := 0
+	for start.Kind() == ast.CallKind && start.AsCall().FunctionName() == "replace" && start.AsCall().IsMemberFunction() {
+		start, links = start.AsCall().Target(), links+1
+	}
+	if links > 0 && !isConcatenation(start) && est.ResultSize.Max > maxSize*maxEscapeGrowth {
+		est.ResultSize = &checker.SizeEstimate{Min: est.ResultSize.Min, Max: maxSize * maxEscapeGrowth}
+	}
+	return est
+}
+
+func isConcatenation(e ast.Expr) bool {
+	return e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.Add
+}
+
+// unsizedToMax sizes what the checker cannot at maxSize.
+type unsizedToMax struct{}
+
+func (unsizedToMax) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxSize}
+}
+
+func (unsizedToMax) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// admissionCompiler compiles as the API server does for one webhook configuration or policy: a fresh
+// composited compiler, so that variables are declared in order, and the stateless one for
+// matchConditions.
+type admissionCompiler struct {
+	version   *version.Version
+	composed  *plugincel.CompositedCompiler
+	stateless plugincel.Compiler
+	costEnvs  map[plugincel.OptionalVariableDeclarations]*cel.Env
+}
+
+func newAdmissionCompiler(t *testing.T) *admissionCompiler {
+	t.Helper()
+	v := compatibilityVersion(t)
+	composed, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &admissionCompiler{version: v, composed: composed, stateless: plugincel.NewCompiler(environment.MustBaseEnvSet(v)),
+		costEnvs: map[plugincel.OptionalVariableDeclarations]*cel.Env{}}
+}
+
+// compile compiles e as the API server validates it, and returns its estimated cost.
+func (c *admissionCompiler) compile(e celExpression) (uint64, error) {
+	// HasAuthorizer: every admission expression may call the authorizer; no params: wincompat's
+	// policies have no paramKind.
+	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	var result plugincel.CompilationResult
+	switch e.kind {
+	case matchCondition:
+		result = c.stateless.CompileCELExpression(&matchconditions.MatchCondition{Expression: e.expr}, opts, environment.NewExpressions)
+	case variable:
+		result = c.composed.CompileAndStoreVariable(&validating.Variable{Name: e.name, Expression: e.expr}, opts, environment.NewExpressions)
+	case validation:
+		result = c.composed.CompileCELExpression(&validating.ValidationCondition{Expression: e.expr}, opts, environment.NewExpressions)
+	case jsonPatch:
+		opts.HasPatchTypes = true
+		result = c.composed.CompileCELExpression(&patch.JSONPatchCondition{Expression: strings.TrimSpace(e.expr)}, opts, environment.NewExpressions)
+	case applyConfiguration:
+		opts.HasPatchTypes = true
+		result = c.composed.CompileCELExpression(&patch.ApplyConfigurationCondition{Expression: strings.TrimSpace(e.expr)}, opts, environment.NewExpressions)
+	}
+	if result.Error != nil {
+		return 0, result.Error
+	}
+	return c.estimate(e, opts)
+}
+
+// estimate is the checker's cost estimate of e with the API server's cost model. The compiler above
+// keeps its checked AST to itself, so e is checked again in an environment made of the same parts
+// (createEnvForOpts in plugin/cel/compile.go), with the variables of composition declared dyn: each
+// variable's own cost is estimated where it is defined, and its value, read here, is bounded like the
+// object's.
+func (c *admissionCompiler) estimate(e celExpression, opts plugincel.OptionalVariableDeclarations) (uint64, error) {
+	env, err := c.costEnv(opts)
+	if err != nil {
+		return 0, err
+	}
+	checked, issues := env.Compile(e.expr)
+	if issues.Err() != nil {
+		return 0, fmt.Errorf("the cost environment does not compile what the API server's does: %w", issues.Err())
+	}
+	est, err := env.EstimateCost(checked, newBoundedSizes())
+	if err != nil {
+		return 0, err
+	}
+	return est.Max, nil
+}
+
+func (c *admissionCompiler) costEnv(opts plugincel.OptionalVariableDeclarations) (*cel.Env, error) {
+	if env, ok := c.costEnvs[opts]; ok {
+		return env, nil
+	}
+	request, namespace := plugincel.BuildRequestType(), plugincel.BuildNamespaceType()
+	vars := []cel.EnvOption{
+		cel.Variable(plugincel.ObjectVarName, cel.DynType),
+		cel.Variable(plugincel.OldObjectVarName, cel.DynType),
+		cel.Variable(plugincel.NamespaceVarName, namespace.CelType()),
+		cel.Variable(plugincel.RequestVarName, request.CelType()),
+		cel.Variable(plugincel.VariableVarName, cel.MapType(cel.StringType, cel.DynType)),
+	}
+	if opts.HasAuthorizer {
+		vars = append(vars, cel.Variable(plugincel.AuthorizerVarName, library.AuthorizerType),
+			cel.Variable(plugincel.RequestResourceAuthorizerVarName, library.ResourceCheckType))
+	}
+	set, err := environment.MustBaseEnvSet(c.version).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        vars,
+		DeclTypes:         []*apiservercel.DeclType{namespace, request},
+	}, environment.StrictCostOpt)
+	if err != nil {
+		return nil, err
+	}
+	if opts.HasPatchTypes {
+		set, err = set.Extend(environment.VersionedOptions{
+			IntroducedVersion: version.MajorMinor(1, 0),
+			EnvOptions: []cel.EnvOption{
+				common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
+				environment.UnversionedLib(library.JSONPatch),
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	env, err := set.Env(environment.NewExpressions)
+	if err != nil {
+		return nil, err
+	}
+	c.costEnvs[opts] = env
+	return env, nil
+}
+
+// checkCompiles reports every problem compileProblems finds.
+func checkCompiles(t *testing.T, exprs []celExpression, isPolicy bool) {
+	t.Helper()
+	for _, p := range compileProblems(t, exprs, isPolicy) {
+		t.Error(p)
+	}
+}
+
+// compileProblems compiles the expressions of one configuration or policy with one compiler, as the
+// API server does, and checks their estimated costs against the budgets: each expression's, the
+// matchConditions' together and, for a policy, all of them together.
+func compileProblems(t *testing.T, exprs []celExpression, isPolicy bool) []string {
+	t.Helper()
+	c := newAdmissionCompiler(t)
+	var problems []string
+	var conditions, all uint64
+	for _, e := range exprs {
+		if e.kind < 0 {
+			problems = append(problems, e.where+": no compiler for this kind of expression")
+			continue
+		}
+		cost, err := c.compile(e)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s does not compile on kube-apiserver %s: %v\n%s", e.where, serverVersion, err, e.expr))
+			continue
+		}
+		if testing.Verbose() {
+			t.Logf("%s: estimated cost %s", e.where, shownCost(cost))
+		}
+		if cost > expressionBudget {
+			problems = append(problems, fmt.Sprintf("%s: estimated cost %s exceeds the API server's limit per expression, %d", e.where, shownCost(cost), expressionBudget))
+		}
+		all = saturatingAdd(all, cost)
+		if e.kind == matchCondition {
+			conditions = saturatingAdd(conditions, cost)
+		}
+	}
+	if conditions > matchConditionBudget {
+		problems = append(problems, fmt.Sprintf("the matchConditions' estimated costs add up to %s, over the API server's budget of %d", shownCost(conditions), matchConditionBudget))
+	}
+	if isPolicy && all > policyBudget {
+		problems = append(problems, fmt.Sprintf("the policy's estimated costs add up to %s, over the API server's budget of %d", shownCost(all), policyBudget))
+	}
+	return problems
+}
+
+func saturatingAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+func shownCost(c uint64) string {
+	if c == math.MaxUint64 {
+		return "unbounded"
+	}
+	return fmt.Sprint(c)
+}
