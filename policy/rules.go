@@ -61,7 +61,7 @@ var rulesTable = func() []ruleRow {
 		rows = append(rows, ruleRow{f.Rule(), fixed("strip table: " + f.Path() + " (rejected on Windows when " + string(f.RejectedIf) + ")"), fields, []string{ReasonLinuxOnly}})
 	}
 	const affinityTerms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-	pinReasons := []string{reasonPinned, reasonPinConflict}
+	pinReasons := []string{ReasonPinned, reasonPinConflict}
 	return append(rows, []ruleRow{
 		{RuleWindowsOS, fixed("policy inferOSFromNodeSelector, or namespace label " + LabelDefaultOS + "=windows"),
 			[]string{"spec.os.name"}, []string{ReasonPinnedToWindows, ReasonDefaultOSWindows}},

@@ -144,9 +144,10 @@ func (p *Policy) setRuntimeClass(spec *corev1.PodSpec, b Build, facts Facts, rec
 		Reason: "RuntimeClass of Windows build " + b.Number, Rule: RuleRuntimeClass})
 }
 
-// Reasons recorded when pinNodeLabel sets a node label.
+// Reasons recorded when pinNodeLabel sets a node label. ReasonPinned is exported because the admission
+// policies record the same pin.
 const (
-	reasonPinned      = "schedules onto Windows nodes"
+	ReasonPinned      = "schedules onto Windows nodes"
 	reasonPinConflict = "conflicted with a Windows pod"
 )
 
@@ -166,7 +167,7 @@ func (p *Policy) pinNodeLabel(spec *corev1.PodSpec, key, value string, rule Rule
 		rec.add(Change{Action: Rewrite, Path: path, From: jsonValue(old), To: jsonValue(value), Reason: reasonPinConflict, Rule: rule})
 		return
 	}
-	rec.add(Change{Action: Inject, Path: path, To: jsonValue(value), Reason: reasonPinned, Rule: rule})
+	rec.add(Change{Action: Inject, Path: path, To: jsonValue(value), Reason: ReasonPinned, Rule: rule})
 }
 
 // overriddenRequest records a warning when the user asked for a build in the pod's annotation but the

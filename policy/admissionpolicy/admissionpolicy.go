@@ -639,7 +639,7 @@ func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyF
 // table removes runAsUser: at pod level when the pod names no Windows user, else per container without
 // its own. HostProcess pods are left alone.
 func nonRootIntent(s shape, user string) []part {
-	const reason = "keeps the non-root intent of the removed runAsUser"
+	const reason = policy.ReasonNonRootIntent
 	sc := optional(s.spec) + ".?securityContext"
 	const hostProcess = "variables.hostProcess"
 	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
@@ -665,7 +665,7 @@ func osNodeSelector(s shape) part {
 	ns := optional(s.spec) + ".?nodeSelector"
 	key := quote(corev1.LabelOSStable)
 	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), none, value("windows"),
-		"schedules onto Windows nodes",
+		policy.ReasonPinned,
 		fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: "windows"}] : [JSONPatch{op: "add", path: %s, value: {%s: "windows"}}])`,
 			ns, quote(s.specPtr+"/nodeSelector/"), key, quote(s.specPtr+"/nodeSelector"), key))
 	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), policy.Rewrite, text("spec.nodeSelector["+corev1.LabelOSStable+"]"),
