@@ -28,6 +28,11 @@ func (b *builds) pod(p *corev1.Pod, obj, build string) (nodeBuild string) {
 	}
 	// Several builds when wincompat required node affinity: the pod may run on any of them.
 	chosen := splitBuilds(build)
+	if len(chosen) == 0 {
+		// Anyone who may update the pod may edit the annotation after admission.
+		b.out.finding(BadAnnotation, p.Namespace, obj, fmt.Sprintf("%s: %q names no build", policy.AnnotationBuild, build))
+		return ""
+	}
 	if p.Spec.NodeName == "" {
 		if !slices.ContainsFunc(chosen, func(c string) bool { return b.nodes.readyBuild[c] }) {
 			b.out.finding(PendingNoBuild, p.Namespace, obj, fmt.Sprintf("no ready node runs build %s", strings.Join(chosen, " or ")))
@@ -36,7 +41,7 @@ func (b *builds) pod(p *corev1.Pod, obj, build string) (nodeBuild string) {
 	}
 	nodeBuild = b.nodes.build[p.Spec.NodeName]
 	if nodeBuild != "" && !b.runsOn(&p.Spec, chosen, nodeBuild) {
-		what := "build " + strings.Join(chosen, ", ") // none, when the record was edited to ","
+		what := "build " + chosen[0]
 		if len(chosen) > 1 {
 			what = "builds " + strings.Join(chosen, ", ")
 		}

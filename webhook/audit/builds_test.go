@@ -163,6 +163,24 @@ func TestMultiBuildAnnotation(t *testing.T) {
 	}
 }
 
+// TestEditedBuildAnnotation: a pod's author can edit wincompat.io/build after admission; a value that
+// names no build ("," or spaces) is a bad annotation, never a crash of the audit.
+func TestEditedBuildAnnotation(t *testing.T) {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
+		node("win2022-0", b2022, true),
+		onNode(recorded(winPod("edited-comma", tagless), ",", policy.SourceImage), "win2022-0"),
+		onNode(recorded(winPod("edited-spaces", tagless), " , ", policy.SourceImage), "win2022-0"),
+		recorded(winPod("edited-pending", tagless), ",", policy.SourceImage),
+	}
+	rep := run(t, Options{}, objs...)
+	sameFindings(t, "edited annotations", findings(rep, BuildMismatch, PendingNoBuild, BadAnnotation), []string{
+		`bad-annotation Pod/edited-comma: wincompat.io/build: "," names no build`,
+		`bad-annotation Pod/edited-spaces: wincompat.io/build: " , " names no build`,
+		`bad-annotation Pod/edited-pending: wincompat.io/build: "," names no build`,
+	})
+}
+
 // fakeResolver answers from a table and counts what it was asked.
 type fakeResolver struct {
 	images map[string]policy.Image
