@@ -1,8 +1,7 @@
 // Package audit reads what wincompat recorded on Pods and workload templates, page by page so that it
 // works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
 // object, with findings about coverage and placement. Each concern (coverage, warn mode, builds,
-// images, the migration plan, the namespace summary, the Linux side, taints) is one type in its own
-// file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
+// images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
 // layout").
 package audit
 
@@ -66,6 +65,7 @@ type auditor struct {
 	migration  *migration
 	linux      *linuxSide
 	taints     *windowsTaints
+	storage    *storage
 	objects    objectRows
 }
 
@@ -78,9 +78,10 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 	ns, nodes, cluster := newNamespaces(), newNodes(), &clusterFacts{reader: c}
 	owners := newControllers(opts.Selector)
 	imgs := newImageFacts(opts.Images, pol, out)
+	pg := &pager{c: c, pageSize: opts.PageSize, progress: opts.Progress, start: time.Now()}
 	return &auditor{
 		opts: opts, pol: pol, out: out, namespaces: ns, nodes: nodes, owners: owners,
-		pager:     &pager{c: c, pageSize: opts.PageSize, progress: opts.Progress, start: time.Now()},
+		pager:     pg,
 		summary:   newNamespaceSummary(pol, ns, out),
 		coverage:  &coverage{pol: pol, namespaces: ns, out: out},
 		warn:      &warnMode{pol: pol, namespaces: ns, cluster: cluster, images: imgs, out: out},
@@ -90,6 +91,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		migration: newMigration(pol, imgs, out, opts.Builds),
 		linux:     &linuxSide{pol: pol, nodes: nodes, cluster: cluster, controllers: owners, out: out},
 		taints:    &windowsTaints{pol: pol, nodes: nodes, out: out},
+		storage:   newStorage(pg, nodes, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -112,6 +114,8 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	a.readWorkloads(ctx)
+	// What the Windows pods' claims need, read only now that the pods say what that is.
+	a.storage.judge(ctx)
 	rep := a.finish()
 	a.pager.done()
 	return rep, nil
@@ -170,13 +174,17 @@ func (a *auditor) readPods(ctx context.Context) error {
 	return nil
 }
 
-func (a *auditor) readWorkloads(ctx context.Context) {
-	scopes := []string{""}
+// scopes are where namespaced kinds are listed: all namespaces at once, or the ones asked for.
+func (a *auditor) scopes() []string {
 	if len(a.opts.Namespaces) > 0 {
-		scopes = a.namespaces.names()
+		return a.namespaces.names()
 	}
+	return []string{""}
+}
+
+func (a *auditor) readWorkloads(ctx context.Context) {
 	for _, w := range workloadLists {
-		for _, ns := range scopes {
+		for _, ns := range a.scopes() {
 			err := a.pager.list(ctx, ns, w.list, a.opts.Selector, func(l client.ObjectList) {
 				tpls := w.tpl(l)
 				var specs []*corev1.PodSpec
@@ -237,6 +245,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	if a.migration.asked() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
 	}
+	a.storage.pod(p)
 	a.objects.add(row)
 }
 
