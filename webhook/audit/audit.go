@@ -1,7 +1,8 @@
 // Package audit reads what wincompat recorded on Pods and workload templates, page by page so that it
 // works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
 // object, with findings about coverage and placement. Each concern (coverage, warn mode, builds,
-// images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
+// images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes
+// and Services) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
 // layout").
 package audit
 
@@ -66,6 +67,7 @@ type auditor struct {
 	linux      *linuxSide
 	taints     *windowsTaints
 	storage    *storage
+	services   *services
 	objects    objectRows
 }
 
@@ -92,6 +94,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		linux:     &linuxSide{pol: pol, nodes: nodes, cluster: cluster, controllers: owners, out: out},
 		taints:    &windowsTaints{pol: pol, nodes: nodes, out: out},
 		storage:   newStorage(pg, nodes, out),
+		services:  newServices(pg, nodes, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -110,12 +113,15 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	a.readNodes(ctx)
+	// Services before pods, so that each Windows pod is matched against them as it is read.
+	a.services.read(ctx, a.scopes())
 	if err := a.readPods(ctx); err != nil {
 		return nil, err
 	}
 	a.readWorkloads(ctx)
-	// What the Windows pods' claims need, read only now that the pods say what that is.
+	// What the Windows pods' claims and Services need, read only now that the pods say what that is.
 	a.storage.judge(ctx)
+	a.services.judge(ctx)
 	rep := a.finish()
 	a.pager.done()
 	return rep, nil
@@ -246,6 +252,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
 	}
 	a.storage.pod(p)
+	a.services.pod(p)
 	a.objects.add(row)
 }
 

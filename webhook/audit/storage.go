@@ -66,8 +66,6 @@ type claimUse struct {
 	pod   string            // the first by name, to name in the finding
 	pods  int               // Windows pods using it
 	nodes map[string]string // the nodes they are bound to, and the first pod by name on each
-	// pending: some pod using it is not bound yet; any Windows node may get it.
-	pending bool
 }
 
 // claimVolume is what a claim refers to: its volume once bound, else its StorageClass.
@@ -133,9 +131,7 @@ func (s *storage) pod(p *corev1.Pod) {
 		if p.Name < use.pod {
 			use.pod = p.Name
 		}
-		if p.Spec.NodeName == "" {
-			use.pending = true
-		} else if first, ok := use.nodes[p.Spec.NodeName]; !ok || p.Name < first {
+		if first, ok := use.nodes[p.Spec.NodeName]; p.Spec.NodeName != "" && (!ok || p.Name < first) {
 			use.nodes[p.Spec.NodeName] = p.Name
 		}
 	}
