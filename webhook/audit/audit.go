@@ -113,8 +113,6 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	a.readNodes(ctx)
-	// Services before pods, so that each Windows pod is matched against them as it is read.
-	a.services.read(ctx, a.scopes())
 	if err := a.readPods(ctx); err != nil {
 		return nil, err
 	}
@@ -180,17 +178,13 @@ func (a *auditor) readPods(ctx context.Context) error {
 	return nil
 }
 
-// scopes are where namespaced kinds are listed: all namespaces at once, or the ones asked for.
-func (a *auditor) scopes() []string {
-	if len(a.opts.Namespaces) > 0 {
-		return a.namespaces.names()
-	}
-	return []string{""}
-}
-
 func (a *auditor) readWorkloads(ctx context.Context) {
+	scopes := []string{""}
+	if len(a.opts.Namespaces) > 0 {
+		scopes = a.namespaces.names()
+	}
 	for _, w := range workloadLists {
-		for _, ns := range a.scopes() {
+		for _, ns := range scopes {
 			err := a.pager.list(ctx, ns, w.list, a.opts.Selector, func(l client.ObjectList) {
 				tpls := w.tpl(l)
 				var specs []*corev1.PodSpec
@@ -252,7 +246,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
 	}
 	a.storage.pod(p)
-	a.services.pod(p)
+	a.services.pod(ctx, p)
 	a.objects.add(row)
 }
 

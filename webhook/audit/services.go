@@ -53,41 +53,39 @@ type frontedService struct {
 	backends map[discoveryv1.AddressType]map[string]bool
 }
 
-// services matches each Windows pod against the Services of its namespace, read before any pod, and
-// judges those that select Windows pods as kube-proxy on a Windows node (winkernel) serves them. Pods
-// are not kept: each Service is indexed under one pair of its selector, so a pod is compared only with
-// the Services that pair of its labels names.
+// services matches each Windows pod against the Services of its namespace, and judges those that
+// select Windows pods as kube-proxy on a Windows node (winkernel) serves them. A namespace's Services
+// are read when its first Windows pod is, so a cluster or namespace without Windows pods costs no list.
+// Pods are not kept: each Service is indexed under one pair of its selector, so a pod is compared only
+// with the Services that pair of its labels names.
 type services struct {
 	pager *pager
 	nodes *nodes
 	out   *sink
+	// read are the namespaces whose Services were listed (or refused).
+	read map[string]bool
 	// byPair indexes the Services by namespace and one key=value pair of their selector.
 	byPair map[string][]*frontedService
 	all    []*frontedService
 }
 
 func newServices(p *pager, nodes *nodes, out *sink) *services {
-	return &services{pager: p, nodes: nodes, out: out, byPair: map[string][]*frontedService{}}
+	return &services{pager: p, nodes: nodes, out: out, read: map[string]bool{}, byPair: map[string][]*frontedService{}}
 }
 
 func pairKey(ns, k, v string) string { return ns + "\x00" + k + "\x00" + v }
 
-// read lists the Services of scopes ("" for all namespaces), keeping those that select pods.
-func (s *services) read(ctx context.Context, scopes []string) {
-	for _, ns := range scopes {
-		err := s.pager.list(ctx, ns, func() client.ObjectList { return &corev1.ServiceList{} }, nil, func(l client.ObjectList) {
-			items := l.(*corev1.ServiceList).Items
-			for i := range items {
-				s.add(&items[i])
-			}
-		})
-		if err != nil {
-			where := "all namespaces"
-			if ns != "" {
-				where = ns
-			}
-			s.out.notRead(fmt.Sprintf("services in %s: %s; Services in front of Windows pods were not judged", where, reason(err)))
+// readNamespace lists the Services of ns, keeping those that select pods.
+func (s *services) readNamespace(ctx context.Context, ns string) {
+	s.read[ns] = true
+	err := s.pager.list(ctx, ns, func() client.ObjectList { return &corev1.ServiceList{} }, nil, func(l client.ObjectList) {
+		items := l.(*corev1.ServiceList).Items
+		for i := range items {
+			s.add(&items[i])
 		}
+	})
+	if err != nil {
+		s.out.notRead(fmt.Sprintf("services in %s: %s; its Services in front of Windows pods were not judged", ns, reason(err)))
 	}
 }
 
@@ -115,11 +113,14 @@ func (s *services) add(svc *corev1.Service) {
 	s.all = append(s.all, f)
 }
 
-// pod counts a Windows pod towards the Services that select it. A pod that has finished is no one's
-// backend.
-func (s *services) pod(p *corev1.Pod) {
-	if len(s.byPair) == 0 || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+// pod counts a Windows pod towards the Services that select it, reading its namespace's Services first
+// if they were not. A pod that has finished is no one's backend.
+func (s *services) pod(ctx context.Context, p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return
+	}
+	if !s.read[p.Namespace] {
+		s.readNamespace(ctx, p.Namespace)
 	}
 	for k, v := range p.Labels {
 		for _, f := range s.byPair[pairKey(p.Namespace, k, v)] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,16 +165,19 @@ func TestServicesInFrontOfWindowsPods(t *testing.T) {
 	if got := findings(rep, serviceKinds...); len(got) != 0 || len(findings(rep, NotCovered)) == 0 {
 		t.Errorf("Services forbidden: %q, and %d not-covered", got, len(findings(rep, NotCovered)))
 	}
-	if len(rep.Incomplete) != 1 || !strings.HasPrefix(rep.Incomplete[0], "services in all namespaces: forbidden") {
+	if len(rep.Incomplete) != 1 || !strings.HasPrefix(rep.Incomplete[0], "services in web: forbidden") {
 		t.Errorf("Services forbidden: incomplete %q", rep.Incomplete)
 	}
 }
 
-// TestServicesNamespaceScoped: with -n, Services are listed in those namespaces only, and the selector
-// of -l (which picks pods and workloads) does not filter them.
-func TestServicesNamespaceScoped(t *testing.T) {
+// TestServicesListedWhereWindowsPodsAre: Services are listed once in each namespace with Windows pods,
+// and nowhere else; the selector of -l (which picks pods and workloads) does not filter them.
+func TestServicesListedWhereWindowsPodsAre(t *testing.T) {
 	var scopes []string
-	c := fake.NewClientBuilder().WithObjects(serviceObjects()...).WithInterceptorFuncs(interceptor.Funcs{
+	objs := append(serviceObjects(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "linux-only"}},
+		labelled(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "linux", Namespace: "linux-only"}, Spec: linuxSpec()}, nil, "tier", "front"))
+	c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*corev1.ServiceList); ok {
 				o := &client.ListOptions{}
@@ -185,11 +189,11 @@ func TestServicesNamespaceScoped(t *testing.T) {
 			}
 			return c.List(ctx, list, opts...)
 		}}).Build()
-	rep, err := Run(context.Background(), c, Options{Namespaces: []string{"web"}, Selector: labels.SelectorFromSet(labels.Set{"tier": "front"})})
+	rep, err := Run(context.Background(), c, Options{PageSize: 1, Selector: labels.SelectorFromSet(labels.Set{"tier": "front"})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scopes) != 1 || scopes[0] != "web" || len(findings(rep, ServiceLocalTraffic)) != 1 {
+	if !slices.Equal(scopes, []string{"web"}) || len(findings(rep, ServiceLocalTraffic)) != 1 {
 		t.Errorf("listed Services in %q; findings %q", scopes, findings(rep, serviceKinds...))
 	}
 }
