@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -195,5 +196,30 @@ func TestServicesListedWhereWindowsPodsAre(t *testing.T) {
 	}
 	if !slices.Equal(scopes, []string{"web"}) || len(findings(rep, ServiceLocalTraffic)) != 1 {
 		t.Errorf("listed Services in %q; findings %q", scopes, findings(rep, serviceKinds...))
+	}
+}
+
+// TestClusterSideKindsRendered: the new kinds reach every output: the table, CSV of the findings view
+// and JSON.
+func TestClusterSideKindsRendered(t *testing.T) {
+	var table, csvOut, js bytes.Buffer
+	for _, objs := range [][]client.Object{serviceObjects(), storageObjects()} {
+		rep := run(t, Options{}, objs...)
+		if err := rep.WriteTable(&table, ViewFindings); err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteCSV(&csvOut, ViewFindings); err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range append(slices.Clone(serviceKinds), VolumeNotMountable) {
+		for name, out := range map[string]string{"table": table.String(), "CSV": csvOut.String(), "JSON": js.String()} {
+			if !strings.Contains(out, kind) {
+				t.Errorf("%s lacks %s", name, kind)
+			}
+		}
 	}
 }
