@@ -244,8 +244,9 @@ func (s *services) report(f *frontedService) {
 	}
 	if f.affinityTimeout != nil {
 		detail := fmt.Sprintf("sessionAffinity: ClientIP with timeoutSeconds %d (10800 unless set: the API server's default), and %s:"+
-			" Windows does not support the timeout (%s, Session affinity). kube-proxy on Windows (winkernel) asks the HNS to spread by source IP"+
-			" and passes no timeout, so a client stays with one backend for as long as the backends stay the same, not for %d seconds",
+			" Windows does not support the timeout (%s, Session affinity). kube-proxy on Windows nodes (winkernel) asks the HNS to spread by source IP"+
+			" and passes no timeout, so traffic through a Windows node (from its pods, or to its NodePort or load balancer) stays with one backend"+
+			" for as long as the backends stay the same, not for %d seconds",
 			*f.affinityTimeout, picks, seedNetworking, *f.affinityTimeout)
 		if old := s.nodesWithoutAffinity(); len(old) > 0 {
 			detail += fmt.Sprintf("; on Windows %s (builds before 10.0.%d: %s, Load balancing and Services) there is no session affinity at all, and kube-proxy logs that it is not supported", nodeList(old), affinityBuild, seedNetworking)
