@@ -66,6 +66,8 @@ type claimUse struct {
 	pod   string            // the first by name, to name in the finding
 	pods  int               // Windows pods using it
 	nodes map[string]string // the nodes they are bound to, and the first pod by name on each
+	// last is the pod counted last: a pod that names the claim in two volumes counts once.
+	last string
 }
 
 // claimVolume is what a claim refers to: its volume once bound, else its StorageClass.
@@ -76,7 +78,7 @@ type claimVolume struct {
 // volumeVerdict is what a PersistentVolume needs of a Windows node: nothing it can give (why), or a CSI
 // driver registered there.
 type volumeVerdict struct {
-	what   string // "nfs", "csi ebs.csi.aws.com", "awsElasticBlockStore (CSI ebs.csi.aws.com)"
+	what   string // "nfs", "CSI driver smb.csi.k8s.io", "kubernetes.io/aws-ebs, mounted by CSI driver ..."
 	why    string // set: no Windows node can mount it
 	fix    string
 	driver string // set: a Windows node can mount it if its CSINode lists this driver
@@ -127,6 +129,10 @@ func (s *storage) pod(p *corev1.Pod) {
 			use = &claimUse{pod: p.Name, nodes: map[string]string{}}
 			byName[claim] = use
 		}
+		if use.last == p.Name {
+			continue
+		}
+		use.last = p.Name
 		use.pods++
 		if p.Name < use.pod {
 			use.pod = p.Name

@@ -88,7 +88,7 @@ func storageObjects() []client.Object {
 		pendingClaim("pending-nfs-csi", "nfs-csi"), pendingClaim("pending-external", "external"), pendingClaim("pending-azure", "azure-intree"),
 		class("nfs-csi", "nfs.csi.k8s.io"), class("external", "example.com/nfs-subdir"), class("azure-intree", "kubernetes.io/azure-disk"),
 		// Two Windows pods share the NFS claim; a Linux pod and a finished Windows pod do not count.
-		withClaims(winPod("nfs-b", img2022), "data-nfs"), withClaims(winPod("nfs-a", img2022), "data-nfs"), linuxPod, finished,
+		withClaims(winPod("nfs-b", img2022), "data-nfs"), withClaims(winPod("nfs-a", img2022), "data-nfs", "data-nfs"), linuxPod, finished,
 		ephemeral,
 		withClaims(winPod("ceph", img2022), "data-cephfs"),
 		withClaims(onNode(winPod("smb", img2022), "win-1"), "data-smb"),
