@@ -29,7 +29,11 @@ Views: summary (default: per namespace, per change, findings), namespaces, chang
 Windows pod or changed workload), findings (Windows pods wincompat never saw and why, pods on a node
 that cannot run them, pods Pending because no ready node has their build, pods and templates pinned to
 builds their images cannot run on, images with no Windows entry, namespaces with Windows pods but no
-label, annotations that do not parse). -o json prints every view; -o csv one view.
+label, annotations that do not parse, and the cluster side of Windows pods: claims whose volumes no
+Windows node can mount, Services in front of them with externalTrafficPolicy Local, IPv6 single-stack,
+ClientIP affinity or more than 64 backends). -o json prints every view; -o csv one view. Services,
+PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and EndpointSlices are listed as
+the Windows pods need them; -l does not filter Services.
 
 Migration planning: --builds 10.0.26100 (or ltsc2025, 2025; several comma-separated) asks "if the
 cluster's Windows nodes ran only these builds, which Windows pods and workloads could no longer run, and

@@ -744,9 +744,10 @@ func checkAuditErrors(t *testing.T, bin, kubeconfig string) {
 	}
 }
 
-// workloadRules let a user list the eight workload kinds, namespaces and nodes in the whole cluster.
+// workloadRules let a user list the eight workload kinds, namespaces, nodes and Services (read in the
+// namespaces with Windows pods) in the whole cluster.
 var workloadRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes", "replicationcontrollers", "podtemplates"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes", "replicationcontrollers", "podtemplates", "services"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
 }

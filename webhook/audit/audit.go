@@ -1,8 +1,8 @@
 // Package audit reads what wincompat recorded on Pods and workload templates, page by page so that it
 // works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
 // object, with findings about coverage and placement. Each concern (coverage, warn mode, builds,
-// images, the migration plan, the namespace summary, the Linux side, taints) is one type in its own
-// file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
+// images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes
+// and Services) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
 // layout").
 package audit
 
@@ -66,6 +66,8 @@ type auditor struct {
 	migration  *migration
 	linux      *linuxSide
 	taints     *windowsTaints
+	storage    *storage
+	services   *services
 	objects    objectRows
 }
 
@@ -78,9 +80,10 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 	ns, nodes, cluster := newNamespaces(), newNodes(), &clusterFacts{reader: c}
 	owners := newControllers(opts.Selector)
 	imgs := newImageFacts(opts.Images, pol, out)
+	pg := &pager{c: c, pageSize: opts.PageSize, progress: opts.Progress, start: time.Now()}
 	return &auditor{
 		opts: opts, pol: pol, out: out, namespaces: ns, nodes: nodes, owners: owners,
-		pager:     &pager{c: c, pageSize: opts.PageSize, progress: opts.Progress, start: time.Now()},
+		pager:     pg,
 		summary:   newNamespaceSummary(pol, ns, out),
 		coverage:  &coverage{pol: pol, namespaces: ns, out: out},
 		warn:      &warnMode{pol: pol, namespaces: ns, cluster: cluster, images: imgs, out: out},
@@ -90,6 +93,8 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		migration: newMigration(pol, imgs, out, opts.Builds),
 		linux:     &linuxSide{pol: pol, nodes: nodes, cluster: cluster, controllers: owners, out: out},
 		taints:    &windowsTaints{pol: pol, nodes: nodes, out: out},
+		storage:   newStorage(pg, nodes, out),
+		services:  newServices(pg, nodes, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -112,6 +117,9 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	a.readWorkloads(ctx)
+	// What the Windows pods' claims and Services need, read only now that the pods say what that is.
+	a.storage.judge(ctx)
+	a.services.judge(ctx)
 	rep := a.finish()
 	a.pager.done()
 	return rep, nil
@@ -237,6 +245,8 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	if a.migration.asked() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
 	}
+	a.storage.pod(p)
+	a.services.pod(ctx, p)
 	a.objects.add(row)
 }
 

@@ -15,14 +15,19 @@ type nodes struct {
 	readyBuild map[string]bool
 	// readyWindows are the ready Windows nodes, for the Linux-side and taint findings.
 	readyWindows []*corev1.Node
+	// windows are the names of every Windows node, ready or not, for the CSI drivers registered there.
+	windows map[string]bool
 }
 
-func newNodes() *nodes { return &nodes{build: map[string]string{}, readyBuild: map[string]bool{}} }
+func newNodes() *nodes {
+	return &nodes{build: map[string]string{}, readyBuild: map[string]bool{}, windows: map[string]bool{}}
+}
 
 func (n *nodes) add(node *corev1.Node) {
 	if node.Labels[corev1.LabelOSStable] != string(corev1.Windows) {
 		return
 	}
+	n.windows[node.Name] = true
 	ready := inventory.NodeReady(node)
 	if ready {
 		kept := &corev1.Node{}
