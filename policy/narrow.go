@@ -69,6 +69,16 @@ func memoryLimit(s string) (q resource.Quantity, msg string) {
 	return q, ""
 }
 
+// DefaultMemoryLimit is memoryLimits.default written as the API server writes a quantity (0.5Gi is
+// 512Mi), as both engines set and record it; "" when there is none.
+func (p *Policy) DefaultMemoryLimit() string {
+	if p.MemoryLimits.Default == "" {
+		return ""
+	}
+	q, _ := memoryLimit(p.MemoryLimits.Default) // Validate refused a bad one
+	return q.String()
+}
+
 // podContainers visits the containers and init containers, as forEachContainer does but without the
 // ephemeral containers.
 func podContainers(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
@@ -138,10 +148,7 @@ func (p *Policy) limitMemory(spec *corev1.PodSpec, rec *recorder) {
 	if (!m.FromRequests && m.Default == "") || HostProcess(spec) {
 		return
 	}
-	var def resource.Quantity
-	if m.Default != "" {
-		def, _ = memoryLimit(m.Default) // Validate refused a bad one
-	}
+	def, _ := memoryLimit(p.DefaultMemoryLimit()) // used only when there is one
 	podContainers(spec, func(path string, c *corev1.Container) {
 		if _, limited := c.Resources.Limits[corev1.ResourceMemory]; limited {
 			return
