@@ -37,7 +37,7 @@ func mutatingPolicyExpressions(p admissionregistrationv1.MutatingAdmissionPolicy
 // policiesShipped are the policies whose rendering must compile: the default, which the chart's
 // hybrid engine applies unchanged, and the other branches of the generator (no inference from node
 // constraints, no non-root user, no Pod Security, no injectors, several taints; the rewrites that
-// narrow, with and without Pod Security).
+// narrow).
 func policiesShipped(t *testing.T) map[string]*policy.Policy {
 	t.Helper()
 	other, err := policy.Load([]byte(`apiVersion: wincompat.io/v1alpha1
@@ -51,8 +51,8 @@ windowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: os, value: 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The rewrites that narrow, off by default: with Pod Security restricted's adjustments (whose effect
-	// the user rule reads) and without.
+	// The rewrites that narrow, off by default, with Pod Security restricted's adjustments, whose effect
+	// the user rule reads (without them that condition is the literal false).
 	narrow, err := policy.Load([]byte(`apiVersion: wincompat.io/v1alpha1
 kind: Policy
 userForRunAsNonRoot: true
@@ -61,17 +61,7 @@ memoryLimits: {fromRequests: true, default: 512Mi}
 	if err != nil {
 		t.Fatal(err)
 	}
-	narrowOther, err := policy.Load([]byte(`apiVersion: wincompat.io/v1alpha1
-kind: Policy
-userForRunAsNonRoot: true
-podSecurityRestricted: false
-memoryLimits: {default: 1Gi}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]*policy.Policy{"default policy": policy.Default(), "other branches": other,
-		"narrowing rewrites": narrow, "narrowing rewrites, other branches": narrowOther}
+	return map[string]*policy.Policy{"default policy": policy.Default(), "other branches": other, "narrowing rewrites": narrow}
 }
 
 // Every MutatingAdmissionPolicy `wincompat policy export` and hybrid mode write compiles on the API
