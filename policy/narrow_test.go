@@ -3,6 +3,8 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A policy that would make wincompat name an administrator, or write a limit the API server refuses
@@ -42,4 +44,36 @@ func TestNarrowingKnobsValidate(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
+}
+
+// withNarrowing is pol with the rewrites that narrow turned on, for the fuzz test.
+func withNarrowing(pol *Policy) *Policy {
+	v := *pol
+	v.UserForRunAsNonRoot = v.NonRootUserName != "" // Validate refuses it without a user
+	v.MemoryLimits = MemoryLimits{FromRequests: true, Default: "256Mi"}
+	return &v
+}
+
+// checkMemoryNarrowed fails when a decision touched a memory request, or changed or removed a memory
+// limit that was there: memoryLimits only adds limits where there were none. (grantstest.Widened covers
+// the users: a user named before is never replaced.)
+func checkMemoryNarrowed(t *testing.T, before, after *corev1.PodSpec) {
+	t.Helper()
+	for _, l := range []struct{ before, after []corev1.Container }{{before.InitContainers, after.InitContainers}, {before.Containers, after.Containers}} {
+		for i := range min(len(l.before), len(l.after)) {
+			b, a := l.before[i].Resources, l.after[i].Resources
+			if !sameQuantity(b.Requests, a.Requests, corev1.ResourceMemory) {
+				t.Fatalf("container %s: memory request changed", l.before[i].Name)
+			}
+			if _, had := b.Limits[corev1.ResourceMemory]; had && !sameQuantity(b.Limits, a.Limits, corev1.ResourceMemory) {
+				t.Fatalf("container %s: memory limit %v became %v", l.before[i].Name, b.Limits[corev1.ResourceMemory], a.Limits[corev1.ResourceMemory])
+			}
+		}
+	}
+}
+
+func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
+	qa, oka := a[name]
+	qb, okb := b[name]
+	return oka == okb && qa.Cmp(qb) == 0
 }
