@@ -250,6 +250,9 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	stripLinuxOnly(&pod.Spec, rec)
 	rewriteForWindows(pod, rec)
 	p.satisfyRestricted(&pod.Spec, facts.Namespace, rec)
+	// After every rule that names a user, so that it fills only what they left; opted into (narrow.go).
+	p.nameUserForRunAsNonRoot(&pod.Spec, rec)
+	p.limitMemory(&pod.Spec, rec)
 	p.optOutOfInjectors(&pod.ObjectMeta, rec)
 	build, source := p.schedule(pod, facts, images, rec)
 

@@ -21,6 +21,8 @@
 //   - the build decision: the ordered sources of a pod's Windows build (buildsource.go), which node
 //     builds can run an image (compat.go, containerd's rule) and the scheduling that carries the choice
 //     (schedule.go: nodeSelector or required affinity, tolerations, RuntimeClass);
+//   - the rewrites that narrow a pod where the policy opts in (narrow.go): a non-admin user for
+//     runAsNonRoot, memory limits from requests or a default;
 //   - the rules table (rules.go): the rule each Change comes from (a strip-table row, a policy key, a
 //     rewrite, a build source), which `wincompat mutate --explain` shows;
 //   - the change record (change.go): Change and its encoding in the wincompat.io/changes annotations,

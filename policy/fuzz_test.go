@@ -342,6 +342,10 @@ func FuzzDecide(f *testing.F) {
 			}
 			pol = &variant
 		}
+		if len(raw)%8 >= 4 {
+			// The rewrites that narrow, turned by the input's length too (narrow_test.go).
+			pol = withNarrowing(pol)
+		}
 		before := obj.DeepCopyObject()
 		beforeJSON := mustJSON(t, before)
 
@@ -387,6 +391,7 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("the decision widened privileges: %s\nbefore: %s\nafter:  %s", strings.Join(widened, "; "), beforeJSON, after)
 		}
 		checkRecorded(t, obj, d, onlyEphemeral)
+		checkMemoryNarrowed(t, inSpec, spec)
 		if facts.Cluster != nil {
 			for _, taint := range facts.Cluster.WindowsTaints {
 				if pol.WindowsPodsTolerate(taint) {

@@ -34,6 +34,10 @@ type Policy struct {
 	InferOSFromNodeSelector bool   `json:"inferOSFromNodeSelector"`
 	NonRootUserName         string `json:"nonRootUserName"`
 	PodSecurityRestricted   bool   `json:"podSecurityRestricted"`
+	// UserForRunAsNonRoot names NonRootUserName where runAsNonRoot: true has no Windows user (narrow.go).
+	UserForRunAsNonRoot bool `json:"userForRunAsNonRoot"`
+	// MemoryLimits gives containers without a memory limit one (narrow.go).
+	MemoryLimits MemoryLimits `json:"memoryLimits"`
 	// DefaultBuild is a build number once loaded; the file may name the build by any of its names.
 	DefaultBuild         string         `json:"defaultBuild"`
 	SetRuntimeClassName  bool           `json:"setRuntimeClassName"`
@@ -87,6 +91,16 @@ const (
 	RuntimeClassesForCatalog = "catalog"
 	RuntimeClassesForPresent = "present"
 )
+
+// MemoryLimits says which containers without a memory limit get one. Windows has no OOM killer and no
+// eviction, so only a limit keeps a container from taking the node's memory.
+type MemoryLimits struct {
+	// FromRequests sets the limit to the container's memory request, where it has one.
+	FromRequests bool `json:"fromRequests"`
+	// Default is a quantity (512Mi) set as the limit of a container with neither a request nor a limit;
+	// "" sets none.
+	Default string `json:"default"`
+}
 
 // Build is one Windows Server build of the catalog.
 type Build struct {

@@ -34,6 +34,10 @@ const (
 	RuleBuildRequestIgnored  Rule = "build-request-ignored" // warning: wincompat.io/build overridden by the pod's scheduling
 	RuleUnknownBuild         Rule = "unknown-build"         // warning: wincompat.io/build names no build
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
+	// The narrowing rewrites the policy opts into (narrow.go).
+	RuleRunAsNonRootUser       Rule = "run-as-non-root-user"      // a non-admin user where runAsNonRoot names none
+	RuleMemoryLimitFromRequest Rule = "memory-limit-from-request" // a memory limit equal to the request
+	RuleMemoryLimitDefault     Rule = "memory-limit-default"      // the policy's memory limit where there is no request
 )
 
 // ruleRow is one row of the rules table: what a rule means.
@@ -99,6 +103,11 @@ var rulesTable = func() []ruleRow {
 		{RuleBuildRequestIgnored, warning, []string{"metadata.annotations[*]"}, nil},
 		{RuleUnknownBuild, warning, []string{"metadata.annotations[*]", "namespace.annotations[*]"}, nil},
 		{RuleAffinityAllowsNone, warning, []string{"spec.affinity.nodeAffinity"}, nil},
+		{RuleRunAsNonRootUser, fixed("policy userForRunAsNonRoot, with nonRootUserName"),
+			append([]string{"spec.securityContext.windowsOptions.runAsUserName"}, inPlacingContainers(".securityContext.windowsOptions.runAsUserName")...),
+			[]string{ReasonRunAsNonRootUser}},
+		{RuleMemoryLimitFromRequest, fixed("policy memoryLimits.fromRequests"), inPlacingContainers(".resources.limits[*]"), []string{ReasonMemoryLimitFromRequest}},
+		{RuleMemoryLimitDefault, fixed("policy memoryLimits.default"), inPlacingContainers(".resources.limits[*]"), []string{ReasonMemoryLimitDefault}},
 	}...)
 }()
 

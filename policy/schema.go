@@ -402,8 +402,11 @@ var knownKeysText = sync.OnceValue(func() string {
 	b.WriteString(" (known keys: " + strings.Join(top.names, ", "))
 	for _, name := range top.names {
 		t := top.byName[name].typ
-		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		switch {
+		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
 			b.WriteString("; in each of " + name + ": " + strings.Join(schemaKeysOf(t.Elem()).names, ", "))
+		case t.Kind() == reflect.Struct:
+			b.WriteString("; in " + name + ": " + strings.Join(schemaKeysOf(t).names, ", "))
 		}
 	}
 	b.WriteString(")")

@@ -102,6 +102,10 @@ mode: enforce
 inferOSFromNodeSelector: true
 nonRootUserName: "on"
 podSecurityRestricted: true
+userForRunAsNonRoot: false
+memoryLimits:
+  fromRequests: false
+  default: ""
 defaultBuild: ""
 setRuntimeClassName: true
 arch: arm64

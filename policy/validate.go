@@ -43,6 +43,17 @@ func (p *Policy) Validate() field.ErrorList {
 	if p.NonRootUserName != "" && !validUserName(p.NonRootUserName) {
 		invalid(field.NewPath("nonRootUserName"), p.NonRootUserName, `not a Windows user name: use USER or DOMAIN\USER, USER at most 104 characters and none of "/\:;|=,+*?<>@[]`)
 	}
+	if admin, why := adminUser(p.NonRootUserName); admin {
+		invalid(field.NewPath("nonRootUserName"), p.NonRootUserName, "an administrator account ("+why+"): every rule that sets this user does so to keep a pod from running as one; use ContainerUser or another non-admin user")
+	}
+	if p.UserForRunAsNonRoot && p.NonRootUserName == "" {
+		invalid(field.NewPath("userForRunAsNonRoot"), p.UserForRunAsNonRoot, "names nonRootUserName, which is empty: set nonRootUserName (ContainerUser) or turn this off")
+	}
+	if d := p.MemoryLimits.Default; d != "" {
+		if _, msg := memoryLimit(d); msg != "" {
+			invalid(field.NewPath("memoryLimits", "default"), d, msg)
+		}
+	}
 	for i, t := range p.WindowsNodeTaints {
 		at := field.NewPath("windowsNodeTaints").Index(i)
 		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {

@@ -11,8 +11,8 @@
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
 // and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
 // and the Linux-only injector opt-outs; pods also get the emptyDir, dnsPolicy, huge pages and deprecated
-// annotation rewrites, the Pod Security restricted adjustments, the OS nodeSelector and the configured
-// tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
+// annotation rewrites, the Pod Security restricted adjustments, the rewrites that narrow where the
+// policy turns them on (narrow.go), the OS nodeSelector and the configured tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
 // stay with the webhook (see README.md here for what differs and why).
 //
 // The webhooks' matchConditions (deploy/webhook and the Helm chart) are generated here too, from the
@@ -296,6 +296,12 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 	if s.pod && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
 	}
+	if s.pod && userForRunAsNonRoot(pol) {
+		parts = append(parts, runAsNonRootUser(s, pol))
+	}
+	if s.pod && (pol.MemoryLimits.FromRequests || pol.DefaultMemoryLimit() != "") {
+		parts = append(parts, memoryLimits(s, pol))
+	}
 	optOuts, labelsNeeded := injectorOptOuts(s, pol.InjectorOptOuts)
 	parts = append(parts, optOuts...)
 	prelude := metaPrelude(s, labelsNeeded)
@@ -338,7 +344,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
       [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
 			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
-	return []admissionregistrationv1.Variable{
+	vars := []admissionregistrationv1.Variable{
 		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
@@ -347,13 +353,16 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 		{Name: "propagation", Expression: propagation(s)},
 		{Name: "hugePages", Expression: hugePages(s)},
 		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
+	}
+	vars = append(vars, narrowVariables(s, pol)...)
+	return append(vars, []admissionregistrationv1.Variable{
 		{Name: "records", Expression: all.records},
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		// The webhook's JSON list, the new changes after any recorded before.
 		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
   variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
   '[' + variables.records.join(',') + ']'`},
-	}, fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+	}...), fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
 }
 
 // restricted makes a pod in a namespace that enforces Pod Security restricted pass it, as policy's
@@ -556,8 +565,13 @@ var containerLists = []string{"initContainers", "containers", "ephemeralContaine
 // its index i; each result is that list for every container of one list. The path reads the name
 // escaped once per container (variables.names), not once per change.
 func perContainer(s shape, body func(ptr string, path jsonText) string) []string {
+	return perContainerOf(s, containerLists, body)
+}
+
+// perContainerOf is perContainer over some of the lists of containers.
+func perContainerOf(s shape, lists []string, body func(ptr string, path jsonText) string) []string {
 	var out []string
-	for _, l := range containerLists {
+	for _, l := range lists {
 		ptr := fmt.Sprintf("%s + '/%s/' + string(i)", quote(s.specPtr), l)
 		path := concat(text("spec."+l+"["), escapedBefore(fmt.Sprintf("variables.names[%s][i]", quote(l))), text("]"))
 		out = append(out, fmt.Sprintf("%s.?%s.orValue([]).transformList(i, c, %s).flatten()", optional(s.spec), l, body(ptr, path)))

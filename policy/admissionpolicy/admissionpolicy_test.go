@@ -114,3 +114,29 @@ func TestBindingsFollowTheMode(t *testing.T) {
 		}
 	}
 }
+
+// The rewrites that narrow reach the pods' CEL exactly when the policy turns them on, and never a
+// template's: templates keep their spec in both engines.
+func TestRenderNarrowsOnlyWhenAsked(t *testing.T) {
+	on, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nuserForRunAsNonRoot: true\nmemoryLimits: {fromRequests: true, default: 0.5Gi}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := []string{"nonRootUserAt", "'512Mi'", "'/resources/limits/memory'", text(policy.ReasonMemoryLimitFromRequest).cel}
+	for name, pol := range map[string]*policy.Policy{"off": policy.Default(), "on": on} {
+		policies, _ := Render(pol, Options{Version: "v1"})
+		for _, p := range policies {
+			var all strings.Builder
+			for _, v := range p.Spec.Variables {
+				all.WriteString(v.Expression + "\n")
+			}
+			all.WriteString(p.Spec.Mutations[0].JSONPatch.Expression)
+			want := name == "on" && strings.HasPrefix(p.Name, "wincompat-pods")
+			for _, m := range marks {
+				if got := strings.Contains(all.String(), m); got != want {
+					t.Errorf("policy %s, %s: %s in the CEL: %v, want %v", name, p.Name, m, got, want)
+				}
+			}
+		}
+	}
+}

@@ -36,7 +36,8 @@ func mutatingPolicyExpressions(p admissionregistrationv1.MutatingAdmissionPolicy
 
 // policiesShipped are the policies whose rendering must compile: the default, which the chart's
 // hybrid engine applies unchanged, and the other branches of the generator (no inference from node
-// constraints, no non-root user, no Pod Security, no injectors, several taints).
+// constraints, no non-root user, no Pod Security, no injectors, several taints; the rewrites that
+// narrow).
 func policiesShipped(t *testing.T) map[string]*policy.Policy {
 	t.Helper()
 	other, err := policy.Load([]byte(`apiVersion: wincompat.io/v1alpha1
@@ -50,7 +51,17 @@ windowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: os, value: 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]*policy.Policy{"default policy": policy.Default(), "other branches": other}
+	// The rewrites that narrow, off by default, with Pod Security restricted's adjustments, whose effect
+	// the user rule reads (without them that condition is the literal false).
+	narrow, err := policy.Load([]byte(`apiVersion: wincompat.io/v1alpha1
+kind: Policy
+userForRunAsNonRoot: true
+memoryLimits: {fromRequests: true, default: 512Mi}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*policy.Policy{"default policy": policy.Default(), "other branches": other, "narrowing rewrites": narrow}
 }
 
 // Every MutatingAdmissionPolicy `wincompat policy export` and hybrid mode write compiles on the API

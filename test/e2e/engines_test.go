@@ -55,28 +55,34 @@ var mapOnlyDifferences = map[string]string{
 // alone. Hybrid must store exactly what the webhook alone stores, but for two differences: the record
 // lists the admission policy's changes first (and, as CEL cannot render lists, without the old value of
 // a list), and the pod carries the admission policy's marker. What the admission policies alone store
-// may differ from the webhook's only where mapOnlyDifferences says why.
+// may differ from the webhook's only where mapOnlyDifferences says why. The policy is the default with the
+// rewrites that narrow turned on (enginesPolicy), and pods those rewrites act on (narrowPods) must be
+// stored by every engine as the Go decision says, also in a namespace enforcing Pod Security restricted.
 func TestEnginesStoreTheSameObject(t *testing.T) {
 	ctx := context.Background()
 	cl := newCluster(t)
 	workloads := distinct(loadCorpus(t))
 	workloads = append(workloads, goldenWorkloads(t)...)
+	workloads = append(workloads, narrowWorkloads(t)...)
 	for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
 		setUpNamespace(ctx, t, cl.c, ns, map[string]string{policy.LabelEnabled: "true"}, workloads)
 	}
+	restrictedLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelPodSecurityEnforce: "restricted"}
+	setUpNamespace(ctx, t, cl.c, nsEngineMAPRestricted, restrictedLabels, nil)
 	setUpClusterWide(ctx, t, cl.c, workloads)
 	// As hybrid installs the webhook; the checks below see whether it acted.
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
-	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e", ExcludedNamespaces: []string{nsEngineWebhook}})
+	pol := enginesPolicy(t)
+	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e", ExcludedNamespaces: []string{nsEngineWebhook}})
 	for i := range policies {
 		create(ctx, t, cl.c, &policies[i])
 		create(ctx, t, cl.c, &bindings[i])
 	}
 	waitForAdmissionPolicy(t, cl.c, nsEngineMAP)
-	// The webhook leaves the admission-policy-only namespace alone, as if no replica answered.
-	pol := policy.Default()
-	pol.ExcludedNamespaces = append(pol.ExcludedNamespaces, nsEngineMAP)
-	cl.serve(t, func(o *server.Options) { o.Policy = pol })
+	// The webhook leaves the admission-policy-only namespaces alone, as if no replica answered.
+	served := *pol
+	served.ExcludedNamespaces = append(append([]string{}, pol.ExcludedNamespaces...), nsEngineMAP, nsEngineMAPRestricted)
+	cl.serve(t, func(o *server.Options) { o.Policy = &served })
 
 	compared, actedOn, hybridSame := 0, 0, 0
 	mapDiffs := map[string]int{}
@@ -161,6 +167,19 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 	for _, k := range keys {
 		fmt.Fprintf(&table, "\n  %-60s %4d objects  %s", k, mapDiffs[k], mapOnlyDifferences[k])
 	}
+	// The narrowing rewrites, stored as the Go decision says by every engine; in a namespace enforcing
+	// Pod Security restricted, after the restricted adjustments of the same patch.
+	for _, p := range narrowPodsIn(restrictedLabels) {
+		p.Namespace = nsEngineMAPRestricted
+		if err := cl.c.Create(ctx, p); err != nil {
+			t.Errorf("%s/%s: refused through the admission policies alone: %v", p.Namespace, p.Name, err)
+		}
+	}
+	for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
+		checkNarrowed(ctx, t, cl.c, pol, ns, map[string]string{policy.LabelEnabled: "true"})
+	}
+	checkNarrowed(ctx, t, cl.c, pol, nsEngineMAPRestricted, restrictedLabels)
+
 	t.Logf("%d objects admitted by the webhook (%d of them changed by it): hybrid stored exactly what the webhook alone stores for %d (record order and the admission policy's marker aside); the admission policies alone differ from the webhook at:%s", compared, actedOn, hybridSame, table.String())
 	if compared < 50 {
 		t.Errorf("only %d objects compared: the corpus or the goldens did not load", compared)
