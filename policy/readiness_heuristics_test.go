@@ -16,6 +16,10 @@ var heuristicDetectors = []struct {
 }{
 	{"linuxCommands", linuxCommands},
 	{"linuxScriptCommands", linuxScriptCommands},
+	{"posixHostPaths", posixHostPaths},
+	{"posixRuntimeHostPaths", posixRuntimeHostPaths},
+	{"hostPathBlockDevices", hostPathBlockDevices},
+	{"hostPathSocketsAndCharDevices", hostPathSocketsAndCharDevices},
 }
 
 // renderHeuristics runs every detector on spec: one "detector path = value" line per finding.
