@@ -20,6 +20,7 @@ var heuristicDetectors = []struct {
 	{"posixRuntimeHostPaths", posixRuntimeHostPaths},
 	{"hostPathBlockDevices", hostPathBlockDevices},
 	{"hostPathSocketsAndCharDevices", hostPathSocketsAndCharDevices},
+	{"partialServiceNames", partialServiceNames},
 }
 
 // renderHeuristics runs every detector on spec: one "detector path = value" line per finding.
