@@ -72,7 +72,7 @@ func (f *commandForm) matches(program string) bool {
 		return strings.ContainsRune(program, '\\') || len(program) >= 2 && program[1] == ':' && isASCIILetter(program[0])
 	case argv0Suffix:
 		base := program[strings.LastIndexByte(program, '/')+1:]
-		return slices.ContainsFunc(f.values, func(ext string) bool { return len(base) > len(ext) && hasSuffixFold(base, ext) })
+		return slices.ContainsFunc(f.values, func(ext string) bool { return hasSuffixFold(base, ext) })
 	case argv0InDir:
 		// Linux paths are case-sensitive: /BIN/SH is not the Linux form.
 		return strings.HasPrefix(program, "/") && slices.Contains(f.values, path.Dir(path.Clean(program)))
