@@ -10,10 +10,11 @@ import (
 
 // How a Windows container runs a command (hcsshim internal/cmd, internal/jobcontainers/path.go):
 // containerd hands the argv to hcsshim, which joins it into one command line with Windows quoting, and
-// the program is found as CreateProcess finds it: a path without a drive is on the container's system
-// drive (/bin/sh is C:\bin\sh), a name without an extension gets ".exe", and a bare name is searched in
-// C:\Windows, C:\Windows\System32, the working directory and the PATH. Only the program (argv[0])
-// decides whether the command can start, so only argv[0] is matched; the arguments are never read.
+// the program is found as CreateProcess finds it: a path without a drive is on the working directory's
+// drive, C: in a container (/bin/sh is C:\bin\sh), a name without an extension gets ".exe", and a
+// bare name is searched in C:\Windows, C:\Windows\System32, the working directory and the PATH. Only
+// the program (argv[0]) decides whether the command can start, so only argv[0] is matched; the
+// arguments are never read.
 
 // argv0Kind is how a commandForm matches argv[0].
 type argv0Kind uint8
@@ -44,13 +45,13 @@ var commandForms = []commandForm{
 	{"a Windows program or script", argv0Suffix, []string{".exe", ".com", ".bat", ".cmd", ".ps1"}, windowsForm,
 		"the extensions CreateProcess, cmd and PowerShell run"},
 	{"a shell script", argv0Suffix, []string{".sh", ".bash"}, certain,
-		"CreateProcess starts only Windows executables and has no #! line: a script cannot be the program, whatever the image holds"},
+		"CreateProcess starts Windows executables and batch files and reads no #! line: a shell script cannot be the program, whatever the image holds"},
 	{"a program in a POSIX binary directory", argv0InDir, []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}, likely,
 		"/bin/sh is looked up as C:\\bin\\sh.exe, which a Windows image has only if someone put a Windows build there"},
 	{"a POSIX shell by name", argv0Name, []string{"sh", "bash", "ash", "dash", "ksh", "zsh", "busybox"}, likely,
-		"Windows images ship no sh.exe or bash.exe; one comes only with Git for Windows, MSYS2 or busybox-w32 on the PATH"},
+		"Windows base images ship no sh.exe or bash.exe; one comes only with Git for Windows, MSYS2 or busybox-w32 on the PATH"},
 	{"a POSIX utility by name", argv0Name, []string{"env", "sleep", "cat", "test", "true", "false", "touch", "kill", "pkill", "pgrep", "grep", "wget", "cp", "mv", "rm", "ln", "ls", "chmod", "chown", "mkdir", "echo"}, likely,
-		"no Windows image has these as executables (echo and mkdir are built into cmd, which a command line does not start); curl, tar, find, sort and hostname are left out because System32 has them"},
+		"Windows base images have no such executables (echo and mkdir are built into cmd, which a command line does not start); curl, tar, find, sort and hostname are left out: System32 has them"},
 }
 
 // classifyArgv0 says how sure the table is that program fails on Windows, and false when no row names it.

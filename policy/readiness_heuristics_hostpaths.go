@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// What a Windows node does with a hostPath (kubernetes v1.36.3): the kubelet gives a path that starts
-// with / or \ and has no drive, such as /var/log, the system drive (pkg/kubelet/kubelet_pods.go
-// makeMounts, volumeutil.MakeAbsolutePath), so the container gets C:\var\log; containerd creates a
+// What a Windows node does with a hostPath (kubernetes v1.36.3): the kubelet puts c: before a path that
+// starts with / or \ and names no drive, such as /var/log (pkg/kubelet/kubelet_pods.go makeMounts,
+// volumeutil.MakeAbsolutePath), so the container gets C:\var\log; containerd creates a
 // missing source directory (internal/cri/opts/spec_windows_opts.go parseMount) and leaves \\.\pipe\
 // paths alone. Before that the hostPath plugin checks the volume's type (pkg/volume/hostpath checkType,
 // through pkg/volume/util/hostutil's Windows GetFileType): a missing path fails every type but the

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -105,3 +106,45 @@ func TestHeuristicsStayBounded(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestReadmeHeuristics generates the heuristic tables of README.md from the tables the detectors run.
+func TestReadmeHeuristics(t *testing.T) {
+	code := func(values []string) string { return "`" + strings.Join(values, "`, `") + "`" }
+	var b strings.Builder
+	b.WriteString("| argv[0] is | such as | certainty | why |\n| --- | --- | --- | --- |\n")
+	for _, f := range commandForms {
+		such := code(f.values)
+		if f.kind == argv0WindowsPath {
+			such = "`C:\\tools\\x`, `c:/x`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.form, such, f.certainty, f.why)
+	}
+	checkReadmeSection(t, "heuristic-commands", "TestReadmeHeuristics", b.String())
+
+	b.Reset()
+	b.WriteString("| host path, and what is under it | on Linux | certainty |\n| --- | --- | --- |\n")
+	for i := 0; i < len(hostPathForms); {
+		j := i + 1
+		for j < len(hostPathForms) && hostPathForms[j].what == hostPathForms[i].what && hostPathForms[j].certainty == hostPathForms[i].certainty {
+			j++
+		}
+		var prefixes []string
+		for _, f := range hostPathForms[i:j] {
+			prefixes = append(prefixes, f.prefix)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(prefixes), hostPathForms[i].what, hostPathForms[i].certainty)
+		i = j
+	}
+	b.WriteString("\n| hostPath type | certainty | why |\n| --- | --- | --- |\n")
+	for _, f := range hostPathTypeForms {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.hostPathType, f.certainty, f.why)
+	}
+	checkReadmeSection(t, "heuristic-host-paths", "TestReadmeHeuristics", b.String())
+
+	b.Reset()
+	b.WriteString("| form | example |\n| --- | --- |\n")
+	for _, f := range serviceNameForms {
+		fmt.Fprintf(&b, "| %s | `%s` |\n", f.form, f.example)
+	}
+	checkReadmeSection(t, "heuristic-service-names", "TestReadmeHeuristics", b.String())
+}
