@@ -113,7 +113,7 @@ func TestReadinessChecks(t *testing.T) {
 				if RuleOf(recorded) != tc.rule {
 					t.Errorf("recorded finding %d: rule %q, want %s", i, RuleOf(recorded), tc.rule)
 				}
-				if !strings.HasPrefix(d.Rule(c), "readiness check") {
+				if !strings.HasPrefix(d.Rule(c), "readiness (a warning): ") {
 					t.Errorf("finding %d explained as %q", i, d.Rule(c))
 				}
 			}

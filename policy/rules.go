@@ -120,7 +120,7 @@ var rulesTable = func() []ruleRow {
 func readinessRules() []ruleRow {
 	rows := make([]ruleRow, len(readinessChecks))
 	for i, c := range readinessChecks {
-		rows[i] = ruleRow{c.rule, fixed("readiness check (a warning: nothing changed): " + c.source), c.fields, []string{c.reason}}
+		rows[i] = ruleRow{c.rule, fixed("readiness (a warning): " + c.source), c.fields, []string{c.reason}}
 	}
 	return rows
 }
