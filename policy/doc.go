@@ -21,8 +21,11 @@
 //   - the build decision: the ordered sources of a pod's Windows build (buildsource.go), which node
 //     builds can run an image (compat.go, containerd's rule) and the scheduling that carries the choice
 //     (schedule.go: nodeSelector or required affinity, tolerations, RuntimeClass);
+//   - the readiness table (readiness.go): what the API server accepts and a Windows node then cannot
+//     do (memory without limits, runAsNonRoot with no Windows user, subPath, volume modes and sources);
+//     each row warns, on pods after every rewrite and on templates for the pods they will make;
 //   - the rules table (rules.go): the rule each Change comes from (a strip-table row, a policy key, a
-//     rewrite, a build source), which `wincompat mutate --explain` shows;
+//     rewrite, a build source, a readiness row), which `wincompat mutate --explain` shows;
 //   - the change record (change.go): Change and its encoding in the wincompat.io/changes annotations,
 //     which later passes and the audit read back;
 //   - the Policy itself, its file and its defaults (default.yaml, printed by `wincompat policy`).
