@@ -180,7 +180,8 @@ func PodTemplateOf(obj any) (*corev1.PodTemplateSpec, error) {
 // decideTemplate gives a workload's pod template what validation needs: the Windows trigger, the strip
 // table, the runAsUser intent rule (which must run where runAsUser is removed, or the intent is lost
 // before any Pod exists) and the removal of mount propagation (Bidirectional is invalid once privileged
-// is stripped). Scheduling and the other rewrites happen when the Pod itself is created.
+// is stripped). Scheduling and the other rewrites happen when the Pod itself is created; the template
+// is warned about them, and about what the readiness checks find in the pods it will make.
 func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decision {
 	if d, handled := p.decideLinux(&tpl.ObjectMeta, &tpl.Spec, facts, false); handled {
 		return d
@@ -198,6 +199,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	// On the template, so that every pod carries the opt-outs when it is created: injectors' webhooks
 	// may run before wincompat's on the pod itself.
 	p.optOutOfInjectors(&tpl.ObjectMeta, rec)
+	p.checkTemplate(tpl, facts.Namespace, rec)
 	record := recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
 	return Decision{Windows: true, Changes: rec.changes, changesJSON: record}
 }
@@ -255,6 +257,8 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	p.limitMemory(&pod.Spec, rec)
 	p.optOutOfInjectors(&pod.ObjectMeta, rec)
 	build, source := p.schedule(pod, facts, images, rec)
+	// Last: a field a rewrite above set (a user for Pod Security restricted) is no longer a finding.
+	checkReadiness(&pod.Spec, rec)
 
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}

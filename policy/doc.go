@@ -23,8 +23,11 @@
 //     (schedule.go: nodeSelector or required affinity, tolerations, RuntimeClass);
 //   - the rewrites that narrow a pod where the policy opts in (narrow.go): a non-admin user for
 //     runAsNonRoot, memory limits from requests or a default;
+//   - the readiness table (readiness.go): what the API server accepts and a Windows node then cannot
+//     do (memory without limits, runAsNonRoot with no Windows user, subPath, volume modes and sources);
+//     each row warns, on pods after every rewrite and on templates for the pods they will make;
 //   - the rules table (rules.go): the rule each Change comes from (a strip-table row, a policy key, a
-//     rewrite, a build source), which `wincompat mutate --explain` shows;
+//     rewrite, a build source, a readiness row), which `wincompat mutate --explain` shows;
 //   - the change record (change.go): Change and its encoding in the wincompat.io/changes annotations,
 //     which later passes and the audit read back;
 //   - the Policy itself, its file and its defaults (default.yaml, printed by `wincompat policy`).

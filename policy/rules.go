@@ -40,6 +40,19 @@ const (
 	RuleMemoryLimitDefault     Rule = "memory-limit-default"      // the policy's memory limit where there is no request
 )
 
+// The rules of the run-time readiness checks: what a Windows node cannot do with a pod the API server
+// accepts. Each is a row of readinessChecks.
+const (
+	RuleMemoryNoLimit         Rule = "memory-no-limit"          // warning: a container without a memory limit
+	RuleMemoryRequestNotLimit Rule = "memory-request-not-limit" // warning: a memory request other than the limit
+	RuleNonRootNoUser         Rule = "non-root-no-user"         // warning: runAsNonRoot with no Windows user
+	RuleNonRootAdminUser      Rule = "non-root-admin-user"      // warning: runAsNonRoot as ContainerAdministrator
+	RuleSubPath               Rule = "subpath"                  // warning: subPath and subPathExpr mounts
+	RuleVolumeFileMode        Rule = "volume-file-mode"         // warning: defaultMode and items' mode
+	RuleSecretOnDisk          Rule = "secret-on-disk"           // warning: Secret volumes on the node's disk
+	RuleUnmountableVolume     Rule = "unmountable-volume"       // warning: volume sources Windows nodes cannot mount
+)
+
 // ruleRow is one row of the rules table: what a rule means.
 type ruleRow struct {
 	rule Rule
@@ -66,7 +79,7 @@ var rulesTable = func() []ruleRow {
 	}
 	const affinityTerms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 	pinReasons := []string{ReasonPinned, reasonPinConflict}
-	return append(rows, []ruleRow{
+	return append(append(rows, []ruleRow{
 		{RuleWindowsOS, fixed("policy inferOSFromNodeSelector, or namespace label " + LabelDefaultOS + "=windows"),
 			[]string{"spec.os.name"}, []string{ReasonPinnedToWindows, ReasonDefaultOSWindows}},
 		{RuleNonRootIntent, fixed("policy nonRootUserName"),
@@ -76,8 +89,8 @@ var rulesTable = func() []ruleRow {
 		// The user named is the nonRootUserName knob's, in restricted namespaces only.
 		{RuleRestrictedUser, fixed("policy nonRootUserName"),
 			[]string{"spec.securityContext.windowsOptions.runAsUserName"}, []string{ReasonRestrictedUser}},
-		{RuleMemoryEmptyDir, fixed("rewrite: memory-backed emptyDir"), []string{"spec.volumes[*].emptyDir.medium"}, []string{ReasonMemoryEmptyDir}},
-		{RuleDNSPolicy, fixed("rewrite: dnsPolicy"), []string{"spec.dnsPolicy"}, []string{ReasonDNSPolicy}},
+		{RuleMemoryEmptyDir, fixed("rewrite: memory-backed emptyDir"), []string{"spec.volumes[*].emptyDir.medium"}, []string{ReasonMemoryEmptyDir, reasonTemplateMemoryEmptyDir}},
+		{RuleDNSPolicy, fixed("rewrite: dnsPolicy"), []string{"spec.dnsPolicy"}, []string{ReasonDNSPolicy, reasonTemplateDNSPolicy}},
 		{RuleHugePages, fixed("rewrite: huge pages"),
 			append(inContainers(".resources.requests[*]"), inContainers(".resources.limits[*]")...), []string{ReasonHugePages}},
 		{RuleDeprecatedAnnotation, fixed("rewrite: deprecated Linux security annotations"), []string{"metadata.annotations[*]"}, []string{ReasonDeprecatedAnnotation}},
@@ -108,8 +121,18 @@ var rulesTable = func() []ruleRow {
 			[]string{ReasonRunAsNonRootUser}},
 		{RuleMemoryLimitFromRequest, fixed("policy memoryLimits.fromRequests"), inPlacingContainers(".resources.limits[*]"), []string{ReasonMemoryLimitFromRequest}},
 		{RuleMemoryLimitDefault, fixed("policy memoryLimits.default"), inPlacingContainers(".resources.limits[*]"), []string{ReasonMemoryLimitDefault}},
-	}...)
+	}...), readinessRules()...)
 }()
+
+// readinessRules are the rules table's rows of the readiness checks, each built from its row of
+// readinessChecks, so that its explanation, fields and reason are written once.
+func readinessRules() []ruleRow {
+	rows := make([]ruleRow, len(readinessChecks))
+	for i, c := range readinessChecks {
+		rows[i] = ruleRow{c.rule, fixed("readiness (a warning): " + c.source), c.fields, []string{c.reason}}
+	}
+	return rows
+}
 
 // rulesByCode finds a rule's row.
 var rulesByCode = func() map[Rule]*ruleRow {

@@ -135,7 +135,7 @@ func TestHandlerAnswers(t *testing.T) {
 			"labels":{"admission.datadoghq.com/enabled":"false","instana-autotrace":"false","kuma.io/sidecar-injection":"disabled","sidecar.istio.io/inject":"false"},
 			"annotations":{"wincompat.io/version":"unit","appmesh.k8s.aws/sidecarInjectorWebhook":"disabled","consul.hashicorp.com/connect-inject":"false",
 				"dynatrace.com/inject":"false","linkerd.io/inject":"disabled","openservicemesh.io/sidecar-injection":"disabled"}},
-			"spec":{"os":{"name":"windows"},"nodeSelector":{"kubernetes.io/os":"windows"},"tolerations":[{"key":"os","operator":"Exists"}],"containers":[{"name":"a","image":"a"}]}}`),
+			"spec":{"os":{"name":"windows"},"nodeSelector":{"kubernetes.io/os":"windows"},"tolerations":[{"key":"os","operator":"Exists"}],"containers":[{"name":"a","image":"a","resources":{"limits":{"memory":"64Mi"}}}]}}`),
 			// Still a patch, one that changes nothing: it makes the API server decode the object again
 			// from JSON, dropping empty Linux-only lists it would otherwise validate.
 			pod: true, allowed: true, result: "unchanged", wantPatch: true, patch: `[{"op":"test","path":"/kind","value":"Pod"}]`},
@@ -257,6 +257,8 @@ func TestMetricLabelsAreClosedSets(t *testing.T) {
 		"wincompat_changes_total{action=inject,field=spec.runtimeClassName,mode=enforce}",
 		"wincompat_changes_total{action=inject,field=spec.tolerations,mode=enforce}",
 		"wincompat_changes_total{action=strip,field=other,mode=enforce}", // its runAsUser
+		"wincompat_changes_total{action=warn,field=other,mode=enforce}",  // its memory limit (a readiness check)
+		"wincompat_changes_total{action=warn,field=spec.containers[*].resources.limits.memory,mode=enforce}",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -37,8 +37,9 @@ A Helm post-renderer:
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
 
 For review: --explain (or --output explain) prints every change of every Pod and workload with its
-reason and where the rule comes from (a strip-table row, a policy key, the build's source); --output diff
-prints a unified diff of each changed object, for a CI job to show what a chart would get.
+reason and where the rule comes from (a strip-table row, a policy key, the build's source, or the
+document a readiness check is from); --output diff prints a unified diff of each changed object, for a
+CI job to show what a chart would get.
 
 With --resolve-images, a Pod's Windows build comes from each image's registry (its index's os.version
 entries, or the image config's), as in the cluster; without it, from tags, annotations and the policy.

@@ -64,6 +64,8 @@ func asRecordedByCEL(c policy.Change) policy.Change {
 
 func sharedChange(c policy.Change) bool {
 	switch {
+	case c.Action == policy.Warn:
+		return false // warnings, the readiness checks' among them, are the webhook's: an admission policy cannot warn
 	case c.Action == policy.Strip:
 		return true
 	case c.Action == policy.Inject && (c.Path == "spec.os.name" || strings.HasSuffix(c.Path, "windowsOptions.runAsUserName") ||

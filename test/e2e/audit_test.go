@@ -650,7 +650,7 @@ func checkAuditSelection(t *testing.T, bin, kubeconfig string) {
 			"namespace,opted-in,windows-pods,covered,changed,workloads,templates-changed\nbatch,true,1,0,0,1,1\nshop,true,4,4,4,1,1\n"},
 		// -l selects by the object's own labels: the Deployment's, and web-1's from its template.
 		{[]string{"-l", "app=web", "-o", "csv", "--view", "objects"},
-			"namespace,kind,name,covered,changes,build,build-source,node,node-build\nshop,Deployment,web,true,15,,,,\nshop,Pod,web-1,true,3,10.0.20348,image,win2022-0,10.0.20348\n"},
+			"namespace,kind,name,covered,changes,build,build-source,node,node-build\nshop,Deployment,web,true,17,,,,\nshop,Pod,web-1,true,5,10.0.20348,image,win2022-0,10.0.20348\n"},
 	} {
 		args := append([]string{"audit", "--kubeconfig", kubeconfig}, tc.args...)
 		r := runWincompat(t, bin, nil, args...)

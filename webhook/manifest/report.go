@@ -59,10 +59,13 @@ func explainHeader(d Document) string {
 	return strings.Join(parts, ", ")
 }
 
-// explainValue shows what a change did to the value: from → to, each cut to a readable length.
+// explainValue shows what a change did to the value: from → to, each cut to a readable length. A
+// warning changed nothing: its From is the value it is about, shown alone.
 func explainValue(c policy.Change) string {
 	from, to := short(string(c.From)), short(string(c.To))
 	switch {
+	case c.Action == policy.Warn && to == "" && from != "":
+		return from
 	case from == "" && to == "":
 		return "-"
 	case from == "":
