@@ -118,7 +118,86 @@ var readinessChecks = []readinessCheck{
 		does:   "warns for each inline volume of those sources; a PersistentVolumeClaim's storage is the audit's to check",
 		source: "windows-containers-in-kubernetes-docs-v1.24.txt, Persistent storage (NFS; In-tree volume plugins); kubernetes v1.36 cmd/kubelet/app/plugins.go; k8s.io/mount-utils mount_windows.go",
 	},
+	// The heuristic rows (readiness_heuristics*.go): their detectors recognise only the forms of their
+	// tables, one certainty each, so that each reason can say how sure it is.
+	{
+		rule:   RuleLinuxCommand,
+		detect: linuxCommands,
+		fields: commandFields,
+		reason: "starts a POSIX shell or tool (/bin/sh, bash, sleep, ...), which a Windows image has only if one was added: likely to fail on a Windows node; use a Windows command, or an httpGet or tcpSocket probe",
+		why: "a Windows container looks the program up as a Windows executable: /bin/sh is C:\\bin\\sh.exe, and a bare name is searched " +
+			"in System32 and the PATH. Probes and hooks run inside the container, so a Linux command there fails or never ends",
+		does:   "warns for each exec probe, exec hook and command (args when there is no command) whose program the table lists as likely Linux-only",
+		source: "windows-containers-in-kubernetes-docs-v1.27.txt, API compatibility; windows-containers-in-kubernetes-docs-v1.24.txt, Comparison with Linux",
+	},
+	{
+		rule:   RuleLinuxScriptCommand,
+		detect: linuxScriptCommands,
+		fields: commandFields,
+		reason: "starts a shell script, which Windows cannot run as a program: fails on a Windows node whatever the image holds; start a Windows executable (cmd /c, powershell) instead",
+		why:    "Windows starts only executables and batch files, and ignores a script's #! line",
+		does:   "warns for each exec probe, exec hook and command whose program is a shell script",
+		source: "windows-containers-in-kubernetes-docs-v1.27.txt, API compatibility; windows-containers-in-kubernetes-docs-v1.24.txt, Comparison with Linux",
+	},
+	{
+		rule:   RuleLinuxHostPath,
+		detect: posixHostPaths,
+		fields: []string{"spec.volumes[*].hostPath.path"},
+		reason: "mounts a Linux kernel interface or system file, which a Windows node does not have: the kubelet mounts the same path on drive C:, created empty, or the pod waits in ContainerCreating when its type requires the path; give Windows pods their own volume or none",
+		why: "the kubelet puts c: before a hostPath with no drive, so /proc is C:\\proc: nothing of the Linux kernel or of a " +
+			"distribution's files is there. Paths that work on Windows (the kubelet's own /var/lib/kubelet and /var/log) are not listed",
+		does:   "warns for each hostPath volume whose path the table lists as certain",
+		source: "windows-containers-in-kubernetes-docs-v1.27.txt, Field compatibility for container specifications; windows-server-containers-guide-v1.9.txt, Volumes; windows-containers-in-kubernetes-docs-v1.24.txt, Persistent storage",
+	},
+	{
+		rule:   RuleLinuxRuntimeHostPath,
+		detect: posixRuntimeHostPaths,
+		fields: []string{"spec.volumes[*].hostPath.path"},
+		reason: "mounts a Linux daemon's runtime state or trust store, which on a Windows node is the same path on drive C: and likely empty (Windows daemons use named pipes and ProgramData); mount the Windows equivalent, such as a named pipe",
+		why:    "the same mapping to drive C:, but a Windows port of a daemon may write there (flannel writes C:\\run\\flannel), so the finding is likely, not certain",
+		does:   "warns for each hostPath volume whose path the table lists as likely",
+		source: "windows-containers-in-kubernetes-docs-v1.24.txt, Persistent storage; kep-windows-node-support.txt, IPC & Pid",
+	},
+	{
+		rule:   RuleHostPathBlockDevice,
+		detect: hostPathBlockDevices,
+		fields: []string{"spec.volumes[*].hostPath.type"},
+		reason: "hostPath type BlockDevice never passes the kubelet's check on Windows: the pod stays in ContainerCreating; Windows cannot attach block devices to pods",
+		why:    "the kubelet checks the type with Go's os.Stat, which never reports a block device on Windows",
+		does:   "warns for each hostPath volume of type BlockDevice",
+		source: "windows-containers-in-kubernetes-docs-v1.24.txt, Persistent storage (block device mapping)",
+	},
+	{
+		rule:   RuleHostPathSocketOrCharDevice,
+		detect: hostPathSocketsAndCharDevices,
+		fields: []string{"spec.volumes[*].hostPath.type"},
+		reason: "hostPath type Socket or CharDevice passes the kubelet's check on Windows only for an AF_UNIX socket or a Windows device at that path: likely the pod stays in ContainerCreating; mount a named pipe with no type instead",
+		why:    "Windows daemons listen on named pipes, which the kubelet's type check does not count as sockets; a Linux device path names no Windows device",
+		does:   "warns for each hostPath volume of type Socket or CharDevice",
+		source: "kep-windows-node-support.txt, IPC & Pid; windows-containers-in-kubernetes-docs-v1.24.txt, Comparison with Linux",
+	},
+	{
+		rule:   RulePartialServiceName,
+		detect: partialServiceNames,
+		fields: append(append(inContainers(".env[*].value"), inContainers(".command[*]")...), inContainers(".args[*]")...),
+		reason: "connects to a Service by a partial name (<name>.<namespace>.svc), which a Windows pod's DNS client does not resolve; use <name>.<namespace>.svc.cluster.local (your cluster domain)",
+		why: "Windows pods get one DNS search suffix and treat every dotted name as complete: kubernetes and the full name " +
+			"resolve, kubernetes.default and kubernetes.default.svc do not. Only names ending in .svc, where the pod connects " +
+			"to them (a URL, dns:///, host:port), are recognised: name.namespace looks exactly like example.com",
+		does:   "warns for each env value, command or args element naming one (the host and port are recorded, never the rest of a URL)",
+		source: "windows-containers-in-kubernetes-docs-v1.24.txt, DNS; windows-containers-in-kubernetes-docs-v1.17-1.20.txt, DNS",
+	},
 }
+
+// commandFields are the fields the command rows report: exec probes, exec hooks, command and args.
+var commandFields = func() []string {
+	var fields []string
+	for _, f := range []string{".livenessProbe.exec.command", ".readinessProbe.exec.command", ".startupProbe.exec.command",
+		".lifecycle.postStart.exec.command", ".lifecycle.preStop.exec.command", ".command", ".args"} {
+		fields = append(fields, inContainers(f)...)
+	}
+	return fields
+}()
 
 // unmountableSources are the inline volume sources of unmountableVolumes, by their JSON names.
 var unmountableSources = []struct {

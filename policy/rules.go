@@ -51,6 +51,14 @@ const (
 	RuleVolumeFileMode        Rule = "volume-file-mode"         // warning: defaultMode and items' mode
 	RuleSecretOnDisk          Rule = "secret-on-disk"           // warning: Secret volumes on the node's disk
 	RuleUnmountableVolume     Rule = "unmountable-volume"       // warning: volume sources Windows nodes cannot mount
+	// The heuristic rows: forms recognised by the tables of readiness_heuristics*.go.
+	RuleLinuxCommand               Rule = "linux-command"                   // warning: a POSIX shell or tool as a program (likely)
+	RuleLinuxScriptCommand         Rule = "linux-script-command"            // warning: a shell script as a program (certain)
+	RuleLinuxHostPath              Rule = "linux-host-path"                 // warning: a hostPath of the Linux kernel or system (certain)
+	RuleLinuxRuntimeHostPath       Rule = "linux-runtime-host-path"         // warning: a hostPath of a Linux daemon's state (likely)
+	RuleHostPathBlockDevice        Rule = "host-path-block-device"          // warning: hostPath type BlockDevice (certain)
+	RuleHostPathSocketOrCharDevice Rule = "host-path-socket-or-char-device" // warning: hostPath type Socket or CharDevice (likely)
+	RulePartialServiceName         Rule = "partial-service-name"            // warning: a Service named <name>.<namespace>.svc
 )
 
 // ruleRow is one row of the rules table: what a rule means.
