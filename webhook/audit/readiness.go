@@ -42,9 +42,12 @@ type readiness struct {
 	controllers *controllers
 	out         *sink
 	order       []policy.Rule
-	// templateRules are the readiness rules each read workload's template records, by UID: what its pods
-	// are compared with once every workload is read (pods are read first).
+	// templateRules are the readiness rules the template of each workload that controls pending pods
+	// records, by UID: what its pods are compared with once every workload is read. Pods are read first,
+	// so only those workloads are kept.
 	templateRules map[types.UID]map[policy.Rule]bool
+	// pendingOwners are the UIDs of the controllers of pending pods.
+	pendingOwners map[types.UID]bool
 	// pending are the controlled pods' findings, one per controller and rule, in the order first seen;
 	// bounded by the number of controllers, not of pods.
 	pending []*pendingReadiness
@@ -73,7 +76,7 @@ type ruleSites struct {
 
 func newReadiness(controllers *controllers, out *sink) *readiness {
 	return &readiness{controllers: controllers, out: out, order: policy.ReadinessRules(),
-		templateRules: map[types.UID]map[policy.Rule]bool{}, byKey: map[pendingKey]*pendingReadiness{}}
+		templateRules: map[types.UID]map[policy.Rule]bool{}, pendingOwners: map[types.UID]bool{}, byKey: map[pendingKey]*pendingReadiness{}}
 }
 
 // sites groups the recorded readiness warnings by rule, in the table's order. A change is classified
@@ -137,6 +140,7 @@ func (r *readiness) pod(p *corev1.Pod, obj string, changes []policy.Change) {
 		}
 		pr := &pendingReadiness{key: key, owner: ref.Kind + "/" + ref.Name, firstPod: obj, pods: 1, first: *s}
 		r.byKey[key] = pr
+		r.pendingOwners[ref.UID] = true
 		r.pending = append(r.pending, pr)
 	}
 }
@@ -148,11 +152,13 @@ func (r *readiness) template(meta *metav1.ObjectMeta, obj string, changes []poli
 	if by == nil {
 		return
 	}
-	rules := make(map[policy.Rule]bool, len(by))
-	for rule := range by {
-		rules[rule] = true
+	if r.pendingOwners[meta.UID] {
+		rules := make(map[policy.Rule]bool, len(by))
+		for rule := range by {
+			rules[rule] = true
+		}
+		r.templateRules[meta.UID] = rules
 	}
-	r.templateRules[meta.UID] = rules
 	if r.controllers.controlledByRead(meta) {
 		return
 	}
