@@ -29,8 +29,9 @@ func ReadinessKinds() []string {
 	return kinds
 }
 
-// maxShownValue bounds the recorded value a detail quotes: the record keeps it whole.
-const maxShownValue = 120
+// maxShown bounds the recorded path and value a detail quotes (a record edited by hand may hold
+// anything up to the annotations' 256 KiB): the record keeps them whole.
+const maxShown = 200
 
 // readiness turns the run-time readiness warnings admission recorded into findings: one per object and
 // rule, with the first field and value and how many more, so that a pod of twenty containers without
@@ -54,15 +55,16 @@ type readiness struct {
 	byKey   map[pendingKey]*pendingReadiness
 }
 
+// pendingKey names a controller by its UID and Kind/name, so that owner references without a UID
+// (written by hand) are not lumped together.
 type pendingKey struct {
-	ns    string
-	owner types.UID
-	rule  policy.Rule
+	ns, owner string
+	uid       types.UID
+	rule      policy.Rule
 }
 
 type pendingReadiness struct {
 	key      pendingKey
-	owner    string // Kind/name
 	firstPod string
 	pods     int
 	first    ruleSites
@@ -133,12 +135,12 @@ func (r *readiness) pod(p *corev1.Pod, obj string, changes []policy.Change) {
 			r.out.finding(ReadinessKind(rule), p.Namespace, obj, s.detail(""))
 			continue
 		}
-		key := pendingKey{p.Namespace, ref.UID, rule}
+		key := pendingKey{p.Namespace, ref.Kind + "/" + ref.Name, ref.UID, rule}
 		if pr := r.byKey[key]; pr != nil {
 			pr.pods++
 			continue
 		}
-		pr := &pendingReadiness{key: key, owner: ref.Kind + "/" + ref.Name, firstPod: obj, pods: 1, first: *s}
+		pr := &pendingReadiness{key: key, firstPod: obj, pods: 1, first: *s}
 		r.byKey[key] = pr
 		r.pendingOwners[ref.UID] = true
 		r.pending = append(r.pending, pr)
@@ -173,11 +175,11 @@ func (r *readiness) template(meta *metav1.ObjectMeta, obj string, changes []poli
 // same rule.
 func (r *readiness) finish() {
 	for _, pr := range r.pending {
-		if r.templateRules[pr.key.owner][pr.key.rule] {
+		if r.templateRules[pr.key.uid][pr.key.rule] {
 			continue
 		}
 		r.out.finding(ReadinessKind(pr.key.rule), pr.key.ns, pr.firstPod, pr.first.detail(fmt.Sprintf(
-			" in %s of %s, whose template was not read or records no such warning", plural(pr.pods, "pod"), pr.owner)))
+			" in %s of %s, whose template was not read or records no such warning", plural(pr.pods, "pod"), pr.key.owner)))
 	}
 }
 
@@ -185,7 +187,7 @@ func (r *readiness) finish() {
 // else (for pods that stand for their controller), and the recorded reason (what fails, and what to do).
 func (s *ruleSites) detail(where string) string {
 	var b strings.Builder
-	b.WriteString(s.first.Path)
+	b.WriteString(shorten(s.first.Path))
 	if len(s.first.From) > 0 {
 		b.WriteString(" = ")
 		b.WriteString(shorten(string(s.first.From)))
@@ -199,12 +201,12 @@ func (s *ruleSites) detail(where string) string {
 	return b.String()
 }
 
-// shorten cuts a value to maxShownValue bytes, on a rune boundary.
+// shorten cuts v to maxShown bytes, on a rune boundary.
 func shorten(v string) string {
-	if len(v) <= maxShownValue {
+	if len(v) <= maxShown {
 		return v
 	}
-	cut := maxShownValue
+	cut := maxShown
 	for cut > 0 && !utf8.RuneStart(v[cut]) {
 		cut--
 	}

@@ -145,17 +145,27 @@ func TestReadinessBounded(t *testing.T) {
 	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "web"}, Spec: spec}
 	admit(t, p)
+	// A record edited by hand: a path as long as an annotation allows, still of a readiness rule.
+	edited := readyPod(t, "edited", nil)
+	changes, err := policy.DecodeChanges(edited.Annotations[policy.AnnotationChanges])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range changes {
+		changes[i].Path = strings.Replace(changes[i].Path, "[app]", "["+strings.Repeat("a", 200000)+"]", 1)
+	}
+	edited.Annotations[policy.AnnotationChanges] = policy.EncodeChanges(changes)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: webNamespace.Labels}}
-	got := findings(run(t, Options{}, ns, p), ReadinessKinds()...)
-	if len(got) != 2 {
-		t.Fatalf("want one memory and one subPath finding, got %d", len(got))
+	got := findings(run(t, Options{}, ns, p, edited), ReadinessKinds()...)
+	if len(got) != 5 {
+		t.Fatalf("want a memory and a subPath finding on one pod, and three on the other, got %d", len(got))
 	}
 	for _, f := range got {
 		if len(f) > 1000 {
 			t.Errorf("detail not bounded: %d bytes", len(f))
 		}
 	}
-	if !strings.Contains(got[0], "(and 10001 more)") {
-		t.Errorf("count: %s", got[0][:200])
+	if !slices.ContainsFunc(got, func(f string) bool { return strings.Contains(f, "Pod/big: ") && strings.Contains(f, "(and 10001 more)") }) {
+		t.Errorf("no count of the big pod's containers: %q", got)
 	}
 }
