@@ -165,7 +165,9 @@ func TestReadinessBounded(t *testing.T) {
 			t.Errorf("detail not bounded: %d bytes", len(f))
 		}
 	}
-	if !slices.ContainsFunc(got, func(f string) bool { return strings.Contains(f, "Pod/big: ") && strings.Contains(f, "(and 10001 more)") }) {
+	if !slices.ContainsFunc(got, func(f string) bool {
+		return strings.Contains(f, "Pod/big: ") && strings.Contains(f, "(and 10001 more)")
+	}) {
 		t.Errorf("no count of the big pod's containers: %q", got)
 	}
 }
