@@ -28,10 +28,12 @@ when it takes more than a second). Also installed as the kubectl plugin kubectl-
 Views: summary (default: per namespace, per change, findings), namespaces, changes, objects (one row per
 Windows pod or changed workload), findings (Windows pods wincompat never saw and why, pods on a node
 that cannot run them, pods Pending because no ready node has their build, pods and templates pinned to
-builds their images cannot run on, images with no Windows entry, namespaces with Windows pods but no
-label, annotations that do not parse, and the cluster side of Windows pods: claims whose volumes no
-Windows node can mount, Services in front of them with externalTrafficPolicy Local, IPv6 single-stack,
-ClientIP affinity or more than 64 backends). -o json prints every view; -o csv one view. Services,
+builds their images cannot run on, images with no Windows entry, the run-time readiness warnings
+admission recorded (run-time-<rule>, one kind per rule: run-time-memory-no-limit, run-time-subpath, ...;
+one finding per object and rule), namespaces with Windows pods but no label, annotations that do not
+parse, and the cluster side of Windows pods: claims whose volumes no Windows node can mount, Services
+in front of them with externalTrafficPolicy Local, IPv6 single-stack, ClientIP affinity or more than 64
+backends). -o json prints every view; -o csv one view. Services,
 PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and EndpointSlices are listed as
 the Windows pods need them; -l does not filter Services.
 

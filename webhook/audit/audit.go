@@ -2,7 +2,7 @@
 // works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
 // object, with findings about coverage and placement. Each concern (coverage, warn mode, builds,
 // images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes
-// and Services) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
+// and Services, the recorded run-time readiness warnings) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
 // layout").
 package audit
 
@@ -68,6 +68,7 @@ type auditor struct {
 	taints     *windowsTaints
 	storage    *storage
 	services   *services
+	readiness  *readiness
 	objects    objectRows
 }
 
@@ -95,6 +96,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		taints:    &windowsTaints{pol: pol, nodes: nodes, out: out},
 		storage:   newStorage(pg, nodes, out),
 		services:  newServices(pg, nodes, out),
+		readiness: newReadiness(owners, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -241,6 +243,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	}
 	row.NodeBuild = a.builds.pod(p, obj, row.Build)
 	a.imageFindings(p.Namespace, obj, &p.Spec, p.Annotations, changes)
+	a.readiness.pod(p, obj, changes)
 	// A pod that has finished will not run again; its Job's template is judged instead.
 	if a.migration.asked() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
@@ -274,6 +277,7 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 	}
 	spec := a.classPins.withClassPin(ctx, &t.tpl.Spec)
 	a.imageFindings(ns, obj, spec, t.tpl.Annotations, changes)
+	a.readiness.template(&t.meta, obj, changes)
 	if a.migration.asked() {
 		a.migration.check(ns, obj, spec, false)
 	}
@@ -296,6 +300,7 @@ func (a *auditor) finish() *Report {
 	a.images.finish()
 	rep.Builds = a.migration.finish()
 	a.taints.finish()
+	a.readiness.finish()
 	rep.Objects = a.objects.sorted()
 	a.out.fill(rep)
 	return rep
