@@ -5,7 +5,10 @@
 // own CA (--self-managed-tls) and image resolution on, installs deploy/webhook pointed at it by URL,
 // deploys two example manifests and a chart from the corpus unmodified into an opted-in namespace,
 // creates the pods the Deployment controller would create from the stored templates, waits until the
-// scheduler binds them, and reports per pod what wincompat changed and where the pod landed.
+// scheduler binds them, and reports per pod what wincompat changed and where the pod landed. Then
+// (readiness.go) it applies deploy/examples/readiness-deployment.yaml, modelled on bitnami/postgresql,
+// whose pods the API server admits and a Windows node would not run: the readiness warnings returned at
+// apply time, and the same findings recorded on a pod created from its template.
 //
 // Then "builds from the image itself" (images.go): a registry on loopback in this process holds Windows
 // images whose tags name no build, the cluster's 2022 node is replaced by a Windows Server 2025 node, and
@@ -231,6 +234,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.report(); err != nil {
+		return err
+	}
+	if err := d.readiness(ctx); err != nil {
 		return err
 	}
 	if err := d.fromImages(ctx); err != nil {
@@ -623,46 +629,17 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 	return nil
 }
 
-// createPods creates the pods the workload's controller would create from its stored template: its
-// labels and annotations, a generated name, no owner.
+// createPods creates the pods the workload's controller would create from its stored template.
 func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) error {
-	tplPath := templatePaths[w.GetKind()]
-	tpl, found, err := unstructured.NestedMap(w.Object, tplPath...)
-	if err != nil || !found {
-		return fmt.Errorf("%s %s: no pod template (%v)", w.GetKind(), w.GetName(), err)
-	}
 	replicas, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
 	if err != nil || !found {
 		replicas = 1
 	}
-	// The pod-template-hash the Deployment controller gives the ReplicaSet and its pods.
-	tplJSON, err := json.Marshal(tpl)
-	if err != nil {
-		return err
-	}
-	h := fnv.New32a()
-	h.Write(tplJSON)
-	hash := rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-
 	for range replicas {
-		spec, _, _ := unstructured.NestedMap(tpl, "spec")
-		labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
-		annotations, _, _ := unstructured.NestedStringMap(tpl, "metadata", "annotations")
-		pod := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-		pod.SetAPIVersion("v1")
-		pod.SetKind("Pod")
-		pod.SetNamespace(w.GetNamespace())
-		if w.GetKind() == "Deployment" {
-			pod.SetGenerateName(w.GetName() + "-" + hash + "-")
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels["pod-template-hash"] = hash
-		} else {
-			pod.SetGenerateName(w.GetName() + "-")
+		pod, err := podFromTemplate(w)
+		if err != nil {
+			return err
 		}
-		pod.SetLabels(labels)
-		pod.SetAnnotations(annotations)
 		if err := d.c.Create(ctx, pod); err != nil {
 			d.warnings.Take()
 			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
@@ -671,6 +648,44 @@ func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) err
 		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
 	}
 	return nil
+}
+
+// podFromTemplate is a pod as the workload's controller would create it from its stored template: its
+// labels and annotations, a generated name, no owner.
+func podFromTemplate(w *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	tplPath := templatePaths[w.GetKind()]
+	tpl, found, err := unstructured.NestedMap(w.Object, tplPath...)
+	if err != nil || !found {
+		return nil, fmt.Errorf("%s %s: no pod template (%v)", w.GetKind(), w.GetName(), err)
+	}
+	// The pod-template-hash the Deployment controller gives the ReplicaSet and its pods.
+	tplJSON, err := json.Marshal(tpl)
+	if err != nil {
+		return nil, err
+	}
+	h := fnv.New32a()
+	h.Write(tplJSON)
+	hash := rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+
+	spec, _, _ := unstructured.NestedMap(tpl, "spec")
+	labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
+	annotations, _, _ := unstructured.NestedStringMap(tpl, "metadata", "annotations")
+	pod := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	pod.SetAPIVersion("v1")
+	pod.SetKind("Pod")
+	pod.SetNamespace(w.GetNamespace())
+	if w.GetKind() == "Deployment" {
+		pod.SetGenerateName(w.GetName() + "-" + hash + "-")
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["pod-template-hash"] = hash
+	} else {
+		pod.SetGenerateName(w.GetName() + "-")
+	}
+	pod.SetLabels(labels)
+	pod.SetAnnotations(annotations)
+	return pod, nil
 }
 
 // waitBound waits until kube-scheduler has bound every pod of pods (created from since on), and reads
