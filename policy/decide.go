@@ -199,7 +199,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	// On the template, so that every pod carries the opt-outs when it is created: injectors' webhooks
 	// may run before wincompat's on the pod itself.
 	p.optOutOfInjectors(&tpl.ObjectMeta, rec)
-	p.checkTemplate(tpl, facts.Namespace, rec)
+	p.checkTemplate(tpl, facts, rec)
 	record := recordChanges(&tpl.ObjectMeta, AnnotationTemplateChanges, rec.changes)
 	return Decision{Windows: true, Changes: rec.changes, changesJSON: record}
 }

@@ -16,11 +16,19 @@ const (
 // restricted namespace, or with the policy's narrowing rewrites on, a Windows user and memory limits are
 // set then, so a template is not warned about them).
 //
-// The Linux-only image check is not made here: templates get no image facts (the webhook only starts
-// their lookups, so that workload admission never waits on a registry), and a template's image is checked
-// when each pod is created.
-func (p *Policy) checkTemplate(tpl *corev1.PodTemplateSpec, ns Namespace, rec *recorder) {
-	spec := &tpl.Spec
+// The Linux-only image check uses only what facts.Images holds: the webhook gives a template the answers
+// its resolver had cached, never waiting on a registry for workload admission, so an image read before
+// (by an earlier pod or template) is warned about at install time, and any other when each pod is
+// created. A template is warned, never refused: imagesWithoutWindows: deny refuses its pods.
+func (p *Policy) checkTemplate(tpl *corev1.PodTemplateSpec, facts Facts, rec *recorder) {
+	spec, ns := &tpl.Spec, facts.Namespace
+	if facts.Images != nil {
+		for _, ci := range p.containerImages(spec, facts) {
+			if ci.linuxOnly() {
+				rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
+			}
+		}
+	}
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
 		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {

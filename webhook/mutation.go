@@ -20,10 +20,11 @@ import (
 )
 
 // ImageResolver reads what registries say of images (webhook/scheduling/images). Lookup waits within
-// its own deadline and ctx's; Warm only starts lookups, for workload templates whose pods come later.
+// its own deadline and ctx's; Warm never waits: for workload templates, whose pods come later, it starts
+// the lookups not cached and returns the answers that are.
 type ImageResolver interface {
 	Lookup(ctx context.Context, req images.Request) map[string]policy.Image
-	Warm(req images.Request)
+	Warm(req images.Request) map[string]policy.Image
 }
 
 // kinds are the objects wincompat mutates, with where their pod spec sits in JSON.
@@ -106,7 +107,9 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 			if l.Wait {
 				facts.Images = resolver.Lookup(ctx, req)
 			} else {
-				resolver.Warm(req)
+				// What is cached already lets a template be warned about a Linux-only image at
+				// `helm install`, without making workload admission wait on a registry.
+				facts.Images = resolver.Warm(req)
 			}
 		}
 	}

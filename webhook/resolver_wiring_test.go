@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -21,6 +22,8 @@ import (
 // registries and when it only warms the cache.
 type recordingResolver struct {
 	lookups, warms []images.Request
+	// cached is what Warm answers: the lookups a resolver had finished before.
+	cached map[string]policy.Image
 }
 
 func (r *recordingResolver) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
@@ -32,7 +35,10 @@ func (r *recordingResolver) Lookup(_ context.Context, req images.Request) map[st
 	return out
 }
 
-func (r *recordingResolver) Warm(req images.Request) { r.warms = append(r.warms, req) }
+func (r *recordingResolver) Warm(req images.Request) map[string]policy.Image {
+	r.warms = append(r.warms, req)
+	return r.cached
+}
 
 func TestHandlerAsksRegistriesForPodsAndWarmsForTemplates(t *testing.T) {
 	resolver := &recordingResolver{}
@@ -62,10 +68,24 @@ func TestHandlerAsksRegistriesForPodsAndWarmsForTemplates(t *testing.T) {
 	if len(resolver.lookups) != 1 || len(resolver.warms) != 1 || !slices.Equal(resolver.warms[0].Images, []string{"example.com/web:1.5.0"}) {
 		t.Fatalf("a Windows Deployment: lookups %+v, warms %+v; want its image warmed, never waited for", resolver.lookups, resolver.warms)
 	}
+	// An image the resolver had read already, with no Windows entry: the template is warned at once.
+	resolver.cached = map[string]policy.Image{"example.com/web:1.5.0": {Platforms: []policy.Platform{{OS: "linux", Architecture: "amd64"}}}}
+	resp = workloads.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "uid-3", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource:  metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Namespace: "demo", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(deployment)},
+	}})
+	resolver.cached = nil
+	if !resp.Allowed || !slices.ContainsFunc(resp.Warnings, func(w string) bool {
+		return strings.Contains(w, "image in containers[web]") && strings.Contains(w, "has no Windows entry")
+	}) || len(resolver.lookups) != 1 {
+		t.Fatalf("a Deployment whose image is cached Linux-only: allowed %v, warnings %q, lookups %d; want admitted with the Linux-only image warning, no wait",
+			resp.Allowed, resp.Warnings, len(resolver.lookups))
+	}
 
 	pods.Handle(context.Background(), podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"l"},"spec":{"containers":[{"name":"l","image":"example.com/l:1"}]}}`))
 	pods.Handle(context.Background(), podRequest("elsewhere", untagged))
-	if len(resolver.lookups) != 1 || len(resolver.warms) != 1 {
+	if len(resolver.lookups) != 1 || len(resolver.warms) != 2 {
 		t.Errorf("a Linux pod or a namespace not opted in reached the registries: lookups %+v, warms %+v", resolver.lookups, resolver.warms)
 	}
 }

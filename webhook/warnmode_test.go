@@ -25,7 +25,7 @@ import (
 type caseImages map[string]policy.Image
 
 func (c caseImages) Lookup(context.Context, images.Request) map[string]policy.Image { return c }
-func (caseImages) Warm(images.Request)                                              {}
+func (caseImages) Warm(images.Request) map[string]policy.Image                      { return nil }
 
 // Warn mode must say exactly what enforce mode does, change nothing, and be told apart in the audit
 // annotations and the metrics: every golden case is reviewed in its namespace as it is (enforce) and

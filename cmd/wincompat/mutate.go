@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,7 +44,8 @@ CI job to show what a chart would get.
 
 With --resolve-images, a Pod's Windows build comes from each image's registry (its index's os.version
 entries, or the image config's), as in the cluster; without it, from tags, annotations and the policy.
-Workload templates get no build (their pods get one when they are created), so their images are not read.
+Workload templates get no build (their pods get one when they are created), but their images are read too,
+so that a Deployment whose image has no Windows entry is warned about when Helm post-renders it.
 
 Exit status: 0 on success; 1 when a document is invalid (nothing is printed then, and every bad document
 is named on stderr by source and index, e.g. "chart.yaml#3 Deployment demo/web: ..."); 2 on usage errors.
@@ -70,11 +72,14 @@ func newCLIResolver(wait time.Duration) (*images.Resolver, error) {
 	})
 }
 
-// lookupOnly is the resolver without warming: the server warms the cache with a template's images for the
-// pods that follow, but mutate exits first, so those lookups would only cost registry requests.
-type lookupOnly struct{ *images.Resolver }
+// waitingResolver answers a template's images as it does a pod's: the server only warms its cache for a
+// template, never making workload admission wait on a registry, but mutate can wait, and the templates
+// are what a Helm post-renderer sees.
+type waitingResolver struct{ *images.Resolver }
 
-func (lookupOnly) Warm(images.Request) {}
+func (r waitingResolver) Warm(req images.Request) map[string]policy.Image {
+	return r.Lookup(context.Background(), req)
+}
 
 // maxInput bounds what mutate reads, so a runaway pipe fails clearly instead of exhausting memory.
 const maxInput = 256 << 20
@@ -139,7 +144,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 2
 		}
-		opts.Images = lookupOnly{r}
+		opts.Images = waitingResolver{r}
 	}
 
 	if len(files) == 1 && files[0] == "-" {

@@ -211,7 +211,7 @@ func (linuxOnlyImages) Lookup(_ context.Context, req images.Request) map[string]
 	}
 	return out
 }
-func (linuxOnlyImages) Warm(images.Request) {}
+func (linuxOnlyImages) Warm(images.Request) map[string]policy.Image { return nil }
 
 // A refusal (imagesWithoutWindows: deny) is reported marked as wincompat's, once, as the webhook
 // refuses it.

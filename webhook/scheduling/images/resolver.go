@@ -322,17 +322,28 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 	return out
 }
 
-// Warm starts lookups for req's images that are not cached, without waiting: workload templates are
-// admitted before their pods.
-func (r *Resolver) Warm(req Request) {
+// Warm starts lookups for req's images that are not cached, without waiting, and returns the cached
+// answers (nil when there are none): workload templates are admitted before their pods, and what is
+// known already lets a template be warned about an image with no Windows entry.
+func (r *Resolver) Warm(req Request) map[string]policy.Image {
+	var out map[string]policy.Image
 	creds := r.credentials(req)
 	for _, image := range req.Images {
-		if l, ok := r.parse(image, creds); ok {
-			if _, ok := r.cached(l); !ok {
-				r.start(l)
-			}
+		l, ok := r.parse(image, creds)
+		if !ok {
+			continue
 		}
+		img, cached := r.cached(l)
+		if !cached {
+			r.start(l)
+			continue
+		}
+		if out == nil {
+			out = make(map[string]policy.Image, len(req.Images))
+		}
+		out[image] = img
 	}
+	return out
 }
 
 // MaxPullSecrets bounds the pod's pull secrets a lookup reads: the kubelet needs one per registry,

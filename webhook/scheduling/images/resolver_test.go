@@ -839,10 +839,16 @@ func TestWarm(t *testing.T) {
 	r := newResolver(t, Config{})
 	req := Request{Images: []string{reg.ref("a:1"), reg.ref("b:1"), "not a reference"}}
 	// The registry answers nothing until the gate opens, after Warm returned: Warm did not wait.
-	r.Warm(req)
+	if cached := r.Warm(req); cached != nil {
+		t.Errorf("Warm before any lookup answered %v", cached)
+	}
 	g.open()
 	for _, image := range req.Images[:2] {
 		waitCached(t, r, Request{Images: []string{image}})
+	}
+	// Once read, Warm answers from the cache, so a template can be judged by its images.
+	if cached := r.Warm(req); len(cached) != 2 || !samePlatforms(cached[req.Images[0]].Platforms, []policy.Platform{ltsc2019}) {
+		t.Errorf("Warm after the lookups answered %+v; want both images from the cache", cached)
 	}
 	reg.reset()
 	got := r.Lookup(context.Background(), req)
