@@ -92,12 +92,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 		}
 		out = append(out, ci)
 	}
-	for i := range spec.InitContainers {
-		add("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		add("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
-	}
+	forEachPlacingContainer(spec, add)
 	return out
 }
 

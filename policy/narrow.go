@@ -79,17 +79,6 @@ func (p *Policy) DefaultMemoryLimit() string {
 	return q.String()
 }
 
-// podContainers visits the containers and init containers, as forEachContainer does but without the
-// ephemeral containers.
-func podContainers(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
-	for i := range spec.InitContainers {
-		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
-	}
-}
-
 // nameUserForRunAsNonRoot names nonRootUserName where a container's runAsNonRoot (its own, else the
 // pod's) is true and no Windows user is named for it: the kubelet then checks the image's default user
 // and refuses ContainerAdministrator, the default of most Windows images. With a pod-level runAsNonRoot
@@ -116,7 +105,7 @@ func (p *Policy) nameUserForRunAsNonRoot(spec *corev1.PodSpec, rec *recorder) {
 	}
 	if podNonRoot {
 		found := false
-		podContainers(spec, func(_ string, c *corev1.Container) { found = found || needs(c) })
+		forEachPlacingContainer(spec, func(_ string, c *corev1.Container) { found = found || needs(c) })
 		if found {
 			if psc.WindowsOptions == nil {
 				psc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
@@ -127,7 +116,7 @@ func (p *Policy) nameUserForRunAsNonRoot(spec *corev1.PodSpec, rec *recorder) {
 		}
 		return
 	}
-	podContainers(spec, func(path string, c *corev1.Container) {
+	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
 		if !needs(c) {
 			return
 		}
@@ -149,7 +138,7 @@ func (p *Policy) limitMemory(spec *corev1.PodSpec, rec *recorder) {
 		return
 	}
 	def, _ := memoryLimit(p.DefaultMemoryLimit()) // used only when there is one
-	podContainers(spec, func(path string, c *corev1.Container) {
+	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
 		if _, limited := c.Resources.Limits[corev1.ResourceMemory]; limited {
 			return
 		}

@@ -254,16 +254,6 @@ func checkReadiness(spec *corev1.PodSpec, rec *recorder) {
 	}
 }
 
-// forEachPlacingContainer visits the init containers and containers: those that take resources.
-func forEachPlacingContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
-	for i := range spec.InitContainers {
-		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
-	}
-}
-
 func memoryWithoutLimit(spec *corev1.PodSpec) []readinessFinding {
 	var found []readinessFinding
 	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {

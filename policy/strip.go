@@ -225,6 +225,17 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 	})
 }
 
+// forEachPlacingContainer visits the init containers and containers with their change path: those that
+// take resources and whose images decide where the pod runs (ephemeral containers join a placed pod).
+func forEachPlacingContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
+	for i := range spec.InitContainers {
+		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
+	}
+}
+
 // forEachContainer visits containers, initContainers and ephemeralContainers with their change path.
 // Ephemeral containers share the Container fields the table needs through EphemeralContainerCommon.
 func forEachContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
