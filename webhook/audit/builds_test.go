@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,10 +11,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
@@ -103,6 +107,26 @@ func run(t *testing.T, opts Options, objs ...client.Object) *Report {
 	t.Helper()
 	c := fake.NewClientBuilder().WithObjects(objs...).Build()
 	rep, err := Run(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// runForbidding audits objs as a user who may not list the kinds of deny: the audit must say what it
+// could not read and report the rest.
+func runForbidding(t *testing.T, objs []client.Object, deny ...client.ObjectList) *Report {
+	t.Helper()
+	c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			for _, d := range deny {
+				if reflect.TypeOf(d) == reflect.TypeOf(list) {
+					return apierrors.NewForbidden(schema.GroupResource{Resource: reflect.TypeOf(list).Elem().Name()}, "", nil)
+				}
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	rep, err := Run(context.Background(), c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

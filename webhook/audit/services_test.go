@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -139,20 +136,7 @@ func TestServicesInFrontOfWindowsPods(t *testing.T) {
 		t.Errorf("incomplete: %q", rep.Incomplete)
 	}
 
-	forbid := func(deny client.ObjectList) *Report {
-		c := fake.NewClientBuilder().WithObjects(serviceObjects()...).WithInterceptorFuncs(interceptor.Funcs{
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if reflect.TypeOf(deny) == reflect.TypeOf(list) {
-					return apierrors.NewForbidden(schema.GroupResource{Resource: "x"}, "", nil)
-				}
-				return c.List(ctx, list, opts...)
-			}}).Build()
-		rep, err := Run(context.Background(), c, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	forbid := func(deny client.ObjectList) *Report { return runForbidding(t, serviceObjects(), deny) }
 	// Without EndpointSlices the backends are not counted; the rest stands.
 	rep = forbid(&discoveryv1.EndpointSliceList{})
 	if got := findings(rep, serviceKinds...); len(got) != 4 || len(findings(rep, ServiceTooManyBackends)) != 0 {

@@ -9,9 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,22 +143,7 @@ func TestVolumeNotMountable(t *testing.T) {
 
 	// What cannot be read is said, and the rest stands: without CSINodes the in-tree sources are still
 	// judged; without volumes, the unbound claims' classes.
-	forbid := func(deny ...client.ObjectList) *Report {
-		c := fake.NewClientBuilder().WithObjects(storageObjects()...).WithInterceptorFuncs(interceptor.Funcs{
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				for _, d := range deny {
-					if reflect.TypeOf(d) == reflect.TypeOf(list) {
-						return apierrors.NewForbidden(schema.GroupResource{Resource: reflect.TypeOf(list).Elem().Name()}, "", nil)
-					}
-				}
-				return c.List(ctx, list, opts...)
-			}}).Build()
-		rep, err := Run(context.Background(), c, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	forbid := func(deny ...client.ObjectList) *Report { return runForbidding(t, storageObjects(), deny...) }
 	rep = forbid(&storagev1.CSINodeList{})
 	checkFindings(t, "CSINodes forbidden", rep, VolumeNotMountable, []storageFinding{
 		{"Pod/ceph", "(cephfs)"}, {"Pod/eph", "(nfs)"}, {"Pod/nfs-a", "(nfs)"},
