@@ -29,29 +29,25 @@ func (p *Policy) checkTemplate(tpl *corev1.PodTemplateSpec, facts Facts, rec *re
 			}
 		}
 	}
-	for i := range spec.Volumes {
-		v := &spec.Volumes[i]
-		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
-			rec.add(Change{Action: Warn, Path: "spec.volumes[" + v.Name + "].emptyDir.medium", From: jsonValue(corev1.StorageMediumMemory),
-				Reason: reasonTemplateMemoryEmptyDir, Rule: RuleMemoryEmptyDir})
-		}
-	}
-	if spec.DNSPolicy == corev1.DNSClusterFirstWithHostNet {
-		rec.add(Change{Action: Warn, Path: "spec.dnsPolicy", From: jsonValue(corev1.DNSClusterFirstWithHostNet),
-			Reason: reasonTemplateDNSPolicy, Rule: RuleDNSPolicy})
-	}
-	forEachContainer(spec, func(path string, c *corev1.Container) {
-		if len(c.VolumeDevices) > 0 {
-			rec.add(Change{Action: Warn, Path: path + ".volumeDevices", Reason: reasonVolumeDevices, Rule: RuleVolumeDevices})
-		}
-	})
-	if spec.HostNetwork && !HostProcess(spec) {
-		rec.add(Change{Action: Warn, Path: "spec.hostNetwork", Reason: reasonHostNetwork, Rule: RuleHostNetwork})
-	}
 	// A copy, linear in the template's size: the template itself keeps what its pods will have rewritten.
 	pod := &corev1.Pod{ObjectMeta: *tpl.ObjectMeta.DeepCopy(), Spec: *spec.DeepCopy()}
+	atCreation := &recorder{}
+	rewriteForWindows(pod, atCreation)
+	for _, c := range atCreation.changes {
+		// What pod creation rewrites or warns about, told on the template, which keeps it. The rest of
+		// pod creation's rewrites (huge pages, deprecated annotations) are told on the pods.
+		switch c.Rule {
+		case RuleMemoryEmptyDir:
+			c.Action, c.To, c.Reason = Warn, nil, reasonTemplateMemoryEmptyDir
+		case RuleDNSPolicy:
+			c.Action, c.To, c.Reason = Warn, nil, reasonTemplateDNSPolicy
+		case RuleVolumeDevices, RuleHostNetwork:
+		default:
+			continue
+		}
+		rec.add(c)
+	}
 	discarded := &recorder{}
-	rewriteForWindows(pod, discarded)
 	p.satisfyRestricted(&pod.Spec, ns, discarded)
 	p.nameUserForRunAsNonRoot(&pod.Spec, discarded)
 	p.limitMemory(&pod.Spec, discarded)
