@@ -3,7 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -61,11 +60,7 @@ func clipRecorded(s string) string {
 	if len(s) <= maxRecordedBytes {
 		return s
 	}
-	cut := maxRecordedBytes - len(clipMark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + clipMark
+	return cutAtRune(s, maxRecordedBytes-len(clipMark)) + clipMark
 }
 
 // recordString is a found string as a finding's Value.

@@ -107,11 +107,19 @@ func clip(s string) string {
 	if len(s) <= maxProblemBytes {
 		return s
 	}
-	cut := maxProblemBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return cutAtRune(s, maxProblemBytes) + "..."
+}
+
+// cutAtRune is the longest prefix of s of at most n bytes that ends on a rune boundary: quoted text a
+// user chose is cut without splitting a character.
+func cutAtRune(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func (d *fileDecoder) err() error {
