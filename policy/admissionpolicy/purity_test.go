@@ -7,7 +7,7 @@ import (
 )
 
 // k8s.io/apiserver is here for the tests that compile the CEL with the API server's compiler. policy
-// and its packages stay pure (no API server or client code, README.md "Layout"), so their
+// and its packages stay pure (no API server or client code, CONTRIBUTING.md "Layout"), so their
 // non-test code must not depend on it, even through another package.
 func TestPolicyDoesNotDependOnTheAPIServer(t *testing.T) {
 	goTool, err := exec.LookPath("go")
