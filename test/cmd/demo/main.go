@@ -18,10 +18,12 @@
 // --resolve-images. Then mixed clusters both ways (mixed.go), warn mode (warnmode.go), the policy
 // guard (policy.go), hostile input (hostile.go) and admission while wincompat is down (down.go).
 //
-// By default each section prints a heading and a few lines (output.go); -v prints every detail. It
-// stops everything it started, also on failure and on Ctrl-C.
+// By default each section prints a heading and a few lines (output.go); -v prints every detail. With
+// -keep it then leaves the control plane, kube-scheduler and wincompat serve running, writes a
+// kubeconfig and waits for Ctrl-C (keep.go). It stops everything it started, also on failure and on
+// Ctrl-C.
 //
-//	cd test && go run ./cmd/demo [-v] [-wincompat ../bin/wincompat] [-chart FILE]
+//	cd test && go run ./cmd/demo [-v] [-keep [-kubeconfig FILE]] [-wincompat ../bin/wincompat] [-chart FILE]
 package main
 
 import (
@@ -99,6 +101,8 @@ func run() int {
 	fl.StringVar(&d.wincompatBin, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
 	fl.StringVar(&d.chart, "chart", "", "a Linux chart's rendering (Deployments) to declare Windows and deploy (default ROOT/../shared/corpus/charts/grafana.yaml)")
 	fl.BoolVar(&d.verbose, "v", false, "print every detail: commands, warnings, each pod shape's changes and rules")
+	fl.BoolVar(&d.keep, "keep", false, "after the story, keep the cluster and wincompat serve running to explore, until Ctrl-C")
+	fl.StringVar(&d.kubeconfig, "kubeconfig", "", "with -keep, where to write the kubeconfig of the kept cluster (default ROOT/bin/demo/kubeconfig)")
 	if err := fl.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -112,7 +116,10 @@ func run() int {
 	if d.chart == "" {
 		d.chart = filepath.Join(d.root, "..", "shared", "corpus", "charts", "grafana.yaml")
 	}
-	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart} {
+	if d.kubeconfig == "" {
+		d.kubeconfig = filepath.Join(d.root, "bin", "demo", "kubeconfig")
+	}
+	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart, &d.kubeconfig} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -162,7 +169,10 @@ type demo struct {
 	root, wincompatBin, chart string
 	out                       io.Writer
 	verbose                   bool // -v: every detail (output.go)
-	start, storyEnd           time.Time
+	keep                      bool // -keep: leave the cluster running until Ctrl-C (keep.go)
+	kubeconfig                string
+	keptKubeconfig            string    // written by -keep; cleanup removes it
+	start, storyEnd           time.Time // the story's time, not the time spent exploring with -keep
 
 	work     string // logs and kubeconfig; removed on success, kept on failure
 	cp       *controlplane.ControlPlane
@@ -261,6 +271,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.storyEnd = time.Now()
+	if d.keep {
+		return d.keepRunning(ctx)
+	}
 	return nil
 }
 
@@ -926,7 +939,11 @@ func (d *demo) cleanup(failed bool) error {
 	if d.cp != nil {
 		errs = append(errs, d.cp.Stop())
 	}
-
+	if d.keptKubeconfig != "" {
+		// Its credentials and address die with the control plane.
+		errs = append(errs, os.Remove(d.keptKubeconfig))
+		_ = os.Remove(filepath.Dir(d.keptKubeconfig)) // when empty
+	}
 	if d.work != "" {
 		if failed || errors.Join(errs...) != nil {
 			fmt.Fprintf(os.Stderr, "demo: logs kept in %s\n", d.work)

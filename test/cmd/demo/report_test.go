@@ -271,3 +271,27 @@ func TestBrief(t *testing.T) {
 		}
 	}
 }
+
+// Every command -keep suggests names the demo's kubeconfig, so that none reaches the user's own
+// cluster; kubectl is suggested only when there is one.
+func TestExploreLines(t *testing.T) {
+	for _, kubectl := range []bool{true, false} {
+		lines := exploreLines("bin/demo/kubeconfig", "bin/wincompat", kubectl)
+		commands := 0
+		for _, l := range lines {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "bin/wincompat ") || strings.HasPrefix(l, "kubectl ") {
+				commands++
+				if !strings.Contains(l, "--kubeconfig bin/demo/kubeconfig") {
+					t.Errorf("kubectl %v: %q does not name the demo's kubeconfig", kubectl, l)
+				}
+			}
+			if !kubectl && strings.HasPrefix(l, "kubectl ") {
+				t.Errorf("no kubectl, yet %q", l)
+			}
+		}
+		if want := map[bool]int{true: 5, false: 2}[kubectl]; commands != want {
+			t.Errorf("kubectl %v: %d commands, want %d: %q", kubectl, commands, want, lines)
+		}
+	}
+}
