@@ -841,11 +841,11 @@ func (d *demo) printGroup(g *podGroup, about string, extra func(row func(key, fo
 	}
 	row("RuntimeClass", "%s", rc)
 	if linux := r.linuxImages(); len(linux) > 0 {
-		what := "Linux images, which no Windows node runs: "
+		what := "no Windows node runs "
 		if r.linuxChart {
-			what = "Linux images (a Linux chart, declared Windows by the demo), which no Windows node runs: "
+			what = "a Linux chart, declared Windows by the demo: no Windows node runs "
 		}
-		row("images", "%s%s", what, strings.Join(linux, ", "))
+		row("Linux images", "%s%s", what, strings.Join(linux, ", "))
 	}
 	if extra != nil {
 		extra(row)
@@ -885,7 +885,7 @@ func (d *demo) printGroup(g *podGroup, about string, extra func(row func(key, fo
 		key = ""
 	}
 	if key != "" {
-		row(key, "none but those the changes above say")
+		row(key, "none beyond the changes above")
 	}
 }
 
