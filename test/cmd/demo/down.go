@@ -19,7 +19,7 @@ import (
 // in the API server; once every replica is gone, a Windows pod with a chart's Linux-only defaults is
 // still admitted, recorded and scheduled onto a Windows node, only without the build decision.
 func (d *demo) whileDown(ctx context.Context) error {
-	d.step("Admission that does not fail with wincompat: the hybrid engine, every replica stopped")
+	d.section("Admission that does not fail with wincompat: the hybrid engine, every replica stopped")
 	var policies admissionregistrationv1.MutatingAdmissionPolicyList
 	if err := d.c.List(ctx, &policies, client.MatchingLabels{labelManagedBy: "wincompat"}); err != nil {
 		return err
@@ -52,6 +52,8 @@ func (d *demo) whileDown(ctx context.Context) error {
 	}
 	d.serve = nil
 	d.detail("wincompat serve stopped: no replica answers")
+	d.brief("wincompat's leader keeps %d MutatingAdmissionPolicies; webhook failurePolicy Ignore (as the chart sets it); wincompat stopped",
+		len(names))
 	time.Sleep(time.Second) // the API server reads webhook configurations from its informer
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "while-down", Namespace: shopNamespace}, Spec: corev1.PodSpec{
@@ -80,6 +82,8 @@ func (d *demo) whileDown(ctx context.Context) error {
 	d.detail("  recorded    %d changes by the admission policy (%s=%s; no wincompat.io/version: the webhook never saw it)", len(changes), policy.AnnotationAdmissionPolicy, pod.Annotations[policy.AnnotationAdmissionPolicy])
 	d.detail("  scheduling  nodeSelector %s, %d tolerations, bound to %s (%s)", selector(&pod.Spec), len(pod.Spec.Tolerations), pod.Spec.NodeName, d.nodes[pod.Spec.NodeName].build)
 	d.detail("  build       %q: no build decision without wincompat, so it may land on a node that cannot run its image", pod.Annotations[policy.AnnotationBuild])
+	d.brief("pod %s with a chart's Linux-only defaults: admitted with %d changes by the admission policies, nodeSelector %s, on %s;",
+		pod.Name, len(changes), selector(&pod.Spec), pod.Spec.NodeName)
 	if d.nodes[pod.Spec.NodeName].os != "windows" || len(changes) == 0 || pod.Annotations[policy.AnnotationBuild] != "" {
 		return fmt.Errorf("pod admitted while down: node %s, %d changes, build %q", pod.Spec.NodeName, len(changes), pod.Annotations[policy.AnnotationBuild])
 	}
@@ -91,12 +95,16 @@ func (d *demo) whileDown(ctx context.Context) error {
 	for _, f := range rep.Findings {
 		if f.Kind == audit.WithoutBuildDecision && f.Object == "Pod/"+pod.Name {
 			d.detail("  audit       %s: %s", f.Kind, f.Detail)
+			d.brief("  but no build chosen, which wincompat audit reports (%s)", f.Kind)
 			found = true
 		}
 	}
 	if !found {
 		return fmt.Errorf("the audit does not report pod %s as %s", pod.Name, audit.WithoutBuildDecision)
 	}
-	fmt.Fprintf(d.out, "\n  with every replica down, the API server still made the Windows pod valid and sent it to a Windows node.\n")
+	if d.verbose {
+		fmt.Fprintln(d.out)
+	}
+	d.say("with every replica down, the API server still made the Windows pod valid and sent it to a Windows node")
 	return nil
 }

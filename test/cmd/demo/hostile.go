@@ -23,7 +23,7 @@ import (
 // it (SECURITY.md): a body that never finishes, strings meant to become metric labels, and a policy
 // meant to cost seconds of CPU.
 func (d *demo) hostile(ctx context.Context) error {
-	d.step("Hostile input: a slow peer, attacker-chosen metric labels, an oversized policy")
+	d.section("Hostile input: a slow peer, attacker-chosen metric labels, an oversized policy")
 
 	// The attacker does not check whom it talks to.
 	conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(d.port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the attacker's view
@@ -44,6 +44,8 @@ func (d *demo) hostile(ctx context.Context) error {
 		return fmt.Errorf("the slow peer was answered %s", body)
 	}
 	d.detail("a peer declaring a 7 MiB review and sending 14 bytes: answered 408 and cut off after %.1fs (--read-timeout 2s here, 10s by default), holding 16 KiB meanwhile, not 7 MiB",
+		time.Since(start).Seconds())
+	d.brief("a peer declaring a 7 MiB review and sending 14 bytes: answered 408 after %.1fs (--read-timeout), holding 16 KiB, not 7 MiB",
 		time.Since(start).Seconds())
 
 	// A pod author chooses a build in the pod's own affinity and the recorded build source.
@@ -79,6 +81,7 @@ func (d *demo) hostile(ctx context.Context) error {
 		return fmt.Errorf("an attacker-chosen string became a metric label:\n%s", metrics)
 	}
 	d.detail("two dry-run pods, one with %s=attacker-chosen-source, one whose affinity allows build 10.0.99999-attacker-chosen: no series names either", policy.AnnotationBuildSource)
+	d.brief("two dry-run pods with an attacker-chosen build source and affinity build: no metric series names either")
 	for _, b := range builds {
 		d.detail("  %s", b)
 	}
@@ -101,6 +104,7 @@ func (d *demo) hostile(ctx context.Context) error {
 	}
 	d.detail("a 300 KiB policy of unknown keys: refused by the policy check in %.2fs (%s)", time.Since(start).Seconds(),
 		strings.TrimSpace(err.Error()[strings.Index(err.Error(), "the policy is"):]))
+	d.brief("a 300 KiB policy of unknown keys: refused by the policy check for its size in %.2fs (at most 256 KiB is read)", time.Since(start).Seconds())
 	return nil
 }
 

@@ -90,10 +90,12 @@ var shopPods = []*shopPod{
 // their build, a cluster of Windows Server 2019 and 2025 nodes, and what wincompat reads from the
 // registry for pods using them.
 func (d *demo) fromImages(ctx context.Context) error {
-	d.step("Builds from the image itself: a registry on loopback whose image tags name no Windows build")
+	d.section("Builds from the image itself: a registry on loopback whose tags name no Windows build; %s leaves, %s (%s) joins",
+		leavingNode, node2025.name, node2025.build)
 	d.registry = imagestest.Start()
 	d.detail("registry %s in this process (go-containerregistry's in-memory registry; plain HTTP, which", d.registry.Host)
 	d.detail("wincompat allows for loopback registries only)")
+	var pushed []string
 	for _, img := range []*shopImage{imgAPI, imgLegacy, imgWeb, imgExporter, imgProbe} {
 		var err error
 		if img.ref, err = d.registry.PushIndex(img.repo, img.tag, img.mediaType, img.platforms...); err != nil {
@@ -104,7 +106,12 @@ func (d *demo) fromImages(ctx context.Context) error {
 			kind = "Docker manifest list"
 		}
 		d.detail("pushed %-28s %s: %s", img.repo+":"+img.tag, kind, describePlatforms(img.platforms))
+		if img != imgProbe {
+			pushed = append(pushed, img.repo+":"+img.tag+" ("+briefPlatforms(img.platforms)+")")
+		}
 	}
+	d.brief("pushed %s,", strings.Join(pushed[:2], ", "))
+	d.brief("       %s", strings.Join(pushed[2:], ", "))
 
 	d.step("the cluster moves to Windows Server 2025: %s leaves, %s (Windows %s) joins", leavingNode, node2025.name, node2025.build)
 	if err := d.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: leavingNode}}); err != nil {
@@ -140,11 +147,6 @@ func (d *demo) fromImages(ctx context.Context) error {
 		warns := d.warnings.Take()
 		reports = append(reports, podReport{namespace: shopNamespace, name: pod.Name, warnings: warns})
 		d.detail("created pod %-18s %s; the API server returned %s", sp.name, sp.imageList(), plural(len(warns), "warning"))
-		for _, w := range warns {
-			if strings.Contains(w, "no Windows entry") || strings.Contains(w, "its required node affinity allows it") {
-				d.detail("  Warning: %s", w)
-			}
-		}
 	}
 	requests = d.registry.Requests.Load() - requests
 	if err := d.waitBound(ctx, reports, created); err != nil {
@@ -155,19 +157,35 @@ func (d *demo) fromImages(ctx context.Context) error {
 	var wrong []string
 	for i, sp := range shopPods {
 		r := reports[i]
-		wrong = append(wrong, d.printPod(r, sp.expected, func(row func(key, format string, args ...any)) {
-			for j, c := range sp.containers {
-				key := ""
-				if j == 0 {
-					key = "images"
+		if d.verbose {
+			d.printGroup(&podGroup{reports: []podReport{r}, nodes: []string{r.pod.Spec.NodeName}}, sp.expected, func(row func(key, format string, args ...any)) {
+				for j, c := range sp.containers {
+					key := ""
+					if j == 0 {
+						key = "images"
+					}
+					row(key, "%s: %s (%s)", c.name, c.img.ref, describePlatforms(c.img.platforms))
 				}
-				row(key, "%s: %s (%s)", c.name, c.img.ref, describePlatforms(c.img.platforms))
-			}
-			row("pinned", "%s", buildPin(&r.pod))
-		})...)
+				row("pinned", "%s", buildPin(&r.pod))
+			})
+		}
 		wrong = append(wrong, sp.check(&r, d.nodes)...)
 	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("wincompat misbehaved with images from the registry: %s", strings.Join(wrong, "; "))
+	}
+	d.brief("pods in namespace %s (labelled %s=true), each decided from what the registry says of its images:", shopNamespace, policy.LabelEnabled)
 	d.table(reports)
+	// What the warnings say (check has found them among each pod's), in a few words.
+	for _, sp := range shopPods {
+		switch {
+		case sp.warnsOf != nil:
+			d.brief("%s: warned that %s:%s has no Windows entry, so no build is pinned", sp.name, sp.warnsOf.repo, sp.warnsOf.tag)
+		case sp.ownBuilds != nil:
+			d.brief("%s: its own affinity allows only %s, which cannot run its 2022-only image: kept, and warned",
+				sp.name, strings.Join(sp.ownBuilds, ", "))
+		}
+	}
 	distinct := map[string]bool{}
 	for _, sp := range shopPods {
 		for _, c := range sp.containers {
@@ -178,15 +196,28 @@ func (d *demo) fromImages(ctx context.Context) error {
 	if int(requests) == len(distinct) {
 		line += fmt.Sprintf(": one each (%s, in two pods, was read once)", imgAPI.repo)
 	}
-	d.detail("%s", line)
-	if len(wrong) > 0 {
-		return fmt.Errorf("wincompat misbehaved with images from the registry: %s", strings.Join(wrong, "; "))
-	}
-	fmt.Fprintf(d.out, "\n  all %d pods decided from what the registry says of their images; their tags name no build.\n", len(reports))
+	d.say("%s", line)
+	d.detail("all %d pods decided from what the registry says of their images; their tags name no build.", len(reports))
 	if err := d.auditLinuxOnly(ctx); err != nil {
 		return err
 	}
 	return d.offline(ctx)
+}
+
+// briefPlatforms names an image's platforms in a few words: "Windows 10.0.20348, Linux".
+func briefPlatforms(ps []imagestest.Platform) string {
+	var s []string
+	for _, p := range ps {
+		x := "Linux"
+		if p.OS == "windows" {
+			v := strings.Split(p.OSVersion, ".")
+			x = "Windows " + strings.Join(v[:min(len(v), 3)], ".")
+		}
+		if !slices.Contains(s, x) {
+			s = append(s, x)
+		}
+	}
+	return strings.Join(s, ", ")
 }
 
 // setUpShop creates the opted-in namespace of the second part and its default ServiceAccount, and returns
@@ -322,7 +353,9 @@ func affinityBuilds(p *corev1.Pod) []string {
 
 // table prints one line per pod: build, source, RuntimeClass, node.
 func (d *demo) table(reports []podReport) {
-	fmt.Fprintln(d.out)
+	if d.verbose {
+		fmt.Fprintln(d.out)
+	}
 	format := "    %-18s %-22s %-15s %-13s %s\n"
 	fmt.Fprintf(d.out, format, "POD", "BUILD", "SOURCE", "RUNTIMECLASS", "NODE")
 	for _, r := range reports {
@@ -337,7 +370,9 @@ func (d *demo) table(reports []podReport) {
 		node := r.pod.Spec.NodeName
 		fmt.Fprintf(d.out, format, r.name, build, source, rc, node+" ("+d.nodes[node].build+")")
 	}
-	fmt.Fprintln(d.out)
+	if d.verbose {
+		fmt.Fprintln(d.out)
+	}
 }
 
 // offline runs `wincompat mutate` on the first pod without and with --resolve-images, against the same
@@ -357,6 +392,7 @@ func (d *demo) offline(ctx context.Context) error {
 	if err := os.MkdirAll(dockerConfig, 0o700); err != nil {
 		return err
 	}
+	var said []string
 	for _, resolve := range []bool{false, true} {
 		args := []string{"mutate", "-f", file}
 		if resolve {
@@ -383,6 +419,7 @@ func (d *demo) offline(ctx context.Context) error {
 			label += " --resolve-images"
 		}
 		d.detail("%-24s %s; pinned: %s", label, what, buildPin(&out))
+		said = append(said, label+": "+what)
 		if resolve && (build != build2022+","+build2025 || source != policy.SourceImageManifest) {
 			return fmt.Errorf("wincompat mutate --resolve-images gave %s build %q from %q, want %q from the manifest", sp.name, build, source, build2022+","+build2025)
 		}
@@ -390,6 +427,7 @@ func (d *demo) offline(ctx context.Context) error {
 			return fmt.Errorf("wincompat mutate without --resolve-images gave %s build %q from %q, want none: its tag names no build", sp.name, build, source)
 		}
 	}
+	d.brief("offline, pod %s: %s", sp.name, strings.Join(said, "; "))
 	d.detail("offline there are no nodes, so every catalog build that can run the image; in the cluster above")
 	d.detail("only %s of them was ready, hence that build and RuntimeClass windows-2025. wincompat serve", build2025)
 	d.detail("--resolve-images=false has only the tag, like the first line: with two Windows builds ready it")
@@ -424,7 +462,10 @@ func (d *demo) auditLinuxOnly(ctx context.Context) error {
 			continue
 		}
 		d.detail("%s  %s/%s: %s", f.Kind, f.Namespace, f.Object, f.Detail)
-		found = found || f.Object == "Pod/api-with-exporter"
+		if f.Object == "Pod/api-with-exporter" {
+			found = true
+			d.brief("wincompat audit, reading no registry, finds it from admission's record: %s %s/%s", f.Kind, f.Namespace, f.Object)
+		}
 	}
 	if !found {
 		return fmt.Errorf("the audit does not report the Linux-only sidecar of pod api-with-exporter from admission's record")

@@ -15,9 +15,15 @@
 // pods using those images show the builds wincompat reads from the registry: a 2022 image on the 2025
 // node, a multi-platform image allowed on every build that runs it, a 2019 image on the 2019 node, a
 // Linux-only sidecar warned about; and `wincompat mutate` on the first pod without and with
-// --resolve-images. Then it stops everything it started, also on failure and on Ctrl-C.
+// --resolve-images. Then mixed clusters both ways (mixed.go), warn mode (warnmode.go), the policy
+// guard (policy.go), hostile input (hostile.go) and admission while wincompat is down (down.go).
 //
-//	cd test && go run ./cmd/demo [-wincompat ../bin/wincompat] [-chart FILE]
+// By default each section prints a heading and a few lines (output.go); -v prints every detail. With
+// -keep it then leaves the control plane, kube-scheduler and wincompat serve running, writes a
+// kubeconfig and waits for Ctrl-C (keep.go). It stops everything it started, also on failure and on
+// Ctrl-C.
+//
+//	cd test && go run ./cmd/demo [-v] [-keep [-kubeconfig FILE]] [-wincompat ../bin/wincompat] [-chart FILE]
 package main
 
 import (
@@ -93,7 +99,10 @@ func run() int {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fl.StringVar(&d.root, "root", root, "the wincompat repository (holds bin/ and deploy/)")
 	fl.StringVar(&d.wincompatBin, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
-	fl.StringVar(&d.chart, "chart", "", "a chart rendering of Deployments to deploy as Windows (default ROOT/../shared/corpus/charts/grafana.yaml)")
+	fl.StringVar(&d.chart, "chart", "", "a Linux chart's rendering (Deployments) to declare Windows and deploy (default ROOT/../shared/corpus/charts/grafana.yaml)")
+	fl.BoolVar(&d.verbose, "v", false, "print every detail: commands, warnings, each pod shape's changes and rules")
+	fl.BoolVar(&d.keep, "keep", false, "after the story, keep the cluster and wincompat serve running to explore, until Ctrl-C")
+	fl.StringVar(&d.kubeconfig, "kubeconfig", "", "with -keep, where to write the kubeconfig of the kept cluster (default ROOT/bin/demo/kubeconfig)")
 	if err := fl.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -107,7 +116,10 @@ func run() int {
 	if d.chart == "" {
 		d.chart = filepath.Join(d.root, "..", "shared", "corpus", "charts", "grafana.yaml")
 	}
-	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart} {
+	if d.kubeconfig == "" {
+		d.kubeconfig = filepath.Join(d.root, "bin", "demo", "kubeconfig")
+	}
+	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart, &d.kubeconfig} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -120,7 +132,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	start := time.Now()
+	d.start = time.Now()
 	err := d.run(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = errors.New("interrupted")
@@ -128,10 +140,11 @@ func run() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 	}
-	started := d.cp != nil || d.serve != nil || d.registry != nil
-	if started {
-		d.step("stopping wincompat, the registry, kube-scheduler, kube-apiserver and etcd")
+	storyTime := time.Since(d.start)
+	if !d.storyEnd.IsZero() {
+		storyTime = d.storyEnd.Sub(d.start)
 	}
+	started := d.cp != nil || d.serve != nil || d.registry != nil
 	t := time.Now()
 	// Logs are kept when the demo failed, not when it was interrupted.
 	if cerr := d.cleanup(err != nil && ctx.Err() == nil); cerr != nil {
@@ -140,7 +153,7 @@ func run() int {
 			err = cerr
 		}
 	} else if started {
-		d.detail("all stopped in %.1fs", time.Since(t).Seconds())
+		d.section("Stopped wincompat, the registry, kube-scheduler, kube-apiserver and etcd in %.1fs", time.Since(t).Seconds())
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -148,13 +161,18 @@ func run() int {
 		}
 		return 1
 	}
-	fmt.Fprintf(d.out, "\ndone in %.1fs\n", time.Since(start).Seconds())
+	fmt.Fprintf(d.out, "\ndone in %.1fs\n", storyTime.Seconds())
 	return 0
 }
 
 type demo struct {
 	root, wincompatBin, chart string
 	out                       io.Writer
+	verbose                   bool // -v: every detail (output.go)
+	keep                      bool // -keep: leave the cluster running until Ctrl-C (keep.go)
+	kubeconfig                string
+	keptKubeconfig            string    // written by -keep; cleanup removes it
+	start, storyEnd           time.Time // the story's time, not the time spent exploring with -keep
 
 	work     string // logs and kubeconfig; removed on success, kept on failure
 	cp       *controlplane.ControlPlane
@@ -172,14 +190,9 @@ type demo struct {
 	nodes       map[string]nodeSpec // the nodes now in the cluster, by name
 	pods        []podReport
 	podsCreated time.Time
-}
-
-func (d *demo) step(format string, args ...any) {
-	fmt.Fprintf(d.out, "\n==> "+format+"\n", args...)
-}
-
-func (d *demo) detail(format string, args ...any) {
-	fmt.Fprintf(d.out, "    "+format+"\n", args...)
+	// applyWarnings are the warnings printed (with -v) when a workload was applied, by "Kind name": its
+	// pods' blocks do not print them again.
+	applyWarnings map[string][]string
 }
 
 // rel names a path relative to the repository when it is inside or beside it.
@@ -202,7 +215,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	d.step("starting the control plane (kube-apiserver, etcd, kube-scheduler %s from bin/k8s)", k8sVersion())
+	d.section("A control plane: kube-apiserver, etcd and kube-scheduler %s from bin/k8s", k8sVersion())
 	t := time.Now()
 	if d.cp, err = controlplane.Launch(controlplane.Options{Scheduler: true, WorkDir: d.work}); err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
@@ -216,7 +229,7 @@ func (d *demo) run(ctx context.Context) error {
 	if d.c, err = client.New(cfg, client.Options{}); err != nil {
 		return err
 	}
-	d.detail("ready in %.1fs, API server at %s", time.Since(t).Seconds(), d.cp.Config.Host)
+	d.say("ready in %.1fs, API server at %s", time.Since(t).Seconds(), d.cp.Config.Host)
 	if err := d.addNodes(ctx); err != nil {
 		return err
 	}
@@ -254,7 +267,14 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.hostile(ctx); err != nil {
 		return err
 	}
-	return d.whileDown(ctx)
+	if err := d.whileDown(ctx); err != nil {
+		return err
+	}
+	d.storyEnd = time.Now()
+	if d.keep {
+		return d.keepRunning(ctx)
+	}
+	return nil
 }
 
 // addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
@@ -262,11 +282,19 @@ func (d *demo) run(ctx context.Context) error {
 // controller-manager runs; no kubelet either, so nothing ever starts on them).
 func (d *demo) addNodes(ctx context.Context) error {
 	d.detail("nodes (all Ready, no kubelet):")
+	var linux, windows []string
 	for _, n := range nodes {
 		if err := d.addNode(ctx, n); err != nil {
 			return err
 		}
+		if n.os == "windows" {
+			windows = append(windows, n.name+" ("+n.build+")")
+		} else {
+			linux = append(linux, n.name)
+		}
 	}
+	d.brief("nodes, Ready with no kubelet: Linux %s; Windows %s, tainted os=windows:NoSchedule",
+		strings.Join(linux, ", "), strings.Join(windows, ", "))
 	return nil
 }
 
@@ -305,7 +333,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		return err
 	}
 	d.port, d.metrics = port, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	d.step("starting %s serve --self-managed-tls on https://127.0.0.1:%d", d.rel(d.wincompatBin), port)
+	d.section("wincompat serve: %s serve --self-managed-tls on https://127.0.0.1:%d", d.rel(d.wincompatBin), port)
 	t := time.Now()
 	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wincompatNamespace}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", wincompatNamespace, err)
@@ -392,6 +420,9 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	}
 	d.detail("wincompat created its CA, put it into the caBundle of all %d webhooks and the policy check, and the RuntimeClasses %s", n, strings.Join(classes, ", "))
 	d.detail("/readyz 200 after %.1fs", time.Since(t).Seconds())
+	d.brief("ready in %.1fs (--engine=hybrid, --resolve-images): its own CA in the caBundle of the %d webhooks and the policy check",
+		time.Since(t).Seconds(), n)
+	d.brief("of deploy/webhook (pointed at it by URL); it created the RuntimeClasses %s", strings.Join(classes, ", "))
 	d.warnings.Take()
 	return nil
 }
@@ -441,7 +472,7 @@ func (d *demo) before(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.step("before: %s in namespace %s (not labelled wincompat.io/enabled)", d.rel(path), plainNamespace)
+	d.section("Before: %s in namespace %s (not labelled wincompat.io/enabled)", d.rel(path), plainNamespace)
 	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plainNamespace}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", plainNamespace, err)
 	}
@@ -472,7 +503,7 @@ func (d *demo) before(ctx context.Context) error {
 		if len(causes) > 1 {
 			more = fmt.Sprintf(" (and %s)", plural(len(causes)-1, "more field"))
 		}
-		d.detail("rejected by the API server: Deployment %s is invalid: %s: Forbidden: %s%s",
+		d.say("rejected by the API server: Deployment %s is invalid: %s: Forbidden: %s%s",
 			obj.GetName(), first(causes), forbidden, more)
 	}
 	return nil
@@ -521,6 +552,8 @@ func (d *demo) deploy(ctx context.Context) error {
 		}
 	}
 
+	d.section("With wincompat: %s, %s and %s (a Linux chart, declared Windows) in namespace %s",
+		d.rel(examples[0]), filepath.Base(examples[1]), d.rel(d.chart), demoNamespace)
 	d.step("namespace %s, labelled %s=true and %s=windows", demoNamespace, policy.LabelEnabled, policy.LabelDefaultOS)
 	if err := d.setUpNamespace(ctx, objs); err != nil {
 		return err
@@ -529,11 +562,16 @@ func (d *demo) deploy(ctx context.Context) error {
 	d.step("applying %s, %s and %s (chart declared Windows: spec.os.name=windows), unmodified",
 		d.rel(examples[0]), d.rel(examples[1]), d.rel(d.chart))
 	var workloads []*unstructured.Unstructured
+	fromChart := map[*unstructured.Unstructured]bool{}
+	applied := 0
+	d.applyWarnings = map[string][]string{}
 	for _, m := range objs {
 		if err := d.c.Create(ctx, m.obj); err != nil {
 			return fmt.Errorf("%s: creating %s %s: %w", d.rel(m.file), m.obj.GetKind(), m.obj.GetName(), err)
 		}
 		warns := d.warnings.Take()
+		applied += len(warns)
+		d.applyWarnings[m.obj.GetKind()+" "+m.obj.GetName()] = warns
 		line := fmt.Sprintf("created %s %s", m.obj.GetKind(), m.obj.GetName())
 		if _, ok := templatePaths[m.obj.GetKind()]; ok {
 			stored := &unstructured.Unstructured{}
@@ -542,6 +580,7 @@ func (d *demo) deploy(ctx context.Context) error {
 				return err
 			}
 			workloads = append(workloads, stored)
+			fromChart[stored] = m.file == d.chart
 			line += fmt.Sprintf(": wincompat changed %s of its pod template", plural(len(templateChanges(stored)), "field"))
 		}
 		if len(warns) > 0 {
@@ -553,10 +592,13 @@ func (d *demo) deploy(ctx context.Context) error {
 		}
 	}
 
+	d.brief("namespace labelled %s=true and %s=windows; applied unmodified (%s); then the pods",
+		policy.LabelEnabled, policy.LabelDefaultOS, plural(applied, "warning"))
+	d.brief("the Deployment controller would create from the stored templates, bound by kube-scheduler:")
 	d.step("creating the pods the Deployment controller would create from the stored templates")
 	d.podsCreated = time.Now()
 	for _, w := range workloads {
-		if err := d.createPods(ctx, w); err != nil {
+		if err := d.createPods(ctx, w, fromChart[w]); err != nil {
 			return err
 		}
 	}
@@ -629,8 +671,9 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 	return nil
 }
 
-// createPods creates the pods the workload's controller would create from its stored template.
-func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) error {
+// createPods creates the pods the workload's controller would create from its stored template;
+// linuxChart says the workload is of the Linux chart the demo declared Windows.
+func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured, linuxChart bool) error {
 	replicas, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
 	if err != nil || !found {
 		replicas = 1
@@ -644,7 +687,7 @@ func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured) err
 			d.warnings.Take()
 			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
 		}
-		d.pods = append(d.pods, podReport{namespace: w.GetNamespace(), name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take()})
+		d.pods = append(d.pods, podReport{namespace: w.GetNamespace(), name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take(), linuxChart: linuxChart})
 		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
 	}
 	return nil
@@ -725,63 +768,93 @@ type podReport struct {
 	namespace, name, owner string
 	warnings               []string
 	pod                    corev1.Pod
+	// linuxChart: a pod of the chart, Linux software the demo declared Windows. Its images have no
+	// Windows build, whatever a registry out of reach could have said.
+	linuxChart bool
 }
 
-// report prints, per pod, what wincompat changed, its build and RuntimeClass, its node and the warnings,
-// and fails when a pod landed where it could not run.
+// report prints, per pod shape (identical replicas are one), what wincompat changed, the build and
+// RuntimeClass, the nodes; then how many pods run where they should, the pods of Linux images apart. It
+// fails when a pod landed where it could not run.
 func (d *demo) report() error {
-	d.step("what wincompat did, per pod")
+	d.step("what wincompat did, per pod shape")
 	var wrong []string
-	for _, r := range d.pods {
-		wrong = append(wrong, d.printPod(r, "from "+r.owner, nil)...)
+	for _, g := range groupPods(d.pods) {
+		if d.verbose {
+			d.printGroup(g, "from "+g.reports[0].owner, nil)
+		} else {
+			d.say("%s", g.outcome(d.nodes))
+			d.say("  %s", g.changes())
+		}
+		wrong = append(wrong, g.misplaced(d.nodes)...)
 	}
 	if len(wrong) > 0 {
 		return fmt.Errorf("misplaced pods: %s", strings.Join(wrong, "; "))
 	}
-	fmt.Fprintf(d.out, "\n  all %d pods are on Windows nodes, each on its image's build where wincompat chose one.\n", len(d.pods))
+	if d.verbose {
+		fmt.Fprintln(d.out)
+	}
+	d.say("%s", tally(d.pods, d.nodes))
 	return nil
 }
 
-// printPod prints one pod's block: node, build and its source, RuntimeClass, the rows extra adds, the
-// template's and the pod's changes (no template row for a pod created bare), the warnings. It returns
-// what is wrong with it: not seen by wincompat, or bound to a node that is not Windows or not of one of
-// the builds wincompat chose.
-func (d *demo) printPod(r podReport, about string, extra func(row func(key, format string, args ...any))) []string {
+// misplaced is what is wrong with the group's pods: not seen by wincompat, or bound to a node that is not
+// Windows or not of one of the builds wincompat chose.
+func (g *podGroup) misplaced(nodes map[string]nodeSpec) []string {
+	var wrong []string
+	for _, r := range g.reports {
+		if r.pod.Annotations[policy.AnnotationVersion] == "" {
+			wrong = append(wrong, r.name+" was not seen by wincompat")
+		}
+		if !onItsBuild(&r.pod, nodes) {
+			node := r.pod.Spec.NodeName
+			wrong = append(wrong, fmt.Sprintf("%s (build %q) was bound to %s (%s)", r.name, r.pod.Annotations[policy.AnnotationBuild], node, nodeOS(nodes[node])))
+		}
+	}
+	return wrong
+}
+
+// printGroup prints one pod shape in full (-v): its pods, nodes, build and its source, RuntimeClass, the
+// rows extra adds, the pod's changes, and the warnings no line above has said: not those printed when
+// its workload was applied (the template's changes), nor those that only restate a change of the pod.
+func (d *demo) printGroup(g *podGroup, about string, extra func(row func(key, format string, args ...any))) {
+	r := g.reports[0]
 	p := &r.pod
 	a := p.Annotations
-	fmt.Fprintf(d.out, "\n  pod %s  (%s)\n", r.name, about)
+	fmt.Fprintf(d.out, "\n  %s  (%s)\n", strings.Join(g.names(), ", "), about)
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(d.out, "    %-13s "+format+"\n", append([]any{key}, args...)...)
 	}
-	node := p.Spec.NodeName
-	n := d.nodes[node]
-	where := "Linux"
-	if n.os == "windows" {
-		where = "Windows " + n.build
+	var on []string
+	for _, n := range g.nodes {
+		on = append(on, n+" ("+nodeOS(d.nodes[n])+")")
 	}
-	row("node", "%s (%s)", node, where)
-	build := a[policy.AnnotationBuild]
-	builds := strings.Split(build, ",")
-	if build != "" {
-		row("build", "%s, from %s", strings.Join(builds, " or "), buildSource(a[policy.AnnotationBuildSource]))
+	row("node", "%s", strings.Join(on, ", "))
+	if build := a[policy.AnnotationBuild]; build != "" {
+		row("build", "%s, from %s", strings.ReplaceAll(build, ",", " or "), buildSource(a[policy.AnnotationBuildSource]))
 	} else {
 		row("build", "none chosen (see the warnings): any Windows node will do")
 	}
-	rc := "none"
-	if p.Spec.RuntimeClassName != nil {
-		rc = *p.Spec.RuntimeClassName
+	rc := runtimeClass(p)
+	if rc == "" {
+		rc = "none"
 	}
 	row("RuntimeClass", "%s", rc)
+	if linux := r.linuxImages(); len(linux) > 0 {
+		what := "no Windows node runs "
+		if r.linuxChart {
+			what = "a Linux chart, declared Windows by the demo: no Windows node runs "
+		}
+		row("Linux images", "%s%s", what, strings.Join(linux, ", "))
+	}
 	if extra != nil {
 		extra(row)
 	}
 	lines := func(key, annotation, unchanged string) {
-		var changes []policy.Change
-		if s := a[annotation]; s != "" {
-			if err := json.Unmarshal([]byte(s), &changes); err != nil {
-				row(key, "unreadable %s: %v", annotation, err)
-				return
-			}
+		changes, err := policy.DecodeChanges(a[annotation])
+		if err != nil {
+			row(key, "unreadable %s: %v", annotation, err)
+			return
 		}
 		sum := summarise(changes)
 		if len(sum) == 0 {
@@ -794,32 +867,37 @@ func (d *demo) printPod(r podReport, about string, extra func(row func(key, form
 			row(key, "%s", s)
 		}
 	}
+	applied, wasApplied := d.applyWarnings[r.owner]
+	if r.owner != "" && !wasApplied {
+		lines("template", policy.AnnotationTemplateChanges, "nothing to change")
+	}
 	podUnchanged := "nothing to change"
 	if rc != "none" {
 		podUnchanged += " (RuntimeClass " + rc + " brings the Windows nodeSelector and toleration)"
 	}
-	if r.owner != "" {
-		lines("template", policy.AnnotationTemplateChanges, "nothing to change")
-	}
 	lines("pod", policy.AnnotationChanges, podUnchanged)
-	for i, w := range r.warnings {
-		key := ""
-		if i == 0 {
-			key = "warnings"
+	key := "warnings"
+	for _, w := range r.warnings {
+		if slices.Contains(applied, w) || restatesChange(w) {
+			continue
 		}
 		row(key, "%s", w)
+		key = ""
 	}
-	if len(r.warnings) == 0 {
-		row("warnings", "none")
+	if key != "" {
+		row(key, "none beyond the changes above")
 	}
-	var wrong []string
-	if a[policy.AnnotationVersion] == "" {
-		wrong = append(wrong, r.name+" was not seen by wincompat")
+}
+
+// restatesChange reports a warning that only says in words a change the pod's row lists (set, changed,
+// removed), as opposed to a finding about the pod.
+func restatesChange(w string) bool {
+	for _, verb := range []string{"set ", "changed ", "removed "} {
+		if strings.HasPrefix(w, "wincompat: "+verb) {
+			return true
+		}
 	}
-	if n.os != "windows" || (build != "" && !slices.Contains(builds, n.build)) {
-		wrong = append(wrong, fmt.Sprintf("%s (build %q) was bound to %s (%s)", r.name, build, node, where))
-	}
-	return wrong
+	return false
 }
 
 func buildSource(s string) string {
@@ -860,6 +938,11 @@ func (d *demo) cleanup(failed bool) error {
 	}
 	if d.cp != nil {
 		errs = append(errs, d.cp.Stop())
+	}
+	if d.keptKubeconfig != "" {
+		// Its credentials and address die with the control plane.
+		errs = append(errs, os.Remove(d.keptKubeconfig))
+		_ = os.Remove(filepath.Dir(d.keptKubeconfig)) // when empty
 	}
 	if d.work != "" {
 		if failed || errors.Join(errs...) != nil {

@@ -36,7 +36,7 @@ var (
 // namespace labelled default-os=linux), the tolerations a Windows pod takes from the taints it finds,
 // the injector opt-outs, and what the audit reports.
 func (d *demo) mixedClusters(ctx context.Context) error {
-	d.step("Mixed clusters both ways: two Windows %s nodes join, %s untainted (the AKS default) and %s tainted %s (GKE)",
+	d.section("Mixed clusters both ways: Windows %s nodes join, %s untainted (as on AKS), %s tainted %s (as on GKE)",
 		build2025, nodeAKS.name, nodeGKE.name, gkeTaint.ToString())
 	for _, n := range []struct {
 		spec   nodeSpec
@@ -95,6 +95,10 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 			}
 		}
 		d.detail("%-16s DaemonSet log-agent  nodeSelector %-22s the DaemonSet controller targets %s", ns, selector(&ds.Spec.Template.Spec), strings.Join(targets, ", "))
+		what := ns + ":"
+		if ns == linuxApps {
+			what = ns + " (" + policy.LabelDefaultOS + "=linux):"
+		}
 		if (ns == linuxApps) != (len(onWindows) == 0) {
 			wrong = append(wrong, fmt.Sprintf("DaemonSet %s/log-agent targets Windows nodes %v", ns, onWindows))
 		}
@@ -113,6 +117,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 			return err
 		}
 		d.detail("%-16s Pod api              nodeSelector %-22s bound to %s", ns, selector(&stored.Spec), stored.Spec.NodeName)
+		d.brief("%s DaemonSet log-agent targets %s; pod api, nodeSelector %s, on %s", what, strings.Join(targets, ", "), selector(&stored.Spec), stored.Spec.NodeName)
 		if ns == linuxApps && d.nodes[stored.Spec.NodeName].os != "linux" {
 			wrong = append(wrong, fmt.Sprintf("pod %s/api on %s", ns, stored.Spec.NodeName))
 		}
@@ -125,6 +130,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 	}
 
 	d.step("wincompat audit (in process) on %s and %s", linuxApps, plainApps)
+	var audited []string
 	rep, err := audit.Run(ctx, d.c, audit.Options{Namespaces: []string{linuxApps, plainApps}})
 	if err != nil {
 		return err
@@ -133,6 +139,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 	for _, f := range rep.Findings {
 		if f.Kind == audit.NoOSPin || f.Kind == audit.DaemonSetOnWindows {
 			d.detail("%-21s %s/%s: %s", f.Kind, f.Namespace, f.Object, f.Detail)
+			audited = append(audited, string(f.Kind)+" "+f.Namespace+"/"+f.Object)
 			found++
 			if f.Namespace == linuxApps {
 				wrong = append(wrong, "audit reports "+f.Object+" in "+linuxApps)
@@ -145,7 +152,11 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 	if len(wrong) > 0 {
 		return fmt.Errorf("mixed clusters: %s", strings.Join(wrong, "; "))
 	}
-	fmt.Fprintf(d.out, "\n  in %s nothing that chose no operating system can reach a Windows node; the audit finds what can in %s.\n", linuxApps, plainApps)
+	d.brief("wincompat audit: %s", strings.Join(audited, ", "))
+	if d.verbose {
+		fmt.Fprintln(d.out)
+	}
+	d.say("in %s nothing that chose no operating system can reach a Windows node; the audit finds what can in %s", linuxApps, plainApps)
 	return nil
 }
 
@@ -178,6 +189,7 @@ func (d *demo) windowsTolerations(ctx context.Context) error {
 	if err := d.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 		return err
 	}
+	var tolerated []string // in a few words
 	for _, t := range pod.Spec.Tolerations {
 		var why string
 		switch t.Key {
@@ -189,6 +201,12 @@ func (d *demo) windowsTolerations(ctx context.Context) error {
 			continue // the API server's DefaultTolerationSeconds (not-ready, unreachable)
 		}
 		d.detail("toleration  %-42s (%s)", t.Key+"="+t.Value+":"+string(t.Effect), why)
+		taint := t.Key + "=" + t.Value + ":" + string(t.Effect)
+		if t.Key == gkeTaint.Key {
+			tolerated = append(tolerated, taint+" found on "+nodeGKE.name)
+		} else {
+			tolerated = append(tolerated, "the policy's "+taint)
+		}
 	}
 	var optOuts []string
 	for _, in := range policy.Injectors() {
@@ -202,6 +220,8 @@ func (d *demo) windowsTolerations(ctx context.Context) error {
 	}
 	d.detail("opted out of %d Linux-only injectors: %s", len(optOuts), strings.Join(optOuts[:3], ", ")+", ...")
 	d.detail("bound to %s; a team's taint on a node would never be tolerated", pod.Spec.NodeName)
+	d.brief("a Windows pod in %s tolerates %s;", shopNamespace, strings.Join(tolerated, " and "))
+	d.brief("  it opts out of %d Linux-only sidecar injectors, and is bound to %s", len(optOuts), pod.Spec.NodeName)
 	if len(optOuts) != len(policy.Injectors()) {
 		return fmt.Errorf("the Windows pod has %d of %d injector opt-outs", len(optOuts), len(policy.Injectors()))
 	}

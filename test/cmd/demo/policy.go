@@ -67,7 +67,7 @@ func (d *demo) createPolicyConfigMaps(ctx context.Context) error {
 // policyGuard shows that the policy cannot take admission down: an invalid policy is refused when it is
 // applied, and a replica that starts with an invalid stored policy serves with the last good one.
 func (d *demo) policyGuard(ctx context.Context) error {
-	d.step("A policy that cannot take admission down: the policy check and the last good policy")
+	d.section("A policy that cannot take admission down: the policy check and the last good policy")
 	lastGood := client.ObjectKey{Namespace: wincompatNamespace, Name: policyConfigMap + server.LastGoodSuffix}
 	err := d.poll(ctx, 15*time.Second, func() (bool, error) {
 		var cm corev1.ConfigMap
@@ -92,6 +92,11 @@ func (d *demo) policyGuard(ctx context.Context) error {
 	msg, _, _ := strings.Cut(err.Error(), " (known keys:")
 	d.detail("server-side apply of a policy with a typo (windowsNodeTaint) is refused before it is stored:")
 	d.detail("  %s", msg)
+	_, why, found := strings.Cut(msg, "policy in force stays: ")
+	if !found {
+		why = msg
+	}
+	d.brief("a typo (windowsNodeTaint) applied server-side: refused by the policy check before it is stored: %s", why)
 
 	// Somehow an invalid policy is stored anyway (here written straight into the mounted file), and a
 	// replica restarts with it.
@@ -110,6 +115,8 @@ func (d *demo) policyGuard(ctx context.Context) error {
 		return fmt.Errorf("wincompat did not become ready with an invalid stored policy: %w", err)
 	}
 	d.detail("restarted with that invalid policy in its file (as if it had got past the check): ready after %.1fs", time.Since(t).Seconds())
+	d.brief("wincompat restarted with that typo in its file: ready in %.1fs with the last good policy, kept in ConfigMap %s;",
+		time.Since(t).Seconds(), lastGood.Name)
 	if line := logLine(logPath, "the policy file is invalid; serving with the last-good policy until it is fixed"); line != "" {
 		d.detail("  log:   %s", line)
 	} else {
@@ -124,6 +131,7 @@ func (d *demo) policyGuard(ctx context.Context) error {
 			if e.Regarding.Name == policyConfigMap && e.Reason == "PolicyInvalid" {
 				note, _, _ := strings.Cut(e.Note, " (known keys:")
 				d.detail("  event: %s %s on ConfigMap %s: %s", e.Type, e.Reason, e.Regarding.Name, note)
+				d.brief("  it says so in its log and a %s Event %s on ConfigMap %s", e.Type, e.Reason, e.Regarding.Name)
 				return true, nil
 			}
 		}
@@ -139,7 +147,7 @@ func (d *demo) policyGuard(ctx context.Context) error {
 	if err := d.poll(ctx, 15*time.Second, func() (bool, error) { return logLine(logPath, "policy reloaded") != "", nil }); err != nil {
 		return fmt.Errorf("wincompat did not reload the mended policy: %w", err)
 	}
-	d.detail("the file mended: wincompat reloaded it within its 5 s poll, no restart")
+	d.say("the file mended: wincompat reloaded it within its 5 s poll, no restart")
 	return nil
 }
 

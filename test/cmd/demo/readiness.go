@@ -39,7 +39,7 @@ func (d *demo) readiness(ctx context.Context) error {
 	}
 	dep := docs[0]
 	dep.SetNamespace(demoNamespace)
-	d.step("Pods that would not run: %s (bitnami/postgresql's primary, as a Windows Deployment)", d.rel(path))
+	d.section("Pods that would not run: %s (bitnami/postgresql's primary, as a Windows Deployment)", d.rel(path))
 
 	d.warnings.Take()
 	if err := d.c.Create(ctx, dep); err != nil {
@@ -70,6 +70,7 @@ func (d *demo) readiness(ctx context.Context) error {
 			d.detail("  Warning: %s", withoutAdvice(w))
 		}
 	}
+	d.brief("admitted, with %d warnings of what would fail on a Windows node: %s", len(want), countRules(findings))
 
 	pod, err := podFromTemplate(stored)
 	if err != nil {
@@ -97,6 +98,8 @@ func (d *demo) readiness(ctx context.Context) error {
 	d.detail("pod %s, created from the stored template: warned the same at creation, and its %s records",
 		pod.GetName(), policy.AnnotationChanges)
 	d.detail("  the same %d findings: %s", len(podFindings), countRules(podFindings))
+	d.brief("a pod created from the stored template: warned the same, the same findings in its %s", policy.AnnotationChanges)
+	d.brief("(wincompat audit reports them as run-time-<rule>)")
 	return nil
 }
 

@@ -20,7 +20,7 @@ const canaryNamespace = "canary"
 // warnMode rolls wincompat out in one namespace as a platform team would: warn mode first (nothing
 // changes, the warnings and the audit say what would), then enforce.
 func (d *demo) warnMode(ctx context.Context) error {
-	d.step("Roll it out: %s labelled %s=true and %s=%s", canaryNamespace, policy.LabelEnabled, policy.LabelMode, policy.ModeWarn)
+	d.section("Roll it out: namespace %s labelled %s=true and %s=%s, then %s", canaryNamespace, policy.LabelEnabled, policy.LabelMode, policy.ModeWarn, policy.ModeEnforce)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: canaryNamespace,
 		Labels: map[string]string{policy.LabelEnabled: "true", policy.LabelMode: policy.ModeWarn}}}
 	if err := d.c.Create(ctx, ns); err != nil {
@@ -45,9 +45,11 @@ func (d *demo) warnMode(ctx context.Context) error {
 		return err
 	}
 	warnings := d.warnings.Take()
+	would := 0
 	for _, w := range warnings {
 		if strings.HasPrefix(w, "wincompat (warn mode)") {
 			d.detail("warning: %s", w)
+			would++
 		}
 	}
 	if len(warnings) == 0 {
@@ -69,6 +71,8 @@ func (d *demo) warnMode(ctx context.Context) error {
 		if f.Kind == audit.WouldChange {
 			found = true
 			d.detail("wincompat audit: %s %s would change: %s", f.Kind, f.Object, f.Detail)
+			d.brief("%s: pod web stored as it came, with %d warnings of what wincompat would do; wincompat audit: %s %s",
+				policy.ModeWarn, would, f.Kind, f.Object)
 		}
 	}
 	if !found {
@@ -97,6 +101,8 @@ func (d *demo) warnMode(ctx context.Context) error {
 		return err
 	}
 	d.detail("dry run: %d changes recorded, build %s (%s), tolerations %d", len(changes),
+		enforced.Annotations[policy.AnnotationBuild], enforced.Annotations[policy.AnnotationBuildSource], len(enforced.Spec.Tolerations))
+	d.brief("%s: the same pod (a dry run) is rewritten: %d changes recorded, build %s (%s), %d tolerations", policy.ModeEnforce, len(changes),
 		enforced.Annotations[policy.AnnotationBuild], enforced.Annotations[policy.AnnotationBuildSource], len(enforced.Spec.Tolerations))
 	return nil
 }
