@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,11 +23,12 @@ import (
 	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
-const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [flags]
+const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [-R] [flags]
 
 Reads multi-document YAML, rewrites every Windows Pod and workload template exactly as the admission
 webhook would in a namespace with the given labels, and prints the stream: changed objects re-rendered
-(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin.
+(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin. As kubectl's -f: a
+directory gives its own *.yaml, *.yml and *.json files in lexical order, its subdirectories only with -R.
 
 A KRM function: when stdin is a config.kubernetes.io/v1 ResourceList (kustomize's exec transformers,
 kpt), it returns the list with its Pods and workloads mutated, every other item untouched, and a result
@@ -92,7 +94,10 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := newFlagSet("mutate", mutateUsage, stderr)
 	var files listFlag
-	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
+	fl.Var(&files, "f", "file, directory (its *.yaml, *.yml and *.json files), glob pattern, or - for stdin; repeatable")
+	var recursive bool
+	fl.BoolVar(&recursive, "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
+	fl.BoolVar(&recursive, "recursive", false, "same as -R")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
 	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux, or "+policy.LabelMode+"="+policy.ModeWarn+" to change nothing and warn what would change")
@@ -166,7 +171,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	failed := false
 	out := &streamWriter{w: stdout}
 	for _, src := range files {
-		inputs, err := expand(src)
+		inputs, err := expand(src, recursive)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 1
@@ -229,10 +234,31 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	return p, nil
 }
 
-// expand turns a directory into its manifest files, in lexical order so output is stable.
-func expand(src string) ([]string, error) {
+// manifestExtensions are the files a directory contributes, as kubectl's -f reads them
+// (k8s.io/cli-runtime/pkg/resource FileExtensions); a file named on its own is read whatever its name.
+var manifestExtensions = []string{".json", ".yaml", ".yml"}
+
+// expand turns one -f argument into the files to read, as kubectl's -f does: a file as it is; a
+// directory's own *.json, *.yaml and *.yml files, its subdirectories only with recursive; a path that
+// does not exist as a glob pattern. Lexical order, so output is stable.
+func expand(src string, recursive bool) ([]string, error) {
 	if src == "-" {
 		return []string{src}, nil
+	}
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		matches, globErr := filepath.Glob(src)
+		if globErr != nil || len(matches) == 0 {
+			return nil, fmt.Errorf("the path %q does not exist", src)
+		}
+		var files []string
+		for _, m := range matches {
+			more, err := expand(m, recursive)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, more...)
+		}
+		return files, nil
 	}
 	info, err := os.Stat(src)
 	if err != nil {
@@ -242,17 +268,32 @@ func expand(src string) ([]string, error) {
 		return []string{src}, nil
 	}
 	var files []string
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	skipped := 0
+	// A trailing separator makes the walk follow a root that is a symbolic link to a directory; links
+	// inside it are not followed, as filepath.Walk does not follow them for kubectl either.
+	root := strings.TrimRight(src, string(filepath.Separator)) + string(filepath.Separator)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(path)) {
+		if d.IsDir() {
+			if path != root && !recursive {
+				skipped++
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if slices.Contains(manifestExtensions, filepath.Ext(path)) {
 			files = append(files, path)
 		}
 		return nil
 	})
 	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files", src)
+		hint := ""
+		if skipped > 0 {
+			hint = " (subdirectories are read with -R)"
+		}
+		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files%s", src, hint)
 	}
 	return files, err
 }

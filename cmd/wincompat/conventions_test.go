@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// writeTree makes files (path → content) under a temporary directory and returns it.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// objectName finds the names of the test's objects, in YAML or JSON.
+var objectName = regexp.MustCompile(`"?name"?: "?([a-z]+)`)
+
+func configMap(name string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\n"
+}
+
+// -f DIR reads what kubectl's -f reads (k8s.io/cli-runtime/pkg/resource: ExpandPathsToFileVisitors):
+// the directory's own files with a manifest extension; subdirectories only with -R; a file named on its
+// own whatever its extension; a path that does not exist as a glob.
+func TestMutateFileArgumentsAsKubectl(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"a.yaml":              configMap("a"),
+		"b.yml":               configMap("b"),
+		"c.json":              `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}`,
+		"notes.txt":           configMap("txt"),
+		"sub/d.yaml":          configMap("d"),
+		"sub/deeper/e.yaml":   configMap("e"),
+		"only-sub/deep/f.yml": configMap("f"),
+	})
+	names := func(out string) string {
+		var got []string
+		for _, m := range objectName.FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1])
+		}
+		return strings.Join(got, " ")
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		names string
+		err   string
+	}{
+		{"directory: its own files", []string{"-f", dir}, 0, "a b c", ""},
+		{"trailing slash", []string{"-f", dir + "/"}, 0, "a b c", ""},
+		{"-R: subdirectories too", []string{"-f", dir, "-R"}, 0, "a b c f d e", ""},
+		{"--recursive", []string{"--recursive", "-f", dir}, 0, "a b c f d e", ""},
+		{"a file named on its own", []string{"-f", filepath.Join(dir, "notes.txt")}, 0, "txt", ""},
+		{"glob", []string{"-f", filepath.Join(dir, "*.y*ml")}, 0, "a b", ""},
+		{"only subdirectories", []string{"-f", filepath.Join(dir, "only-sub")}, 1, "", "no *.yaml, *.yml or *.json files (subdirectories are read with -R)"},
+		{"only subdirectories, -R", []string{"-R", "-f", filepath.Join(dir, "only-sub")}, 0, "f", ""},
+		{"missing", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "", `the path "` + filepath.Join(dir, "nope.yaml") + `" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"mutate"}, tc.args...)...)
+			if code != tc.code || names(out) != tc.names || !strings.Contains(errOut, tc.err) {
+				t.Errorf("exit %d (want %d), objects %q (want %q), stderr %q (want %q)", code, tc.code, names(out), tc.names, errOut, tc.err)
+			}
+		})
+	}
+}
+
+// The README's offline example: the examples directory gives the examples, not the Argo CD plugin and
+// the kustomize files of its subdirectories, so that the output can go to kubectl apply.
+func TestMutateExamplesDirectoryIsNotRecursive(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "mutate", "-f", "../../deploy/examples/", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, kind := range []string{"ConfigManagementPlugin", "Kustomization", "kind: ConfigMap"} {
+		if strings.Contains(out, kind) {
+			t.Errorf("output holds %s from a subdirectory", kind)
+		}
+	}
+	if !strings.Contains(out, "nanoserver-shell") {
+		t.Errorf("output lacks the examples:\n%s", out)
+	}
+}
