@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,5 +92,70 @@ func TestMutateExamplesDirectoryIsNotRecursive(t *testing.T) {
 	}
 	if !strings.Contains(out, "nanoserver-shell") {
 		t.Errorf("output lacks the examples:\n%s", out)
+	}
+}
+
+// -o json prints what kubectl apply -o json prints: one object alone, several (or none) as a v1 List,
+// so that the output is one JSON document; -o yaml is the stream, as without -o.
+func TestMutateOutputJSON(t *testing.T) {
+	dir := writeTree(t, map[string]string{"a.yaml": pod + "---\n# only a comment\n---\n" + configMap("a"), "b.json": `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}`})
+	code, out, errOut := runCLI(t, "", "mutate", "-f", dir, "-o", "json", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var list struct {
+		APIVersion, Kind string
+		Items            []struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct {
+				SecurityContext struct {
+					WindowsOptions struct{ RunAsUserName string }
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, out)
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != 3 {
+		t.Fatalf("want a v1 List of the Pod and two ConfigMaps, got:\n%s", out)
+	}
+	if it := list.Items[0]; it.Kind != "Pod" || it.Spec.SecurityContext.WindowsOptions.RunAsUserName != "ContainerUser" {
+		t.Errorf("the Pod is not the mutated one:\n%s", out)
+	}
+	if got := list.Items[1].Metadata.Name + list.Items[2].Metadata.Name; got != "ab" {
+		t.Errorf("items out of order: %s", got)
+	}
+
+	code, out, errOut = runCLI(t, pod, "mutate", "--output", "json", "--quiet")
+	var one map[string]any
+	if err := json.Unmarshal([]byte(out), &one); code != 0 || err != nil || one["kind"] != "Pod" {
+		t.Errorf("one object is printed alone: exit %d, %v, %s\n%s", code, err, errOut, out)
+	}
+	if !strings.HasPrefix(out, "{\n    \"apiVersion\"") {
+		t.Errorf("indented as kubectl indents (four spaces):\n%.40s", out)
+	}
+
+	_, yamlOut, _ := runCLI(t, pod, "mutate", "-o", "yaml", "--quiet")
+	_, defaultOut, _ := runCLI(t, pod, "mutate", "--quiet")
+	if yamlOut != defaultOut || !strings.Contains(yamlOut, "runAsUserName: ContainerUser") {
+		t.Errorf("-o yaml is the stream:\n%s", yamlOut)
+	}
+
+	// A bad document prints nothing, as with YAML.
+	code, out, _ = runCLI(t, pod+"---\n: [\n", "mutate", "-o", "json")
+	if code != 1 || out != "" {
+		t.Errorf("a bad document: exit %d, printed %q", code, out)
+	}
+}
+
+// The usage's promise: when a document is invalid nothing is printed, even if other files were good.
+func TestMutateBadFilePrintsNothing(t *testing.T) {
+	dir := writeTree(t, map[string]string{"a.yaml": configMap("a"), "b.yaml": ": [\n"})
+	for _, output := range []string{"yaml", "json", "patch", "explain", "diff"} {
+		if code, out, _ := runCLI(t, "", "mutate", "-f", dir, "--output", output); code != 1 || out != "" {
+			t.Errorf("-o %s: exit %d, printed %q", output, code, out)
+		}
 	}
 }

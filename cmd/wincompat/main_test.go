@@ -121,7 +121,7 @@ func TestMutateBadInput(t *testing.T) {
 		"wrong type":         {strings.Replace(pod, "1000", "[1]", 1), nil, 1, "stdin#1 Pod default/web: decoding Pod"},
 		"unknown policy key": {pod, []string{"--policy", badPolicy}, 1, `line 3: unknown key "tolerations"`},
 		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "does not exist"},
-		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml, patch, explain or diff`},
+		"bad output":         {pod, []string{"--output", "xml"}, 2, `--output "xml": use yaml, json, patch, explain or diff`},
 		"bad labels":         {pod, []string{"--namespace-labels", "novalue"}, 2, `"novalue" is not key=value`},
 		"stray argument":     {pod, []string{"file.yaml"}, 2, `unexpected argument "file.yaml"`},
 	} {

@@ -27,8 +27,12 @@ const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [-R] [flags]
 
 Reads multi-document YAML, rewrites every Windows Pod and workload template exactly as the admission
 webhook would in a namespace with the given labels, and prints the stream: changed objects re-rendered
-(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin. As kubectl's -f: a
-directory gives its own *.yaml, *.yml and *.json files in lexical order, its subdirectories only with -R.
+(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin. As with
+kubectl's -f, a directory gives its own *.yaml, *.yml and *.json files in lexical order, and its
+subdirectories only with -R.
+
+-o json prints the objects as JSON instead, as kubectl apply -o json does: one object alone, several
+(from every file) in a v1 List, so that the output is one document for kubectl apply -f - or jq.
 
 A KRM function: when stdin is a config.kubernetes.io/v1 ResourceList (kustomize's exec transformers,
 kpt), it returns the list with its Pods and workloads mutated, every other item untouched, and a result
@@ -39,9 +43,9 @@ A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
 
-For review: --explain (or --output explain) prints every change of every Pod and workload with its
+For review: --explain (or -o explain) prints every change of every Pod and workload with its
 reason and where the rule comes from (a strip-table row, a policy key, the build's source, or the
-document a readiness check is from); --output diff prints a unified diff of each changed object, for a
+document a readiness check is from); -o diff prints a unified diff of each changed object, for a
 CI job to show what a chart would get.
 
 With --resolve-images, a Pod's Windows build comes from each image's registry (its index's os.version
@@ -102,7 +106,8 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
 	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux, or "+policy.LabelMode+"="+policy.ModeWarn+" to change nothing and warn what would change")
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
-	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	output := fl.String("output", "yaml", "yaml: the mutated stream; json: its objects as JSON, one alone or several in a v1 List (as kubectl apply -o json prints them); patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	fl.StringVar(output, "o", "yaml", "same as --output")
 	explain := fl.Bool("explain", false, "same as --output explain")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
 	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
@@ -114,10 +119,10 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		*output = "explain"
 	}
 	writeReport, known := map[string]func(io.Writer, []manifest.Document) error{
-		"yaml": nil, "patch": writePatches, "explain": manifest.WriteExplain, "diff": manifest.WriteDiff,
+		"yaml": nil, "json": nil, "patch": writePatches, "explain": manifest.WriteExplain, "diff": manifest.WriteDiff,
 	}[*output]
 	if !known {
-		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, patch, explain or diff\n", *output)
+		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, json, patch, explain or diff\n", *output)
 		return 2
 	}
 	labels, err := manifest.ParseKeyValues(*nsLabels)
@@ -169,7 +174,12 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdin = bytes.NewReader(data)
 	}
 	failed := false
-	out := &streamWriter{w: stdout}
+	// Nothing is printed unless every file is good: a post-render or a pipe to kubectl apply must not
+	// apply half of what was asked.
+	var printed bytes.Buffer
+	out := &streamWriter{w: &printed}
+	// JSON is one document for all the files, printed once every file has been read.
+	var objects []json.RawMessage
 	for _, src := range files {
 		inputs, err := expand(src, recursive)
 		if err != nil {
@@ -203,11 +213,20 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				failed = true
 				continue
 			}
+			if *output == "json" {
+				objs, err := manifest.JSONObjects(name, stream.Bytes())
+				if err != nil {
+					fmt.Fprintf(stderr, "wincompat mutate: %s\n", termsafe.String(err.Error()))
+					failed = true
+				}
+				objects = append(objects, objs...)
+				continue
+			}
 			if writeReport == nil {
 				out.append(stream.Bytes())
 				continue
 			}
-			if err := writeReport(stdout, docs); err != nil {
+			if err := writeReport(&printed, docs); err != nil {
 				fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 				return 1
 			}
@@ -216,6 +235,13 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if failed {
 		return 1
 	}
+	if *output == "json" {
+		if err := manifest.WriteJSON(&printed, objects); err != nil {
+			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+			return 1
+		}
+	}
+	_, _ = stdout.Write(printed.Bytes())
 	return 0
 }
 
