@@ -159,3 +159,12 @@ func TestMutateBadFilePrintsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A YAML error names the line of the file: the third document's bad line is the file's line 11.
+func TestMutateYAMLErrorNamesTheFilesLine(t *testing.T) {
+	dir := writeTree(t, map[string]string{"chart.yaml": configMap("a") + "---\n" + configMap("b") + "---\napiVersion: v1\nkind: ConfigMap\n  bad: [indent\n"})
+	code, _, errOut := runCLI(t, "", "mutate", "-f", filepath.Join(dir, "chart.yaml"))
+	if want := "chart.yaml#3: invalid YAML: yaml: line 11: "; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q lacks %q", code, errOut, want)
+	}
+}
