@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -198,6 +200,39 @@ func TestUsageErrorsAreShort(t *testing.T) {
 	for _, args := range [][]string{{"mutate", "-h"}, {"policy", "--help"}, {"policy", "export", "-h"}, {"nodes", "-h"}, {"audit", "-h"}, {"serve", "-h"}} {
 		if code, _, errOut := runCLI(t, "", args...); code != 0 || !strings.Contains(errOut, "Usage: wincompat") || !strings.Contains(errOut, "Flags:\n  -") {
 			t.Errorf("%v: exit %d:\n%.200s", args, code, errOut)
+		}
+	}
+}
+
+// Without a kubeconfig the commands that read the cluster say what to do, not client-go's
+// KUBERNETES_MASTER hint. client-go reads $HOME when it starts, so the commands run in a child process
+// with a home of their own.
+func TestNoKubeconfigSaysWhatToDo(t *testing.T) {
+	if args := os.Getenv("WINCOMPAT_TEST_CHILD_ARGS"); args != "" {
+		code, _, errOut := runCLI(t, "", strings.Fields(args)...)
+		fmt.Printf("exit %d: %s", code, errOut)
+		return
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, kubeconfigEnv, want string
+	}{
+		{"nodes", "", "no cluster to talk to: no kubeconfig at "},
+		{"audit", "", "set KUBECONFIG, pass --kubeconfig FILE, or run wincompat in the cluster"},
+		{"audit", "/nonexistent/config", "KUBECONFIG=/nonexistent/config names no cluster"},
+		{"nodes --kubeconfig " + empty, "", empty + " names no cluster"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNoKubeconfigSaysWhatToDo$")
+		cmd.Env = []string{"WINCOMPAT_TEST_CHILD_ARGS=" + tc.args, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+		if tc.kubeconfigEnv != "" {
+			cmd.Env = append(cmd.Env, "KUBECONFIG="+tc.kubeconfigEnv)
+		}
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "exit 1: ") || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "KUBERNETES_MASTER") {
+			t.Errorf("%s (KUBECONFIG=%q): want %q:\n%s", tc.args, tc.kubeconfigEnv, tc.want, out)
 		}
 	}
 }
