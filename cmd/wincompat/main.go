@@ -13,9 +13,6 @@ import (
 	"github.com/wincompat/wincompat/internal/suggest"
 )
 
-// version is stamped by the Makefile and the Dockerfile (-X main.version=...).
-var version = "dev"
-
 const usage = `wincompat rewrites Windows pods and workload templates so that the API server admits them and the
 scheduler places them on a Windows node of the right build, instead of rejecting them for Linux-only
 fields that off-the-shelf Helm charts carry.
