@@ -42,6 +42,11 @@ namespace, namespace-labels, namespace-annotations (k=v,...) and policy. See dep
 A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
+Helm does not post-render hooks (a pre-install Job comes out unchanged: the webhook rewrites it at
+admission, or pipe helm template into wincompat mutate), and shows a post-renderer's stderr only when it
+fails: to see the warnings, run helm template ... | wincompat mutate > /dev/null. kustomize drops a KRM
+function's results when it succeeds: kustomize fn run DIR --enable-exec --dry-run --results-dir DIR2
+writes them. See webhook/manifest/README.md.
 
 For review: --explain (or -o explain) prints every change of every Pod and workload with its
 reason and where the rule comes from (a strip-table row, a policy key, the build's source, or the
