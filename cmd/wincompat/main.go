@@ -125,7 +125,7 @@ func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) (code int, do
 // undefinedFlag is how the flag package names a flag it does not know.
 const undefinedFlag = "flag provided but not defined: -"
 
-// flagSuggestion is ", did you mean --NAME?" for an unknown flag near a known one.
+// flagSuggestion is "; did you mean --NAME?" for an unknown flag near a known one.
 func flagSuggestion(fl *flag.FlagSet, err error) string {
 	typed, ok := strings.CutPrefix(err.Error(), undefinedFlag)
 	if !ok {
