@@ -3,6 +3,7 @@ module github.com/wincompat/wincompat
 go 1.26.0
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/containerd/platforms v1.0.0-rc.5
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3

@@ -2,16 +2,20 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wincompat/wincompat/internal/suggest"
 )
 
 // policyDocument is a policy file: a header, then the keys of Policy at the top level. The json tags of
@@ -58,7 +62,7 @@ func decodeFile(data []byte, v any) error {
 		return err
 	}
 	if line, n := largestMapping(&root); n > maxMappingKeys {
-		return fmt.Errorf("line %d: a mapping of %d keys; a policy's mappings have at most %d%s", line, n, maxMappingKeys, knownKeys())
+		return fmt.Errorf("line %d: a mapping of %d keys; a policy's mappings have at most %d (known keys: %s)", line, n, maxMappingKeys, strings.Join(schemaKeysOf(reflect.TypeOf(v).Elem()).names, ", "))
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
@@ -86,14 +90,26 @@ func largestMapping(n *yaml.Node) (line, keys int) {
 type fileDecoder struct {
 	problems []string // the first maxReportedErrors
 	more     int
-	unknown  bool // an unknown key was named: the refusal lists the known ones
-	nodes    int
+	// unknownIn are the mappings where an unknown key was named, each once, in the file's order: the
+	// refusal lists the keys known there, and only there.
+	unknownIn []keyLevel
+	nodes     int
 	// expanding holds the anchored nodes whose aliases are being expanded.
 	expanding map[*yaml.Node]bool
 }
 
+// keyLevel is a mapping of the file and its keys: the top level, a mapping such as memoryLimits, or the
+// items of a list such as builds.
+type keyLevel struct {
+	where string // "" at the top level, else "in memoryLimits", "in each of builds"
+	names []string
+}
+
+// full says whether the refusal has all the problems it will name: a further one is only counted.
+func (d *fileDecoder) full() bool { return len(d.problems) == maxReportedErrors }
+
 func (d *fileDecoder) fail(line int, format string, args ...any) {
-	if len(d.problems) == maxReportedErrors {
+	if d.full() {
 		d.more++
 		return
 	}
@@ -130,10 +146,38 @@ func (d *fileDecoder) err() error {
 	if d.more > 0 {
 		msg += fmt.Sprintf("; and %d more", d.more)
 	}
-	if d.unknown {
-		msg += knownKeys()
+	if len(d.unknownIn) > 0 {
+		msg += knownKeys(d.unknownIn)
 	}
 	return errors.New(msg)
+}
+
+// unknownKey refuses key, unknown in a mapping at path whose keys are names, suggesting the nearest.
+func (d *fileDecoder) unknownKey(k *yaml.Node, path *field.Path, names []string) {
+	if d.full() {
+		d.more++ // counted, neither compared with the known keys nor listed
+		return
+	}
+	at := path.Child(k.Value)
+	if near, ok := suggest.Closest(k.Value, names); ok {
+		d.fail(k.Line, "unknown key %q (did you mean %q?)", at.String(), near)
+	} else {
+		d.fail(k.Line, "unknown key %q", at.String())
+	}
+	where := ""
+	if path != nil {
+		where = "in " + path.String()
+		if p, ok := strings.CutSuffix(where, "]"); ok {
+			// Every item of a list has the same keys: said once for the list.
+			where = "in each of " + p[len("in "):strings.LastIndex(p, "[")]
+		}
+	}
+	for _, l := range d.unknownIn {
+		if l.where == where {
+			return
+		}
+	}
+	d.unknownIn = append(d.unknownIn, keyLevel{where: where, names: names})
 }
 
 // exhausted counts one more decoded node and says whether the bound is passed (saying so once).
@@ -259,8 +303,7 @@ func (d *fileDecoder) mapping(n *yaml.Node, v reflect.Value, path *field.Path, t
 		first[k.Value] = k.Line
 		f, known := keys.byName[k.Value]
 		if !known {
-			d.unknown = true
-			d.fail(k.Line, "unknown key %q", at.String())
+			d.unknownKey(k, path, keys.names)
 			continue
 		}
 		if taken[k.Value] {
@@ -404,25 +447,24 @@ func fileHoldable(t reflect.Type) bool {
 	return false
 }
 
-var knownKeysText = sync.OnceValue(func() string {
-	var b strings.Builder
-	top := schemaKeysOf(reflect.TypeFor[policyDocument]())
-	b.WriteString(" (known keys: " + strings.Join(top.names, ", "))
-	for _, name := range top.names {
-		t := top.byName[name].typ
-		switch {
-		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
-			b.WriteString("; in each of " + name + ": " + strings.Join(schemaKeysOf(t.Elem()).names, ", "))
-		case t.Kind() == reflect.Struct:
-			b.WriteString("; in " + name + ": " + strings.Join(schemaKeysOf(t).names, ", "))
+// knownKeys lists the keys a policy file may use where it named unknown ones, top level first.
+func knownKeys(levels []keyLevel) string {
+	slices.SortStableFunc(levels, func(a, b keyLevel) int {
+		return cmp.Compare(min(len(a.where), 1), min(len(b.where), 1))
+	})
+	var parts []string
+	for _, l := range levels {
+		if l.where == "" {
+			parts = append(parts, strings.Join(l.names, ", "))
+			continue
 		}
+		parts = append(parts, l.where+": "+strings.Join(l.names, ", "))
 	}
-	b.WriteString(")")
-	return b.String()
-})
-
-// knownKeys lists every key a policy file may use, for a refusal that names an unknown one.
-func knownKeys() string { return knownKeysText() }
+	if levels[0].where != "" {
+		return " (known keys " + strings.Join(parts, "; ") + ")"
+	}
+	return " (known keys: " + strings.Join(parts, "; ") + ")"
+}
 
 // encode renders v as YAML nodes by the same keys decode reads: every key, an empty list as [].
 func encodeNode(v reflect.Value) *yaml.Node {

@@ -222,3 +222,47 @@ func TestValidatePathsAreKeys(t *testing.T) {
 		}
 	}
 }
+
+// An unknown key is answered with the keys known where it is, and only there, and the nearest of them:
+// a typo in a build does not list the top level's keys, and the top level's do not list a build's.
+func TestUnknownKeySaysWhatIsKnownThere(t *testing.T) {
+	buildKeys := "build, names, imageTags, runtimeClassName"
+	for _, tc := range []struct {
+		name, file string
+		want       string
+		not        []string
+	}{
+		{"top level", "windowsNodeTaint: []\n",
+			`line 3: unknown key "windowsNodeTaint" (did you mean "windowsNodeTaints"?) (known keys: apiVersion, kind, mode, `,
+			[]string{buildKeys, "fromRequests", "effect"}},
+		{"in a build", "builds:\n- build: 10.0.20348\n  runtimeclassName: x\n",
+			`line 5: unknown key "builds[0].runtimeclassName" (did you mean "runtimeClassName"?) (known keys in each of builds: ` + buildKeys + ")",
+			[]string{"apiVersion", "windowsNodeTaints"}},
+		{"two builds, said once", "builds:\n- {build: 10.0.20348, runtimeClass: x}\n- {build: 10.0.17763, nmes: [a]}\n",
+			`line 4: unknown key "builds[0].runtimeClass" (did you mean "runtimeClassName"?); line 5: unknown key "builds[1].nmes" (did you mean "names"?) (known keys in each of builds: ` + buildKeys + ")",
+			nil},
+		{"in a mapping", "memoryLimits: {fromRequest: true}\n",
+			`line 3: unknown key "memoryLimits.fromRequest" (did you mean "fromRequests"?) (known keys in memoryLimits: fromRequests, default)`,
+			nil},
+		{"two levels, top first", "memoryLimits: {defualt: 1Gi}\ntolerations: []\n",
+			`line 3: unknown key "memoryLimits.defualt" (did you mean "default"?); line 4: unknown key "tolerations" (known keys: apiVersion, `,
+			[]string{buildKeys}},
+		{"nothing near", "tolerations: []\n", `line 3: unknown key "tolerations" (known keys: `, []string{"did you mean"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load([]byte(header + tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant it to say %q", err, tc.want)
+			}
+			for _, s := range tc.not {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error lists %q, known elsewhere: %v", s, err)
+				}
+			}
+		})
+	}
+	_, err := Load([]byte(header + "memoryLimits: {defualt: 1Gi}\ntolerations: []\n"))
+	if err == nil || !strings.HasSuffix(err.Error(), "injectorOptOuts; in memoryLimits: fromRequests, default)") {
+		t.Errorf("both levels, the top level first: %v", err)
+	}
+}

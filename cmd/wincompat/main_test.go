@@ -120,8 +120,8 @@ func TestMutateBadInput(t *testing.T) {
 		"not an object":      {"---\n42\n", nil, 1, "stdin#1: document is a YAML scalar"},
 		"wrong type":         {strings.Replace(pod, "1000", "[1]", 1), nil, 1, "stdin#1 Pod default/web: decoding Pod"},
 		"unknown policy key": {pod, []string{"--policy", badPolicy}, 1, `line 3: unknown key "tolerations"`},
-		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
-		"bad output":         {pod, []string{"--output", "json"}, 2, `--output "json": use yaml, patch, explain or diff`},
+		"missing file":       {"", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "does not exist"},
+		"bad output":         {pod, []string{"--output", "xml"}, 2, `--output "xml": use yaml, json, patch, explain or diff`},
 		"bad labels":         {pod, []string{"--namespace-labels", "novalue"}, 2, `"novalue" is not key=value`},
 		"stray argument":     {pod, []string{"file.yaml"}, 2, `unexpected argument "file.yaml"`},
 	} {

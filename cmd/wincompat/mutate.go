@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,11 +23,16 @@ import (
 	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
-const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [flags]
+const mutateUsage = `Usage: wincompat mutate [-f FILE|DIR|-]... [-R] [flags]
 
 Reads multi-document YAML, rewrites every Windows Pod and workload template exactly as the admission
 webhook would in a namespace with the given labels, and prints the stream: changed objects re-rendered
-(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin.
+(comments kept), everything else byte for byte. Warnings go to stderr. With no -f, reads stdin. As with
+kubectl's -f, a directory gives its own *.yaml, *.yml and *.json files in lexical order, and its
+subdirectories only with -R.
+
+-o json prints the objects as JSON instead, as kubectl apply -o json does: one object alone, several
+(from every file) in a v1 List, so that the output is one document for kubectl apply -f - or jq.
 
 A KRM function: when stdin is a config.kubernetes.io/v1 ResourceList (kustomize's exec transformers,
 kpt), it returns the list with its Pods and workloads mutated, every other item untouched, and a result
@@ -36,10 +42,15 @@ namespace, namespace-labels, namespace-annotations (k=v,...) and policy. See dep
 A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
+Helm does not post-render hooks (a pre-install Job comes out unchanged: the webhook rewrites it at
+admission, or pipe helm template into wincompat mutate), and shows a post-renderer's stderr only when it
+fails: to see the warnings, run helm template ... | wincompat mutate > /dev/null. kustomize drops a KRM
+function's results when it succeeds: kustomize fn run DIR --enable-exec --dry-run --results-dir DIR2
+writes them. See webhook/manifest/README.md.
 
-For review: --explain (or --output explain) prints every change of every Pod and workload with its
+For review: --explain (or -o explain) prints every change of every Pod and workload with its
 reason and where the rule comes from (a strip-table row, a policy key, the build's source, or the
-document a readiness check is from); --output diff prints a unified diff of each changed object, for a
+document a readiness check is from); -o diff prints a unified diff of each changed object, for a
 CI job to show what a chart would get.
 
 With --resolve-images, a Pod's Windows build comes from each image's registry (its index's os.version
@@ -92,12 +103,16 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := newFlagSet("mutate", mutateUsage, stderr)
 	var files listFlag
-	fl.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json, recursively) or - for stdin; repeatable")
+	fl.Var(&files, "f", "file, directory (its *.yaml, *.yml and *.json files), glob pattern, or - for stdin; repeatable")
+	var recursive bool
+	fl.BoolVar(&recursive, "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
+	fl.BoolVar(&recursive, "recursive", false, "same as -R")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
 	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux, or "+policy.LabelMode+"="+policy.ModeWarn+" to change nothing and warn what would change")
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
-	output := fl.String("output", "yaml", "yaml: the mutated stream; patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	output := fl.String("output", "yaml", "yaml: the mutated stream; json: its objects as JSON, one alone or several in a v1 List (as kubectl apply -o json prints them); patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	fl.StringVar(output, "o", "yaml", "same as --output")
 	explain := fl.Bool("explain", false, "same as --output explain")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
 	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
@@ -109,10 +124,10 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		*output = "explain"
 	}
 	writeReport, known := map[string]func(io.Writer, []manifest.Document) error{
-		"yaml": nil, "patch": writePatches, "explain": manifest.WriteExplain, "diff": manifest.WriteDiff,
+		"yaml": nil, "json": nil, "patch": writePatches, "explain": manifest.WriteExplain, "diff": manifest.WriteDiff,
 	}[*output]
 	if !known {
-		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, patch, explain or diff\n", *output)
+		fmt.Fprintf(stderr, "wincompat mutate: --output %q: use yaml, json, patch, explain or diff\n", *output)
 		return 2
 	}
 	labels, err := manifest.ParseKeyValues(*nsLabels)
@@ -164,9 +179,14 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdin = bytes.NewReader(data)
 	}
 	failed := false
-	out := &streamWriter{w: stdout}
+	// Nothing is printed unless every file is good: a post-render or a pipe to kubectl apply must not
+	// apply half of what was asked.
+	var printed bytes.Buffer
+	out := &streamWriter{w: &printed}
+	// JSON is one document for all the files, printed once every file has been read.
+	var objects []json.RawMessage
 	for _, src := range files {
-		inputs, err := expand(src)
+		inputs, err := expand(src, recursive)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 1
@@ -198,11 +218,20 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				failed = true
 				continue
 			}
+			if *output == "json" {
+				objs, err := manifest.JSONObjects(name, stream.Bytes())
+				if err != nil {
+					fmt.Fprintf(stderr, "wincompat mutate: %s\n", termsafe.String(err.Error()))
+					failed = true
+				}
+				objects = append(objects, objs...)
+				continue
+			}
 			if writeReport == nil {
 				out.append(stream.Bytes())
 				continue
 			}
-			if err := writeReport(stdout, docs); err != nil {
+			if err := writeReport(&printed, docs); err != nil {
 				fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 				return 1
 			}
@@ -211,6 +240,13 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if failed {
 		return 1
 	}
+	if *output == "json" {
+		if err := manifest.WriteJSON(&printed, objects); err != nil {
+			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
+			return 1
+		}
+	}
+	_, _ = stdout.Write(printed.Bytes())
 	return 0
 }
 
@@ -229,10 +265,31 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	return p, nil
 }
 
-// expand turns a directory into its manifest files, in lexical order so output is stable.
-func expand(src string) ([]string, error) {
+// manifestExtensions are the files a directory contributes, as kubectl's -f reads them
+// (k8s.io/cli-runtime/pkg/resource FileExtensions); a file named on its own is read whatever its name.
+var manifestExtensions = []string{".json", ".yaml", ".yml"}
+
+// expand turns one -f argument into the files to read, as kubectl's -f does: a file as it is; a
+// directory's own *.json, *.yaml and *.yml files, its subdirectories only with recursive; a path that
+// does not exist as a glob pattern. Lexical order, so output is stable.
+func expand(src string, recursive bool) ([]string, error) {
 	if src == "-" {
 		return []string{src}, nil
+	}
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		matches, globErr := filepath.Glob(src)
+		if globErr != nil || len(matches) == 0 {
+			return nil, fmt.Errorf("the path %q does not exist", src)
+		}
+		var files []string
+		for _, m := range matches {
+			more, err := expand(m, recursive)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, more...)
+		}
+		return files, nil
 	}
 	info, err := os.Stat(src)
 	if err != nil {
@@ -242,17 +299,32 @@ func expand(src string) ([]string, error) {
 		return []string{src}, nil
 	}
 	var files []string
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	skipped := 0
+	// A trailing separator makes the walk follow a root that is a symbolic link to a directory; links
+	// inside it are not followed, as filepath.Walk does not follow them for kubectl either.
+	root := strings.TrimRight(src, string(filepath.Separator)) + string(filepath.Separator)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(path)) {
+		if d.IsDir() {
+			if path != root && !recursive {
+				skipped++
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if slices.Contains(manifestExtensions, filepath.Ext(path)) {
 			files = append(files, path)
 		}
 		return nil
 	})
 	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files", src)
+		hint := ""
+		if skipped > 0 {
+			hint = " (subdirectories are read with -R)"
+		}
+		err = fmt.Errorf("%s: no *.yaml, *.yml or *.json files%s", src, hint)
 	}
 	return files, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -32,6 +33,10 @@ Flags:
 func runPolicy(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "export" {
 		return runPolicyExport(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		unknownCommand(stderr, "wincompat policy", args[0], []string{"export"})
+		return 2
 	}
 	fl := newFlagSet("policy", policyUsage, stderr)
 	policyFile := fl.String("policy", "", "policy file to validate (default: the built-in policy)")

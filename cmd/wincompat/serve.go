@@ -193,9 +193,16 @@ func setMemoryLimit() error {
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
-		return ctrl.GetConfig()
+		cfg, err := ctrl.GetConfig()
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, noKubeconfig()
+		}
+		return cfg, err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("%s names no cluster (no current-context, or no such file): see kubectl config view --kubeconfig %s", kubeconfig, kubeconfig)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +210,15 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	// priority and fairness protects it.
 	cfg.QPS = -1
 	return cfg, nil
+}
+
+// noKubeconfig says what to do when nothing says where the cluster is: client-go's own message suggests
+// KUBERNETES_MASTER, a variable kubectl no longer reads.
+func noKubeconfig() error {
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		return fmt.Errorf("KUBECONFIG=%s names no cluster (no such file, or no current-context): point it at your kubeconfig, or pass --kubeconfig FILE", env)
+	}
+	return fmt.Errorf("no cluster to talk to: no kubeconfig at %s and not running in a pod; set KUBECONFIG, pass --kubeconfig FILE, or run wincompat in the cluster", clientcmd.RecommendedHomeFile)
 }
 
 // newClient is the client of the commands that read the cluster (nodes, audit): the kubeconfig's user,

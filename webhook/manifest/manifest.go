@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -81,7 +83,7 @@ func Process(source string, src []byte, out io.Writer, opts Options) ([]Document
 	for i, chunk := range splitDocuments(src) {
 		buf.WriteString(chunk.separator)
 		doc := Document{Source: source, Index: i + 1}
-		body, err := processOne(chunk.body, &doc, opts)
+		body, err := processOne(chunk.body, chunk.line, &doc, opts)
 		if err != nil {
 			errs = append(errs, &Error{Doc: doc, Err: err})
 			continue
@@ -104,6 +106,7 @@ func Process(source string, src []byte, out io.Writer, opts Options) ([]Document
 type chunk struct {
 	separator string // the "---" line that opened the document, "" for the first
 	body      []byte
+	line      int // the line of the file body starts on, 1-based
 }
 
 // splitDocuments cuts a stream at "---" lines. A line starting with "---" is always a document marker:
@@ -111,23 +114,23 @@ type chunk struct {
 // than with a YAML decoder lets untouched documents pass through byte for byte.
 func splitDocuments(src []byte) []chunk {
 	var chunks []chunk
-	cur := chunk{}
-	start := 0
-	for start < len(src) {
+	cur := chunk{line: 1}
+	start, line := 0, 1
+	for ; start < len(src); line++ {
 		end := bytes.IndexByte(src[start:], '\n')
 		if end < 0 {
 			end = len(src)
 		} else {
 			end += start + 1
 		}
-		line := src[start:end]
-		if isSeparator(line) {
+		text := src[start:end]
+		if isSeparator(text) {
 			if start > 0 || cur.separator != "" {
 				chunks = append(chunks, cur)
 			}
-			cur = chunk{separator: string(line)}
+			cur = chunk{separator: string(text), line: line + 1}
 		} else {
-			cur.body = append(cur.body, line...)
+			cur.body = append(cur.body, text...)
 		}
 		start = end
 	}
@@ -149,11 +152,11 @@ type typeMeta struct {
 	} `json:"metadata"`
 }
 
-// processOne returns the bytes to write for one document body.
-func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
+// processOne returns the bytes to write for one document body, which starts on line of its file.
+func processOne(body []byte, line int, doc *Document, opts Options) ([]byte, error) {
 	var node yaml.Node
 	if err := yaml.Unmarshal(body, &node); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %s", oneLine(err))
+		return nil, fmt.Errorf("invalid YAML: %s", fileLines(oneLine(err), line-1))
 	}
 	if node.Kind == 0 || (len(node.Content) == 1 && node.Content[0].Tag == "!!null") {
 		return body, nil // empty or comment-only document
@@ -164,7 +167,7 @@ func processOne(body []byte, doc *Document, opts Options) ([]byte, error) {
 	}
 	raw, err := sigsyaml.YAMLToJSON(body)
 	if err != nil {
-		return nil, fmt.Errorf("invalid YAML: %s", oneLine(err))
+		return nil, fmt.Errorf("invalid YAML: %s", fileLines(oneLine(err), line-1))
 	}
 	var tm typeMeta
 	if err := json.Unmarshal(raw, &tm); err != nil {
@@ -296,6 +299,24 @@ func kindName(n *yaml.Node) string {
 	default:
 		return "alias or other non-mapping"
 	}
+}
+
+// yamlLine is how the YAML parsers (yaml.v3, and yaml.v2 under sigs.k8s.io/yaml) name a line.
+var yamlLine = regexp.MustCompile(`\byaml: line (\d+)\b`)
+
+// fileLines turns the line numbers of a parser's message, counted from a document's first line, into
+// lines of its file: the document's lines come after offset others.
+func fileLines(msg string, offset int) string {
+	if offset == 0 {
+		return msg
+	}
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(m, "yaml: line "))
+		if err != nil {
+			return m
+		}
+		return "yaml: line " + strconv.Itoa(n+offset)
+	})
 }
 
 // oneLine keeps errors to one line: YAML and JSON errors sometimes span several.

@@ -226,3 +226,24 @@ func TestProcessRefusalIsMarkedOnce(t *testing.T) {
 		t.Errorf("error %v\nwant %s", err, want)
 	}
 }
+
+// A YAML error names the line in the file, not in its document: the third document of this file starts
+// at line 12, and its error is on line 14.
+func TestProcessYAMLErrorsNameTheFilesLine(t *testing.T) {
+	src := service + "---\n" + // lines 1-6, separator on 7
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" + // 8-10, separator on 11
+		"apiVersion: v1\nkind: ConfigMap\n  bad: [indent\n" // 12-14
+	for name, tc := range map[string]struct{ src, want string }{
+		"third document":       {src, "in.yaml#3: invalid YAML: yaml: line 14: "},
+		"first document":       {"apiVersion: v1\nkind: ConfigMap\n  bad: [indent\n", "in.yaml#1: invalid YAML: yaml: line 3: "},
+		"after an opening ---": {"---\napiVersion: v1\nkind: ConfigMap\n  bad: [indent\n", "in.yaml#1: invalid YAML: yaml: line 4: "},
+		"comments before it":   {"# a\n# b\n---\n# c\nkind: ConfigMap\nmetadata:\n\tname: tab\n", "in.yaml#2: invalid YAML: yaml: line 7: "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Process("in.yaml", []byte(tc.src), &bytes.Buffer{}, opts())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
