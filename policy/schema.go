@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/wincompat/wincompat/internal/suggest"
+	"github.com/wincompat/wincompat/policy/suggest"
 )
 
 // policyDocument is a policy file: a header, then the keys of Policy at the top level. The json tags of

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/wincompat/wincompat/internal/suggest"
+	"github.com/wincompat/wincompat/policy/suggest"
 )
 
 const usage = `wincompat rewrites Windows pods and workload templates so that the API server admits them and the
