@@ -136,6 +136,7 @@ func TestHelmChartPrerequisites(t *testing.T) {
 		}
 		out, err := install(extra...)
 		checkHelmRefused(t, "helm install "+dryRun, err, out, []string{"this cluster lacks what the release needs:\n  - " + certManagerFix})
+		t.Logf("helm install %s:\n%s", dryRun, out)
 		if strings.Contains(out, "no matches for kind") {
 			t.Errorf("helm install %s: Helm's raw error instead of the chart's:\n%s", dryRun, out)
 		}
