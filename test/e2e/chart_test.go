@@ -377,7 +377,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 			"imageResolver.timeout 2s is not under webhook.timeoutSeconds (2)"},
 		{"podImagePullSecrets without its RBAC", "policy: {podImagePullSecrets: true}\n",
 			"policy.podImagePullSecrets is true but imageResolver.podPullSecrets is not"},
-		{"no lookups at all", "imageResolver: {maxLookups: 0}\n", `imageResolver.maxLookups "0": use a whole number of at least 1`},
+		{"no lookups at all", "imageResolver: {maxLookups: 0}\n", `at '/imageResolver/maxLookups': minimum: got 0, want 1`},
 		// Any caller of the webhook port names the namespace whose pull secrets would be read.
 		{"pods' pull secrets without client certificates", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
 			"imageResolver.podPullSecrets needs webhook.clientAuth.caConfigMap"},
@@ -535,7 +535,7 @@ func TestHelmChartEngine(t *testing.T) {
 			}
 		})
 	}
-	if _, stderr, err := runHelm(t, templateArgs(valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `engine "turbo": use auto, webhook or hybrid`) {
+	if _, stderr, err := runHelm(t, templateArgs(valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `at '/engine': value must be one of 'auto', 'webhook', 'hybrid'`) {
 		t.Errorf("engine: turbo rendered: %v %s", err, stderr)
 	}
 }

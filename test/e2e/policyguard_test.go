@@ -32,7 +32,8 @@ import (
 // it (helm install of the chart, self-managed TLS, the engine the API server allows) and runs as the
 // chart's ServiceAccount under the chart's RBAC, never as an administrator. Then:
 //   - an invalid policy is refused by helm upgrade, server-side apply and the strategic merge patch
-//     `kubectl apply` sends, each with the loader's message naming the key;
+//     `kubectl apply` sends, each with the loader's message naming the key (a typo'd key in helm's
+//     values already by the chart's schema, before anything is sent);
 //   - with no replica, a policy edit is refused too (failurePolicy Fail, scoped to that one ConfigMap);
 //   - a replica that starts while the stored policy is invalid (written past the check) serves with
 //     the last good policy it kept in the API server, is ready, and says so in the log, the metrics and
@@ -185,8 +186,14 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 		}
 		t.Logf("%s: %v", how, err)
 	}
-	if out, err := release("--set-json", taints, "--set", "policy.windowsNodeTaint=os"); err != nil {
-		refused("helm upgrade", fmt.Errorf("%v: %s", err, out), `unknown key "windowsNodeTaint"`, "windowsNodeTaints")
+	// A typo'd key never reaches the API server: the chart's schema refuses it (TestHelmChartValues).
+	if out, err := release("--set-json", taints, "--set", "policy.windowsNodeTaint=os"); err == nil ||
+		!strings.Contains(out, "additional properties 'windowsNodeTaint' not allowed") || !strings.Contains(out, "'windowsNodeTaints'") {
+		t.Errorf("helm upgrade with a typo'd policy key: %v\n%s", err, out)
+	}
+	// What the schema leaves to the policy (a build the catalog lacks) is refused by the policy check.
+	if out, err := release("--set-json", taints, "--set", "policy.defaultBuild=ltsc2030"); err != nil {
+		refused("helm upgrade", fmt.Errorf("%v: %s", err, out), "defaultBuild", "ltsc2030")
 	} else {
 		refused("helm upgrade", nil)
 	}

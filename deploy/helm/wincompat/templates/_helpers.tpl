@@ -55,6 +55,16 @@ true
 {{- end -}}
 
 {{- /*
+Whether Helm asked the API server what it serves: `helm install`, `upgrade`, `--dry-run=server` and
+`helm template --validate` list every served kind as group/version/Kind, while offline `helm template`
+knows only group/versions (of its own client library, plus --api-versions), never a kind. So a served
+kind missing from .Capabilities.APIVersions means the cluster lacks it only when this is true.
+*/ -}}
+{{- define "wincompat.clusterKnown" -}}
+{{- if .Capabilities.APIVersions.Has "v1/Namespace" -}}true{{- end -}}
+{{- end -}}
+
+{{- /*
 The engine: hybrid where the API server serves MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later)
 when engine is auto, else what engine says.
 */ -}}
@@ -65,6 +75,25 @@ when engine is auto, else what engine says.
 {{- .Values.engine -}}
 {{- else -}}
 {{- fail (printf "engine %q: use auto, webhook or hybrid" .Values.engine) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+Why the engine is what it is, for the Deployment's annotation, the comment above it and NOTES.txt. Offline
+rendering cannot see the MutatingAdmissionPolicy API, so auto renders the webhook engine there.
+*/ -}}
+{{- define "wincompat.engineReason" -}}
+{{- $api := "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}
+{{- if ne .Values.engine "auto" -}}
+the values set engine: {{ .Values.engine }}
+{{- else if and (.Capabilities.APIVersions.Has $api) (include "wincompat.clusterKnown" .) -}}
+engine is auto and the API server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
+{{- else if .Capabilities.APIVersions.Has $api -}}
+engine is auto and --api-versions names {{ $api }}
+{{- else if include "wincompat.clusterKnown" . -}}
+engine is auto and the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36 and later)
+{{- else -}}
+engine is auto and offline rendering (helm template) cannot see whether the cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: for hybrid on Kubernetes 1.36 and later, pass --api-versions {{ $api }} or set engine: hybrid
 {{- end -}}
 {{- end -}}
 
