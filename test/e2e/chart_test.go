@@ -14,10 +14,13 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -232,7 +235,8 @@ func TestHelmChart(t *testing.T) {
 			}
 			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"}
 			if tc.values == "" {
-				want = append(want, "Certificate", "Issuer")
+				want = append(want, "Certificate", "Issuer", "ResourceQuota")
+				checkCriticalPodsQuota(t, objs)
 			} else {
 				want = append(want, "ServiceMonitor")
 			}
@@ -245,6 +249,39 @@ func TestHelmChart(t *testing.T) {
 				compareWithDeployWebhooks(t, objs)
 			}
 		})
+	}
+}
+
+// checkCriticalPodsQuota: the default values' system-cluster-critical pods get a quota of their class
+// that holds every replica through a rollout (maxSurge), so that an API server limiting critical classes
+// to covered namespaces, as GKE's does, admits them.
+func checkCriticalPodsQuota(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var quota *corev1.ResourceQuota
+	var deployment *appsv1.Deployment
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "ResourceQuota":
+			quota = &corev1.ResourceQuota{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, quota); err != nil {
+				t.Fatal(err)
+			}
+		case "Deployment":
+			deployment = deploymentOf(t, obj)
+		}
+	}
+	if quota == nil || deployment == nil {
+		t.Fatalf("rendered no ResourceQuota or no Deployment")
+	}
+	class := deployment.Spec.Template.Spec.PriorityClassName
+	sel := quota.Spec.ScopeSelector
+	if sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].ScopeName != corev1.ResourceQuotaScopePriorityClass ||
+		!slices.Equal(sel.MatchExpressions[0].Values, []string{class}) {
+		t.Errorf("quota scope %+v does not cover the pods' priority class %q", sel, class)
+	}
+	need := int64(*deployment.Spec.Replicas) + int64(deployment.Spec.Strategy.RollingUpdate.MaxSurge.IntValue())
+	if pods := quota.Spec.Hard[corev1.ResourcePods]; pods.Value() < need {
+		t.Errorf("quota allows %s pods, a rollout needs %d", pods.String(), need)
 	}
 }
 
