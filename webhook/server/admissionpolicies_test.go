@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
+)
+
+// TestPoliciesOnlyWhileTheirBindingsExist: with the bindings installed (the chart's), the keeper writes a
+// policy only while its binding exists, owned by it, so that the garbage collector deletes the policies
+// with the bindings (TestChartLifecycle shows it on a real API server), and reports the others missing
+// so that it tries again soon.
+func TestPoliciesOnlyWhileTheirBindingsExist(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	pol := policy.Default()
+	k := &policyKeeper{client: c, bindings: c, policy: func() *policy.Policy { return pol }, log: logr.Discard(), policiesOnly: true,
+		opts: admissionpolicy.Options{Version: "test"}}
+	_, bindings := admissionpolicy.Render(pol, k.opts)
+
+	missing, err := k.apply(ctx)
+	if err != nil || missing != len(bindings) {
+		t.Fatalf("no binding installed: %d missing, %v; want all %d missing", missing, err, len(bindings))
+	}
+	var maps admissionregistrationv1.MutatingAdmissionPolicyList
+	if err := c.List(ctx, &maps); err != nil || len(maps.Items) != 0 {
+		t.Fatalf("policies written with no binding: %d, %v", len(maps.Items), err)
+	}
+
+	installed := bindings[0]
+	installed.UID = types.UID("uid-" + installed.Name)
+	if err := c.Create(ctx, &installed); err != nil {
+		t.Fatal(err)
+	}
+	if missing, err = k.apply(ctx); err != nil || missing != len(bindings)-1 {
+		t.Fatalf("one binding installed: %d missing, %v", missing, err)
+	}
+	if err := c.List(ctx, &maps); err != nil || len(maps.Items) != 1 {
+		t.Fatalf("policies written: %d, %v; want the one with a binding", len(maps.Items), err)
+	}
+	want := metav1.OwnerReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding", Name: installed.Name, UID: installed.UID}
+	if got := maps.Items[0]; got.Name != installed.Name || len(got.OwnerReferences) != 1 || got.OwnerReferences[0] != want {
+		t.Errorf("policy %s owned by %+v, want %+v", got.Name, got.OwnerReferences, want)
+	}
+	var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+	if err := c.Get(ctx, client.ObjectKey{Name: bindings[1].Name}, &b); err == nil {
+		t.Errorf("the keeper wrote binding %s, which the chart installs", b.Name)
+	}
+}
