@@ -78,7 +78,7 @@ func TestChartLifecycle(t *testing.T) {
 	rollout()
 	checkEngine(t, c, "hybrid")
 	waitForAdmissionPolicies(t, c, 8)
-	pods.rewritten("installed, engine hybrid")
+	pods.rewritten("installed, engine hybrid", bothEngines)
 
 	// Upgrade with a changed policy, keeping the values given before (--reuse-values): the new taint is
 	// tolerated, and TLS stays self-managed.
@@ -89,7 +89,7 @@ func TestChartLifecycle(t *testing.T) {
 		t.Errorf("helm upgrade --reuse-values dropped tls.mode=self-managed: %q", deploymentArgs(t, c))
 	}
 	rollout()
-	if pod := pods.rewritten("policy changed"); countToleration(pod, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}) != 1 {
+	if pod := pods.rewritten("policy changed", bothEngines); countToleration(pod, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}) != 1 {
 		t.Errorf("the pod does not tolerate the upgraded policy's taint: %+v", pod.Spec.Tolerations)
 	}
 
@@ -99,14 +99,14 @@ func TestChartLifecycle(t *testing.T) {
 	rollout()
 	checkEngine(t, c, "webhook")
 	waitForAdmissionPolicies(t, c, 0)
-	pods.rewritten("engine webhook")
+	pods.rewritten("engine webhook", webhookOnly)
 
 	// And back to hybrid.
 	helmOK("engine hybrid again", "--reuse-values", "--set", "engine=hybrid")
 	rollout()
 	checkEngine(t, c, "hybrid")
 	waitForAdmissionPolicies(t, c, 8)
-	pods.rewritten("engine hybrid again")
+	pods.rewritten("engine hybrid again", bothEngines)
 
 	// cert-manager TLS: the API server takes the chart's Issuers and Certificates, the Deployment now
 	// mounts the Secret cert-manager would issue. None runs here, so no replica can start: the admission
@@ -124,7 +124,7 @@ func TestChartLifecycle(t *testing.T) {
 	if args := deploymentArgs(t, c); slices.Contains(args, "--self-managed-tls") || !slices.Contains(args, "--cert-dir=/certs") {
 		t.Errorf("cert-manager TLS: the Deployment still issues its own certificates: %q", args)
 	}
-	pods.rewritten("cert-manager TLS, no replica: admission policies alone")
+	pods.rewritten("cert-manager TLS, no replica: admission policies alone", policiesOnly)
 
 	// Back to self-managed TLS: the Issuers and Certificates go with the upgrade.
 	helmOK("TLS self-managed again", "--reuse-values", "--set", "tls.mode=self-managed")
@@ -134,7 +134,7 @@ func TestChartLifecycle(t *testing.T) {
 			t.Errorf("self-managed TLS again: %d %ss left", got, kind)
 		}
 	}
-	pods.rewritten("self-managed TLS again")
+	pods.rewritten("self-managed TLS again", bothEngines)
 
 	// Uninstall. helm deletes the release's objects while the replica still runs, as the leader of a
 	// Deployment being deleted does; then it stops.
@@ -195,10 +195,28 @@ func (p *lifecyclePods) pod() *corev1.Pod {
 	return pod
 }
 
+// Who rewrote a pod, read from its record: the admission policies mark it wincompat.io/admission-policy,
+// the webhook wincompat.io/version.
+type rewrittenBy struct{ policies, webhook bool }
+
+var (
+	bothEngines  = rewrittenBy{policies: true, webhook: true}
+	webhookOnly  = rewrittenBy{webhook: true}
+	policiesOnly = rewrittenBy{policies: true}
+)
+
 // rewritten creates a pod, which must be admitted and stored without the Linux-only fields, with the
-// record of what changed.
-func (p *lifecyclePods) rewritten(step string) *corev1.Pod {
+// record of what changed, by exactly the engines given.
+func (p *lifecyclePods) rewritten(step string, by rewrittenBy) *corev1.Pod {
 	p.t.Helper()
+	// The API server takes up added and deleted admission policies and bindings from its informers and
+	// compiles them about once a second (k8s.io/apiserver, admission/plugin/policy/generic,
+	// policy_source.go): a dry run shows when it acts as the step says it should.
+	took := waitUntil(p.t, 30*time.Second, fmt.Sprintf("%s: a dry run rewritten by %+v", step, by), func() bool {
+		dry := p.pod()
+		return p.c.Create(context.Background(), dry, client.DryRunAll) == nil && engines(dry) == by
+	})
+	p.t.Logf("%s: the admission chain acts as expected after %v", step, took.Round(time.Millisecond))
 	pod := p.pod()
 	if err := p.c.Create(context.Background(), pod); err != nil {
 		p.t.Fatalf("%s: a Windows pod with Linux-only fields was not admitted: %v", step, err)
@@ -207,10 +225,17 @@ func (p *lifecyclePods) rewritten(step string) *corev1.Pod {
 	if csc := pod.Spec.Containers[0].SecurityContext; (sc != nil && (sc.RunAsUser != nil || sc.FSGroup != nil)) || (csc != nil && csc.Capabilities != nil) {
 		p.t.Errorf("%s: stored with Linux-only fields: %+v %+v", step, sc, pod.Spec.Containers[0].SecurityContext)
 	}
-	if pod.Annotations["wincompat.io/changes"] == "" {
-		p.t.Errorf("%s: stored without wincompat.io/changes: %v", step, pod.Annotations)
+	if pod.Annotations[policy.AnnotationChanges] == "" {
+		p.t.Errorf("%s: stored without %s: %v", step, policy.AnnotationChanges, pod.Annotations)
+	}
+	if got := engines(pod); got != by {
+		p.t.Errorf("%s: rewritten by %+v, want %+v: %v", step, got, by, pod.Annotations)
 	}
 	return pod
+}
+
+func engines(pod *corev1.Pod) rewrittenBy {
+	return rewrittenBy{policies: pod.Annotations[policy.AnnotationAdmissionPolicy] != "", webhook: pod.Annotations[policy.AnnotationVersion] != ""}
 }
 
 // rejected creates a pod, which the API server must reject for its Linux-only fields.
