@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -25,7 +26,9 @@ import (
 // exists, and owned by it: the garbage collector deletes the policies when helm deletes the bindings
 // (helm uninstall, or an upgrade to the webhook engine), whether or not a replica still runs. A policy
 // written from a binding read just before its deletion names an owner that is gone, which the garbage
-// collector also deletes.
+// collector also deletes. The keeper reads the eight bindings every check interval (sooner while one is
+// missing), and writes the policies again when a binding appears or is replaced (deleted and created
+// again: its policy went with the old one).
 type policyKeeper struct {
 	client  client.Client
 	policy  func() *policy.Policy
@@ -39,9 +42,12 @@ type policyKeeper struct {
 	// bindings reads the installed bindings from the API server by name (no cache: RBAC grants get on
 	// the eight names only, no list or watch).
 	bindings client.Reader
-	// retry is how soon a pass that found a binding missing is tried again (doubling up to resync): the
-	// chart creates the bindings with the Deployment, and a replica may be first.
-	retry time.Duration
+	// check is how often the installed bindings are read; retry how soon after a pass that found one
+	// missing (doubling up to check): the chart creates the bindings with the Deployment, and a replica
+	// may be first.
+	check, retry time.Duration
+	// owners is the UID of the binding each policy was last written with, "" when it was missing.
+	owners map[string]types.UID
 }
 
 // fieldOwner is wincompat's name in the policies' managed fields (server-side apply).
@@ -50,27 +56,64 @@ const fieldOwner = "wincompat"
 func (k *policyKeeper) Start(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	retry := k.retry
+	var check *time.Timer
+	var checkC <-chan time.Time
+	if k.policiesOnly {
+		check = time.NewTimer(k.check)
+		defer check.Stop()
+		checkC = check.C
+	}
+	wait := k.retry
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-k.trigger:
 		case <-timer.C:
+		case <-checkC:
+			moved, missing := k.bindingsMoved(ctx)
+			if !moved {
+				if missing {
+					wait = min(2*wait, k.check)
+					check.Reset(wait)
+				} else {
+					check.Reset(k.check)
+				}
+				continue
+			}
 		}
 		missing, err := k.apply(ctx)
 		if err != nil {
 			// Retried at the next resync or policy change; admission goes on with what is applied.
 			k.log.Error(err, "Applying the admission policies failed")
 		}
-		next := k.resync
-		if missing > 0 && retry > 0 {
-			next, retry = min(retry, k.resync), 2*retry
-		} else {
-			retry = k.retry
+		timer.Reset(k.resync)
+		if check != nil {
+			wait = k.retry
+			if missing == 0 {
+				wait = k.check
+			}
+			check.Reset(wait)
 		}
-		timer.Reset(next)
 	}
+}
+
+// bindingsMoved reads the installed bindings: moved when one exists that the policies were not written
+// with (it appeared, or was replaced), missing when one does not exist. A failed read is neither: the
+// next check reads again.
+func (k *policyKeeper) bindingsMoved(ctx context.Context) (moved, missing bool) {
+	for name, uid := range k.owners {
+		var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+		switch err := k.bindings.Get(ctx, client.ObjectKey{Name: name}, &b); {
+		case apierrors.IsNotFound(err):
+			missing = true
+		case err != nil:
+			k.log.V(1).Info("Reading an admission policy binding failed", "binding", name, "error", err.Error())
+		case b.UID != uid && b.DeletionTimestamp == nil:
+			moved = true
+		}
+	}
+	return moved, missing
 }
 
 // NeedLeaderElection: one replica writes the policies.
@@ -92,7 +135,11 @@ func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 				errs = append(errs, err)
 				continue
 			}
+			if k.owners == nil {
+				k.owners = map[string]types.UID{}
+			}
 			if owner == nil {
+				k.owners[bindings[i].Name] = ""
 				waiting = append(waiting, bindings[i].Name)
 				continue
 			}
@@ -103,6 +150,8 @@ func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 			//nolint:staticcheck // client.Apply with a typed object is the documented server-side apply for built-in types here.
 			if err := k.client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 				errs = append(errs, fmt.Errorf("%T %s: %w", obj, obj.GetName(), err))
+			} else if k.policiesOnly {
+				k.owners[bindings[i].Name] = policies[i].OwnerReferences[0].UID
 			}
 		}
 	}

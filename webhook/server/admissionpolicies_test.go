@@ -17,8 +17,8 @@ import (
 
 // TestPoliciesOnlyWhileTheirBindingsExist: with the bindings installed (the chart's), the keeper writes a
 // policy only while its binding exists, owned by it, so that the garbage collector deletes the policies
-// with the bindings (TestChartLifecycle shows it on a real API server), and reports the others missing
-// so that it tries again soon.
+// with the bindings (TestChartLifecycle shows it on a real API server), reports the others missing so
+// that it looks again soon, and sees a binding that appears or is replaced.
 func TestPoliciesOnlyWhileTheirBindingsExist(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
@@ -54,5 +54,32 @@ func TestPoliciesOnlyWhileTheirBindingsExist(t *testing.T) {
 	var b admissionregistrationv1.MutatingAdmissionPolicyBinding
 	if err := c.Get(ctx, client.ObjectKey{Name: bindings[1].Name}, &b); err == nil {
 		t.Errorf("the keeper wrote binding %s, which the chart installs", b.Name)
+	}
+
+	// The checks between passes: nothing moved while the others stay missing; a binding replaced
+	// (deleted and created again, so its policy went with the old one) is seen, and its policy written
+	// again, owned by the new one.
+	if moved, missing := k.bindingsMoved(ctx); moved || !missing {
+		t.Errorf("nothing changed: moved %v, missing %v; want false, true", moved, missing)
+	}
+	if err := c.Delete(ctx, &installed); err != nil {
+		t.Fatal(err)
+	}
+	installed.ResourceVersion, installed.UID = "", "uid-again"
+	if err := c.Create(ctx, &installed); err != nil {
+		t.Fatal(err)
+	}
+	if moved, _ := k.bindingsMoved(ctx); !moved {
+		t.Error("a replaced binding was not seen")
+	}
+	if _, err := k.apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var p admissionregistrationv1.MutatingAdmissionPolicy
+	if err := c.Get(ctx, client.ObjectKey{Name: installed.Name}, &p); err != nil || len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != "uid-again" {
+		t.Errorf("after the binding was replaced, policy owned by %+v (%v), want uid-again", p.OwnerReferences, err)
+	}
+	if moved, _ := k.bindingsMoved(ctx); moved {
+		t.Error("moved again after the policy was written with the new binding")
 	}
 }

@@ -333,7 +333,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if o.Engine == EngineHybrid {
 			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
 				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings,
-				bindings: m.GetAPIReader(), retry: 2 * time.Second}
+				bindings: m.GetAPIReader(), check: 30 * time.Second, retry: 2 * time.Second}
 			if o.Namespace != "" {
 				keeper.opts.ExcludedNamespaces = []string{o.Namespace}
 			}
