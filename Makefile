@@ -7,9 +7,11 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED ?= 0
 
 # The real control plane for tests (DESIGN §8), built from the Go module proxy by the test/ module and
-# kept between runs: rebuilt only when test/go.mod changes.
+# kept between runs: rebuilt only when test/go.mod changes. garbagecollector is Kubernetes' own garbage
+# collector controller alone (test/cmd/garbagecollector): kube-controller-manager would need the kubelet's
+# and cAdvisor's modules too.
 K8S_DIR  := bin/k8s
-K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd
+K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector
 # The version the Kubernetes release build stamps in, from test/go.mod: without it /version says
 # v0.0.0-master and clients that check it (helm install of a chart with kubeVersion) refuse the cluster.
 K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' test/go.mod)
@@ -46,7 +48,7 @@ unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
 
 # The e2e package runs about 10 minutes on 2 cores, Go's default timeout for a test binary: give it room.
-e2e: $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd and kube-scheduler (builds them once)
+e2e: $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and garbage collector (builds them once)
 	cd test && $(GO) test -count=1 -timeout 30m ./...
 
 lint: ## go vet and gofmt on both modules
@@ -112,10 +114,11 @@ $(KUSTOMIZE): test/go.mod test/go.sum
 $(HELM): test/go.mod test/go.sum
 	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(HELM) helm.sh/helm/v3/cmd/helm
 
-$(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go
+# One go build for all four, so that the packages they share compile once.
+$(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go test/cmd/garbagecollector/main.go
 	mkdir -p $(K8S_DIR)
 	cd test && $(GO) build -trimpath -ldflags="-s $(K8S_VERSION_FLAGS)" -o ../$(K8S_DIR)/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd ./cmd/garbagecollector
 	touch $(K8S_BINS)
 
 # The container image, built without a container engine (deploy/image/README.md): the binary of `make

@@ -79,7 +79,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
 	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (off by default: the API server needs only HTTP/1.1, and HTTP/2 adds attack surface such as rapid reset)")
 	fl.StringVar(&o.Engine, "engine", server.EngineWebhook, "webhook: every decision in this server; hybrid: the leader also keeps MutatingAdmissionPolicies (Kubernetes 1.36 and later) that do spec.os, the non-root rule, the strip table, the emptyDir and dnsPolicy rewrites, the injector opt-outs, the OS nodeSelector and tolerations inside the API server, so that Windows pods stay admissible while no replica answers (use with failurePolicy Ignore; see policy/admissionpolicy/README.md)")
-	fl.BoolVar(&o.InstalledBindings, "admission-policy-bindings-installed", false, "with --engine=hybrid: the admission policies' bindings are installed already (the Helm chart installs them, scope fixed), so write only the policies; then wincompat needs no access to bindings, and a stolen token cannot widen where the policies apply")
+	fl.BoolVar(&o.InstalledBindings, "admission-policy-bindings-installed", false, "with --engine=hybrid: the admission policies' bindings are installed already (the Helm chart installs them, scope fixed), so write only the policies, each while its binding exists and owned by it (they go when the bindings go); then wincompat needs only to read the bindings, and a stolen token cannot widen where the policies apply")
 	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (labelled app.kubernetes.io/managed-by=wincompat; others are never touched)")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
@@ -89,7 +89,7 @@ func runServe(args []string, stderr io.Writer) int {
 	var selfManaged bool
 	tlsCfg := certs.Config{}
 	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")
-	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
+	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate; with --policy-configmap it is owned by <name>"+server.LastGoodSuffix+", and deleted with it by the garbage collector")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
 	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration, and the ValidatingWebhookConfiguration of the same name if there is one, whose caBundle to keep")
 	fl.Func("tls-san", "with --self-managed-tls: a further DNS name or IP address for the certificate, for a webhook called by URL; repeatable", func(v string) error {

@@ -1,5 +1,5 @@
 // Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8), and on
-// request the real kube-scheduler, for tests (Start, StartWithWebhooks) and for programs such as the
+// request the real kube-scheduler and Kubernetes' garbage collector controller, for tests (Start, StartWithWebhooks) and for programs such as the
 // demo (Launch).
 //
 // The binaries come from `make k8s`. A missing binary is a test failure, never a skip: a suite that
@@ -104,7 +104,11 @@ type Options struct {
 	// Scheduler also runs the real kube-scheduler from bin/k8s against the API server (DESIGN §8), so
 	// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
 	Scheduler bool
-	// WorkDir holds the scheduler's kubeconfig, serving certificate and log (kube-scheduler.log). When
+	// GarbageCollector also runs Kubernetes' garbage collector controller (bin/k8s/garbagecollector, see
+	// garbagecollector.go), so that objects whose owners are deleted are deleted as in a real cluster.
+	GarbageCollector bool
+	// WorkDir holds the scheduler's and the garbage collector's kubeconfigs and logs
+	// (kube-scheduler.log, garbagecollector.log) and the scheduler's serving certificate. When
 	// empty, Launch makes a temporary directory and Stop removes it.
 	WorkDir string
 	// APIServerFlags and EtcdFlags are extra command-line flags for kube-apiserver and etcd, applied in
@@ -120,14 +124,15 @@ type Flag struct {
 	Values []string
 }
 
-// ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler when asked for.
+// ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler and garbage collector when
+// asked for.
 type ControlPlane struct {
 	Config  *rest.Config  // system:masters
 	Client  client.Client // from Config
 	Webhook Webhook       // where envtest pointed Options.WebhookPaths
 
 	env        *envtest.Environment
-	scheduler  *scheduler
+	components []*component // started in this order, stopped in the other
 	workDir    string
 	ownWorkDir bool
 	stopOnce   sync.Once
@@ -189,10 +194,19 @@ func Launch(o Options) (*ControlPlane, error) {
 	}
 	wo := cp.env.WebhookInstallOptions
 	cp.Webhook = Webhook{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir, CAData: wo.LocalServingCAData}
-	if o.Scheduler {
-		if cp.scheduler, err = startScheduler(cp, filepath.Join(cp.workDir, "kube-scheduler")); err != nil {
+	for _, c := range []struct {
+		on    bool
+		start func(*ControlPlane, string) (*component, error)
+		dir   string
+	}{{o.Scheduler, startScheduler, "kube-scheduler"}, {o.GarbageCollector, startGarbageCollector, "garbagecollector"}} {
+		if !c.on {
+			continue
+		}
+		started, err := c.start(cp, filepath.Join(cp.workDir, c.dir))
+		if err != nil {
 			return nil, errors.Join(err, cp.Stop())
 		}
+		cp.components = append(cp.components, started)
 	}
 	return cp, nil
 }
@@ -211,22 +225,24 @@ func (cp *ControlPlane) KubeConfig(user string, groups ...string) ([]byte, error
 	return kc, nil
 }
 
-// SchedulerLog is the kube-scheduler's log file, or "" when it does not run. Stop removes it when
-// Launch chose the work directory.
-func (cp *ControlPlane) SchedulerLog() string {
-	if cp.scheduler == nil {
-		return ""
+// ComponentLogs are the log files of the kube-scheduler and garbage collector that run. Stop removes
+// them when Launch chose the work directory.
+func (cp *ControlPlane) ComponentLogs() []string {
+	var logs []string
+	for _, c := range cp.components {
+		logs = append(logs, c.logPath)
 	}
-	return cp.scheduler.logPath
+	return logs
 }
 
-// Stop stops the scheduler, then the API server and etcd, and removes what Launch created. It is safe to
-// call more than once. It reports a scheduler that exited before it was stopped, with its log's end.
+// Stop stops the scheduler and garbage collector, then the API server and etcd, and removes what Launch
+// created. It is safe to call more than once. It reports a component that exited before it was stopped,
+// with its log's end.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		var errs []error
-		if cp.scheduler != nil {
-			errs = append(errs, cp.scheduler.stop())
+		for i := len(cp.components) - 1; i >= 0; i-- {
+			errs = append(errs, cp.components[i].stop())
 		}
 		if cp.env != nil {
 			if err := cp.env.Stop(); err != nil {

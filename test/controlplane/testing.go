@@ -31,6 +31,12 @@ func WithScheduler() Option {
 	return func(o *Options) { o.Scheduler = true }
 }
 
+// WithGarbageCollector also runs Kubernetes' garbage collector controller from bin/k8s
+// (Options.GarbageCollector): objects owned through ownerReferences go when their owner goes.
+func WithGarbageCollector() Option {
+	return func(o *Options) { o.GarbageCollector = true }
+}
+
 // WithAPIServerFlag adds a kube-apiserver flag, replacing envtest's value for it (Options.APIServerFlags).
 func WithAPIServerFlag(name string, values ...string) Option {
 	return func(o *Options) { o.APIServerFlags = append(o.APIServerFlags, Flag{Name: name, Values: values}) }
@@ -67,7 +73,7 @@ func LaunchWithWebhooks(t testing.TB, opts ...Option) *ControlPlane {
 
 func run(t testing.TB, o Options) *ControlPlane {
 	t.Helper()
-	// The scheduler's log lives in t's temp dir, which outlives the cleanup below (cleanups run
+	// The components' logs live in t's temp dir, which outlives the cleanup below (cleanups run
 	// last-registered first), so a failed test can show its end.
 	o.WorkDir = t.TempDir()
 	cp, err := Launch(o)
@@ -77,8 +83,10 @@ func run(t testing.TB, o Options) *ControlPlane {
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
 			t.Errorf("stopping the test control plane: %v", err)
-		} else if t.Failed() && cp.SchedulerLog() != "" {
-			t.Logf("kube-scheduler output, as the test failed (%s):\n%s", cp.SchedulerLog(), tail(cp.SchedulerLog(), 8<<10))
+		} else if t.Failed() {
+			for _, log := range cp.ComponentLogs() {
+				t.Logf("output of %s, as the test failed:\n%s", log, tail(log, 8<<10))
+			}
 		}
 	})
 	return cp

@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -58,23 +56,9 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	c := cp.Client
 	setUpNamespace(ctx, t, c, ownNamespace, nil, nil)
 
-	port, err := controlplane.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	postRenderer := filepath.Join(dir, "to-loopback.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexec sed -E 's#service: \\{name: [^,]+, namespace: [^,]+, path: ([^,]+), port: 443\\}#url: \"https://127.0.0.1:%d\\1\"#'\n", port)
-	if err := os.WriteFile(postRenderer, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	admin := writeKubeConfig(t, cl, "chart-admin", "system:masters")
+	rel := newChartRelease(t, cl)
 	release := func(extra ...string) (string, error) {
-		args := append([]string{"upgrade", "--install", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace,
-			"--kubeconfig", admin, "--post-renderer", postRenderer,
-			"--set", "tls.mode=self-managed", "--set", "imageResolver.enabled=false"}, extra...)
-		out, stderr, err := runHelm(t, args...)
-		return string(out) + stderr, err
+		return rel.upgrade(append([]string{"--set", "tls.mode=self-managed", "--set", "imageResolver.enabled=false"}, extra...)...)
 	}
 	// RuntimeClasses of the catalog's names as a cluster may already have them: one not wincompat's (left
 	// alone, with an Event in default), one of wincompat's with the wrong scheduling (repaired), one of
@@ -93,51 +77,9 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 
 	// The replica runs the chart's Deployment's arguments, with loopback ports, the policy ConfigMap as
 	// a file (written here, as the kubelet would) and the ServiceAccount's identity.
-	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ownNamespace, Name: "wincompat"}, &d); err != nil {
-		t.Fatal(err)
-	}
-	policyFile := filepath.Join(dir, "policy.yaml")
-	syncPolicyFile := func() string {
-		t.Helper()
-		content := policyConfigMap(t, c, "wincompat-policy")
-		if err := os.WriteFile(policyFile+".tmp", []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(policyFile+".tmp", policyFile); err != nil { // at once, as the kubelet swaps a ConfigMap volume
-			t.Fatal(err)
-		}
-		return content
-	}
+	syncPolicyFile := rel.syncPolicyFile
 	syncPolicyFile()
-	serviceAccount := writeKubeConfig(t, cl, "system:serviceaccount:"+ownNamespace+":wincompat", "system:serviceaccounts", "system:serviceaccounts:"+ownNamespace)
-	r := &replica{bin: buildWincompat(t), workDir: t.TempDir(), port: port}
-	for _, p := range []*int{&r.probePort, &r.metricsP} {
-		if *p, err = controlplane.FreePort(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
-		name, _, _ := strings.Cut(arg, "=")
-		switch name {
-		case "--port":
-			arg = "--port=" + strconv.Itoa(r.port)
-		case "--metrics-bind-address":
-			arg = "--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metricsP)
-		case "--health-probe-bind-address":
-			arg = "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(r.probePort)
-		case "--policy":
-			arg = "--policy=" + policyFile
-		}
-		r.args = append(r.args, arg)
-	}
-	r.args = append(r.args, "--bind-address=127.0.0.1", "--tls-san=127.0.0.1", "--namespace="+ownNamespace, "--kubeconfig="+serviceAccount,
-		"--shutdown-delay=0")
-	t.Cleanup(func() {
-		if r.server != nil && r.exited() == nil {
-			_ = r.stop(10 * time.Second)
-		}
-	})
+	r := rel.replica()
 	r.start(t)
 	r.waitReady(t)
 

@@ -42,8 +42,10 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
-		// engine hybrid: its eight admission policies; never their bindings, which the chart installs.
-		"admissionregistration.k8s.io/mutatingadmissionpolicies": {any: []string{"create"}, byName: []string{"get", "patch"}},
+		// engine hybrid: its eight admission policies; their bindings, which the chart installs, only read
+		// by name, to own each policy by its binding.
+		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
+		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {byName: []string{"get"}},
 	},
 	"Role": {
 		"coordination.k8s.io/leases": {any: []string{"create"}, byName: []string{"get", "update"}},

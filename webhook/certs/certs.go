@@ -69,6 +69,11 @@ type Config struct {
 	SecretName        string
 	ServiceName       string // the webhook Service; its DNS names go into the certificate
 	WebhookConfigName string // the Mutating- and ValidatingWebhookConfiguration of this name: caBundle kept on every webhook in them
+	// OwnerConfigMap, when set, names a ConfigMap in Namespace that owns the Secret, so that the garbage
+	// collector deletes the Secret (and its CA key) with it: the chart's last-good policy ConfigMap,
+	// which goes with the release. While it does not exist the Secret is neither created nor changed, so
+	// that a leader still running while the release is uninstalled leaves no Secret behind.
+	OwnerConfigMap string
 	// ExtraNames are further DNS names or IP addresses for the certificate, for a webhook called by URL
 	// (a local demo or test calls https://127.0.0.1:port) rather than through the Service.
 	ExtraNames   []string
@@ -196,6 +201,20 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("reading Secret %s/%s: %w", i.Namespace, i.SecretName, err)
 	}
+	ownerChanged := false
+	if i.OwnerConfigMap != "" {
+		owner, err := i.owner(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID }) {
+			// A reference to an earlier ConfigMap of that name (a reinstall) is replaced, others are kept.
+			s.OwnerReferences = append(slices.DeleteFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool {
+				return r.Kind == owner.Kind && r.Name == owner.Name && r.APIVersion == owner.APIVersion
+			}), owner)
+			ownerChanged = true
+		}
+	}
 	before := s.DeepCopy()
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
@@ -285,10 +304,20 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	switch {
 	case before.ResourceVersion == "":
 		return i.Client.Create(ctx, &s)
-	case !secretEqual(before, &s):
+	case !secretEqual(before, &s) || ownerChanged:
 		return i.Client.Update(ctx, &s)
 	}
 	return nil
+}
+
+// owner reads OwnerConfigMap and returns it as the Secret's owner. No blockOwnerDeletion: nothing waits
+// for the Secret to go, and setting it would need the RBAC to update the ConfigMap's finalizers.
+func (i *Issuer) owner(ctx context.Context) (metav1.OwnerReference, error) {
+	var cm corev1.ConfigMap
+	if err := i.Client.Get(ctx, client.ObjectKey{Namespace: i.Namespace, Name: i.OwnerConfigMap}, &cm); err != nil {
+		return metav1.OwnerReference{}, fmt.Errorf("reading ConfigMap %s/%s, the owner of the certificate Secret (the release being uninstalled?): %w", i.Namespace, i.OwnerConfigMap, err)
+	}
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}, nil
 }
 
 // retire takes the CAs the current one replaced out of the bundle once the current CA's certificate has

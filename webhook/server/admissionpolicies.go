@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -17,6 +21,14 @@ import (
 // them: at start, whenever the policy file changes, and every resync against drift. It runs on the
 // leader. With every replica gone the policies stay as last applied, which is the point: the API server
 // keeps doing the static part alone.
+//
+// With the bindings installed by someone else (the chart), each policy is written only while its binding
+// exists, and owned by it: the garbage collector deletes the policies when helm deletes the bindings
+// (helm uninstall, or an upgrade to the webhook engine), whether or not a replica still runs. A policy
+// written from a binding read just before its deletion names an owner that is gone, which the garbage
+// collector also deletes. The keeper reads the eight bindings every check interval (sooner while one is
+// missing), and writes the policies again when a binding appears or is replaced (deleted and created
+// again: its policy went with the old one).
 type policyKeeper struct {
 	client  client.Client
 	policy  func() *policy.Policy
@@ -25,8 +37,17 @@ type policyKeeper struct {
 	resync  time.Duration
 	log     logr.Logger
 	// policiesOnly: the bindings are installed (the chart's, with their scope fixed there); apply only
-	// the policies.
+	// the policies, each owned by its binding.
 	policiesOnly bool
+	// bindings reads the installed bindings from the API server by name (no cache: RBAC grants get on
+	// the eight names only, no list or watch).
+	bindings client.Reader
+	// check is how often the installed bindings are read; retry how soon after a pass that found one
+	// missing (doubling up to check): the chart creates the bindings with the Deployment, and a replica
+	// may be first.
+	check, retry time.Duration
+	// owners is the UID of the binding each policy was last written with, "" when it was missing.
+	owners map[string]types.UID
 }
 
 // fieldOwner is wincompat's name in the policies' managed fields (server-side apply).
@@ -35,44 +56,129 @@ const fieldOwner = "wincompat"
 func (k *policyKeeper) Start(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var check *time.Timer
+	var checkC <-chan time.Time
+	if k.policiesOnly {
+		check = time.NewTimer(k.check)
+		defer check.Stop()
+		checkC = check.C
+	}
+	wait := k.retry
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-k.trigger:
 		case <-timer.C:
+		case <-checkC:
+			moved, missing := k.bindingsMoved(ctx)
+			if !moved {
+				if missing {
+					wait = min(2*wait, k.check)
+					check.Reset(wait)
+				} else {
+					check.Reset(k.check)
+				}
+				continue
+			}
 		}
-		if err := k.apply(ctx); err != nil {
+		missing, err := k.apply(ctx)
+		if err != nil {
 			// Retried at the next resync or policy change; admission goes on with what is applied.
 			k.log.Error(err, "Applying the admission policies failed")
 		}
 		timer.Reset(k.resync)
+		if check != nil {
+			wait = k.retry
+			if missing == 0 {
+				wait = k.check
+			}
+			check.Reset(wait)
+		}
 	}
+}
+
+// bindingsMoved reads the installed bindings: moved when one exists that the policies were not written
+// with (it appeared, or was replaced), missing when one does not exist. A failed read is neither: the
+// next check reads again.
+func (k *policyKeeper) bindingsMoved(ctx context.Context) (moved, missing bool) {
+	for name, uid := range k.owners {
+		var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+		switch err := k.bindings.Get(ctx, client.ObjectKey{Name: name}, &b); {
+		case apierrors.IsNotFound(err):
+			missing = true
+		case err != nil:
+			k.log.V(1).Info("Reading an admission policy binding failed", "binding", name, "error", err.Error())
+		case b.UID != uid && b.DeletionTimestamp == nil:
+			moved = true
+		}
+	}
+	return moved, missing
 }
 
 // NeedLeaderElection: one replica writes the policies.
 func (k *policyKeeper) NeedLeaderElection() bool { return true }
 
-func (k *policyKeeper) apply(ctx context.Context) error {
+// apply writes every policy (and binding, unless installed), and returns how many policies it left out
+// because their installed binding does not exist.
+func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 	policies, bindings := admissionpolicy.Render(k.policy(), k.opts)
 	var errs []error
+	var waiting []string
 	for i := range policies {
 		// Each policy before its binding: a binding to a missing policy is ignored, but the other order
 		// would leave a moment where the new binding selects an old policy.
 		objs := []client.Object{&policies[i], &bindings[i]}
 		if k.policiesOnly {
+			owner, err := k.owner(ctx, bindings[i].Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if k.owners == nil {
+				k.owners = map[string]types.UID{}
+			}
+			if owner == nil {
+				k.owners[bindings[i].Name] = ""
+				waiting = append(waiting, bindings[i].Name)
+				continue
+			}
+			policies[i].OwnerReferences = []metav1.OwnerReference{*owner}
 			objs = objs[:1]
 		}
 		for _, obj := range objs {
 			//nolint:staticcheck // client.Apply with a typed object is the documented server-side apply for built-in types here.
 			if err := k.client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 				errs = append(errs, fmt.Errorf("%T %s: %w", obj, obj.GetName(), err))
+			} else if k.policiesOnly {
+				k.owners[bindings[i].Name] = policies[i].OwnerReferences[0].UID
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if len(waiting) > 0 {
+		k.log.Info("Admission policies not applied: their bindings are not installed (yet)", "bindings", waiting)
 	}
-	k.log.Info("Admission policies applied", "policies", len(policies))
-	return nil
+	if err := errors.Join(errs...); err != nil {
+		return len(waiting), err
+	}
+	k.log.Info("Admission policies applied", "policies", len(policies)-len(waiting))
+	return len(waiting), nil
+}
+
+// owner reads the installed binding of that name and returns it as the owner of its policy, or nil when
+// it does not exist. No blockOwnerDeletion: nothing waits for the policy to go, and setting it would need
+// the RBAC to update the binding's finalizers.
+func (k *policyKeeper) owner(ctx context.Context, name string) (*metav1.OwnerReference, error) {
+	var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+	switch err := k.bindings.Get(ctx, client.ObjectKey{Name: name}, &b); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading MutatingAdmissionPolicyBinding %s: %w", name, err)
+	}
+	if b.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	gvk := admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
+	return &metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.Name, UID: b.UID}, nil
 }

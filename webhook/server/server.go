@@ -64,9 +64,10 @@ type Options struct {
 	// do the static part inside the API server (policy/admissionpolicy), current with the policy.
 	Engine string
 	// InstalledBindings: with EngineHybrid, the admission policies' bindings are installed by someone
-	// else (the chart) and the leader writes only the policies. No admission control sees writes of
-	// admission policies or bindings, so only RBAC bounds them: an account without access to bindings
-	// cannot widen where the policies apply, and an unbound policy does nothing.
+	// else (the chart) and the leader writes only the policies, each while its binding exists and owned
+	// by it, so that they go when the bindings go. No admission control sees writes of admission policies
+	// or bindings, so only RBAC bounds them: an account that can only read bindings cannot widen where
+	// the policies apply, and an unbound policy does nothing.
 	InstalledBindings bool
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
@@ -211,6 +212,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.SelfManagedTLS != nil {
 		tlsCfg = *o.SelfManagedTLS
 		tlsCfg.Namespace = o.Namespace
+		if o.PolicyConfigMap != "" {
+			// The chart's last-good ConfigMap, which wincompat may already read by name: the Secret goes
+			// with the release.
+			tlsCfg.OwnerConfigMap = o.PolicyConfigMap + LastGoodSuffix
+		}
 		tlsCfg.Defaults()
 		loader = &certs.Loader{Namespace: o.Namespace, SecretName: tlsCfg.SecretName, Interval: tlsCfg.ReloadInterval, Log: o.Log.WithName("certs")}
 		tlsOpts = append(tlsOpts, func(t *tls.Config) { t.GetCertificate = loader.GetCertificate })
@@ -326,7 +332,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		if o.Engine == EngineHybrid {
 			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
-				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings}
+				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings,
+				bindings: m.GetAPIReader(), check: 30 * time.Second, retry: 2 * time.Second}
 			if o.Namespace != "" {
 				keeper.opts.ExcludedNamespaces = []string{o.Namespace}
 			}
