@@ -103,7 +103,7 @@ hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port,
 
 # V=1 prints every detail (each command, warning, pod and rule); KEEP=1 keeps the cluster running
 # afterwards, with a kubeconfig in bin/demo/, until Ctrl-C.
-demo: build $(K8S_BINS) ## run it: a real control plane, wincompat serve, examples and a chart on fake Windows nodes (V=1: every detail; KEEP=1: keep it running to explore)
+demo: build $(K8S_BINS) $(HELM) ## run it: a real control plane, the chart with helm (dry runs), wincompat serve, examples and a chart on fake Windows nodes (V=1: every detail; KEEP=1: keep it running to explore)
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat $(if $(filter 1,$(V)),-v) $(if $(filter 1,$(KEEP)),-keep)
 
 k8s: $(K8S_BINS) ## build the test control plane into bin/k8s

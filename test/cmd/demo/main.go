@@ -1,9 +1,11 @@
 // Command demo is `make demo`: wincompat end to end on a real control plane, in under a minute.
 //
 // It starts kube-apiserver, etcd and kube-scheduler from bin/k8s with fake Ready nodes (two Linux, one
-// Windows Server 2019, one Windows Server 2022), runs bin/wincompat serve as a separate process with its
-// own CA (--self-managed-tls) and image resolution on, installs deploy/webhook pointed at it by URL,
-// deploys two example manifests and a chart from the corpus unmodified into an opted-in namespace,
+// Windows Server 2019, one Windows Server 2022), tries the Helm chart against that API server with
+// bin/helm (helm.go: dry runs, what the schema and the prerequisite check refuse and the engine chosen
+// online and offline), runs bin/wincompat serve as a separate process with its own CA
+// (--self-managed-tls) and image resolution on, installs deploy/webhook pointed at it by URL, deploys
+// two example manifests and a chart from the corpus unmodified into an opted-in namespace,
 // creates the pods the Deployment controller would create from the stored templates, waits until the
 // scheduler binds them, and reports per pod what wincompat changed and where the pod landed. Then
 // (readiness.go) it applies deploy/examples/readiness-deployment.yaml, modelled on bitnami/postgresql,
@@ -23,7 +25,7 @@
 // kubeconfig and waits for Ctrl-C (keep.go). It stops everything it started, also on failure and on
 // Ctrl-C.
 //
-//	cd test && go run ./cmd/demo [-v] [-keep [-kubeconfig FILE]] [-wincompat ../bin/wincompat] [-chart FILE]
+//	cd test && go run ./cmd/demo [-v] [-keep [-kubeconfig FILE]] [-wincompat ../bin/wincompat] [-helm ../bin/helm] [-chart FILE]
 package main
 
 import (
@@ -99,6 +101,7 @@ func run() int {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fl.StringVar(&d.root, "root", root, "the wincompat repository (holds bin/ and deploy/)")
 	fl.StringVar(&d.wincompatBin, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
+	fl.StringVar(&d.helmBin, "helm", "", "the helm binary (default ROOT/bin/helm, which `make demo` builds from the version test/go.mod pins)")
 	fl.StringVar(&d.chart, "chart", "", "a Linux chart's rendering (Deployments) to declare Windows and deploy (default ROOT/../shared/corpus/charts/grafana.yaml)")
 	fl.BoolVar(&d.verbose, "v", false, "print every detail: commands, warnings, each pod shape's changes and rules")
 	fl.BoolVar(&d.keep, "keep", false, "after the story, keep the cluster and wincompat serve running to explore, until Ctrl-C")
@@ -113,13 +116,16 @@ func run() int {
 	if d.wincompatBin == "" {
 		d.wincompatBin = filepath.Join(d.root, "bin", "wincompat")
 	}
+	if d.helmBin == "" {
+		d.helmBin = filepath.Join(d.root, "bin", "helm")
+	}
 	if d.chart == "" {
 		d.chart = filepath.Join(d.root, "..", "shared", "corpus", "charts", "grafana.yaml")
 	}
 	if d.kubeconfig == "" {
 		d.kubeconfig = filepath.Join(d.root, "bin", "demo", "kubeconfig")
 	}
-	for _, p := range []*string{&d.root, &d.wincompatBin, &d.chart, &d.kubeconfig} {
+	for _, p := range []*string{&d.root, &d.wincompatBin, &d.helmBin, &d.chart, &d.kubeconfig} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -167,6 +173,7 @@ func run() int {
 
 type demo struct {
 	root, wincompatBin, chart string
+	helmBin                   string // the chart's first use (helm.go)
 	out                       io.Writer
 	verbose                   bool // -v: every detail (output.go)
 	keep                      bool // -keep: leave the cluster running until Ctrl-C (keep.go)
@@ -207,6 +214,9 @@ func (d *demo) run(ctx context.Context) error {
 	if _, err := os.Stat(d.wincompatBin); err != nil {
 		return fmt.Errorf("%w (run `make demo` in %s, which builds bin/wincompat first)", err, d.root)
 	}
+	if _, err := os.Stat(d.helmBin); err != nil {
+		return fmt.Errorf("%w (run `make demo` in %s, which builds bin/helm first, or `make bin/helm`; or pass -helm FILE)", err, d.root)
+	}
 	if _, err := os.Stat(d.chart); err != nil {
 		return fmt.Errorf("%w (the chart corpus lives beside the repository in ../shared/corpus/charts; or pass -chart FILE)", err)
 	}
@@ -234,6 +244,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
+	if err := d.helmInstall(ctx); err != nil {
+		return err
+	}
 	if err := d.startWincompat(ctx); err != nil {
 		return err
 	}
