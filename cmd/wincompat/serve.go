@@ -91,7 +91,7 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")
 	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate; with --policy-configmap it is owned by <name>"+server.LastGoodSuffix+", and deleted with it by the garbage collector")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
-	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration, and the ValidatingWebhookConfiguration of the same name if there is one, whose caBundle to keep")
+	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "0100-wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration, and the ValidatingWebhookConfiguration of the same name if there is one, whose caBundle to keep")
 	fl.Func("tls-san", "with --self-managed-tls: a further DNS name or IP address for the certificate, for a webhook called by URL; repeatable", func(v string) error {
 		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
 		return nil

@@ -60,6 +60,9 @@ func ownWritesActions(t *testing.T) map[string]string {
 		`include "wincompat.labels" . | nindent 4`: "{}",
 		`$fullname`:          release,
 		`$fullname | toJson`: toJSON(release),
+		// The chart's wincompat.webhookConfigName.
+		`$webhookConfigName | toJson`: toJSON("0100-" + release),
+		`$webhookConfigName`:          "0100-" + release,
 		`printf "request.userInfo.username == %s" ($user | toJson) | quote`: strconv.Quote("request.userInfo.username == " + toJSON(user)),
 		`.Values.runtimeClasses.names | toJson`:                             toJSON(values.RuntimeClasses.Names),
 		`join ", " .Values.runtimeClasses.names`:                            strings.Join(values.RuntimeClasses.Names, ", "),

@@ -77,7 +77,7 @@ func TestCertDirHotReload(t *testing.T) {
 	write(cert1, key1)
 	// The API server trusts both CAs, as during a cert-manager CA renewal.
 	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
 		t.Fatal(err)
 	}
 	for i := range wc.Webhooks {

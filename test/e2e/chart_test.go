@@ -229,7 +229,7 @@ func TestHelmChart(t *testing.T) {
 			}
 			t.Logf("created %d objects: %v", len(objs), kinds)
 			// No wincompat serves here: the policy check must not refuse the next subtest's ConfigMap.
-			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "wincompat"}}
+			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName}}
 			if err := cl.c.Delete(ctx, vwc); err != nil {
 				t.Errorf("deleting the policy check: %v", err)
 			}

@@ -80,7 +80,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	certs := newProjectedDir(t, "certs")
 	certs.write(t, map[string][]byte{"tls.crt": cert1, "tls.key": key1})
 	var wc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := cl.c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
 		t.Fatal(err)
 	}
 	for i := range wc.Webhooks {

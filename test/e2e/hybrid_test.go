@@ -170,7 +170,7 @@ func (cl *cluster) waitForWindowsNodes(t *testing.T, ns string, pods []*corev1.P
 func setWebhookFailurePolicy(t *testing.T, cl *cluster, fp admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	var cfg admissionregistrationv1.MutatingWebhookConfiguration
-	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &cfg); err != nil {
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	for i := range cfg.Webhooks {

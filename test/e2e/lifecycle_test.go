@@ -290,7 +290,7 @@ func checkEngine(t *testing.T, c client.Client, engine string) {
 		want = admissionregistrationv1.Ignore
 	}
 	var m admissionregistrationv1.MutatingWebhookConfiguration
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &m); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &m); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range m.Webhooks {

@@ -198,7 +198,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 
 		// The certificate issuer (self-managed TLS): creates its Secret and sets the caBundle of both
 		// webhook configurations, then the same again after a CA rotation (a new bundle).
-		cfg := certs.Config{Namespace: ownNamespace, SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: "wincompat"}
+		cfg := certs.Config{Namespace: ownNamespace, SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: webhookConfigName}
 		cfg.Defaults()
 		issuer := &certs.Issuer{Config: cfg, Client: sa, Log: logr.Discard()}
 		if err := issuer.Reconcile(ctx); err != nil {
@@ -207,10 +207,10 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 		bundles := func() (m, v []byte) {
 			var mwc admissionregistrationv1.MutatingWebhookConfiguration
 			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := admin.Get(ctx, client.ObjectKey{Name: "wincompat"}, &mwc); err != nil {
+			if err := admin.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &mwc); err != nil {
 				t.Fatal(err)
 			}
-			if err := admin.Get(ctx, client.ObjectKey{Name: "wincompat"}, &vwc); err != nil {
+			if err := admin.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &vwc); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range mwc.Webhooks {
@@ -283,7 +283,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	mwcUpdate := func(change func(*admissionregistrationv1.MutatingWebhookConfiguration)) func() error {
 		return func() error {
 			var wc admissionregistrationv1.MutatingWebhookConfiguration
-			if err := sa.Get(ctx, client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+			if err := sa.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
 				return err
 			}
 			change(&wc)
@@ -293,7 +293,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	vwcUpdate := func(change func(*admissionregistrationv1.ValidatingWebhookConfiguration)) func() error {
 		return func() error {
 			var wc admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := sa.Get(ctx, client.ObjectKey{Name: "wincompat"}, &wc); err != nil {
+			if err := sa.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &wc); err != nil {
 				return err
 			}
 			change(&wc)
@@ -392,7 +392,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 			return sa.Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "rogue"}})
 		}, rbacRefuses(`create resource "mutatingwebhookconfigurations"`)},
 		{"deleting its webhook configuration", func() error {
-			return sa.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "wincompat"}})
+			return sa.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName}})
 		}, rbacRefuses(`delete resource "mutatingwebhookconfigurations"`)},
 
 		// RuntimeClasses: RBAC lets it create any name, and update and delete the catalog's names.

@@ -88,8 +88,8 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	waitUntil(t, 30*time.Second, "wincompat to set the caBundle of both webhook configurations", func() bool {
 		var m admissionregistrationv1.MutatingWebhookConfiguration
 		var v admissionregistrationv1.ValidatingWebhookConfiguration
-		return c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &m) == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0 &&
-			c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &v) == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0
+		return c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &m) == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0 &&
+			c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &v) == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0
 	})
 	keptIs := func(what, want string) {
 		t.Helper()
@@ -167,7 +167,7 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	// Somehow an invalid policy is stored anyway (here: an administrator removes the check for a moment)
 	// and a replica starts with it.
 	var check admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: "wincompat"}, &check); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: webhookConfigName}, &check); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Delete(ctx, &check); err != nil {

@@ -39,7 +39,7 @@ func TestSelfManagedTLS(t *testing.T) {
 	cl.serve(t, func(o *server.Options) {
 		o.Namespace = ownNamespace
 		o.SelfManagedTLS = &certs.Config{
-			SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: "wincompat",
+			SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: webhookConfigName,
 			ExtraNames:    []string{o.Host},
 			CheckInterval: 500 * time.Millisecond, ReloadInterval: 500 * time.Millisecond, PromoteAfter: 3 * time.Second,
 			RetireAfter: retireAfter,
@@ -214,10 +214,10 @@ func webhookBundles(t *testing.T, cl *cluster) []byte {
 	t.Helper()
 	var m admissionregistrationv1.MutatingWebhookConfiguration
 	var v admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &m); err != nil {
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &m); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: "wincompat"}, &v); err != nil {
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &v); err != nil {
 		t.Fatal(err)
 	}
 	first := m.Webhooks[0].ClientConfig.CABundle

@@ -54,7 +54,7 @@ func (r *readder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // installReadder serves a readder over TLS (httptest's self-signed certificate, valid for 127.0.0.1)
-// and registers it for pod CREATE in namespace ns. Its configuration's name sorts after "wincompat", so
+// and registers it for pod CREATE in namespace ns. Its configuration's name sorts after webhookConfigName, so
 // the API server calls it after wincompat; reinvocationPolicy Never, so only wincompat is called again.
 func (cl *cluster) installReadder(t *testing.T, ns string) *readder {
 	t.Helper()

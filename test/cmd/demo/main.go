@@ -70,7 +70,7 @@ const (
 	demoNamespace      = "demo"
 	plainNamespace     = "no-wincompat" // not opted in: the "before" of the demo
 	wincompatNamespace = "wincompat-system"
-	webhookConfigName  = "wincompat" // in deploy/webhook, and wincompat serve's --webhook-config-name default
+	webhookConfigName  = "0100-wincompat" // in deploy/webhook, and wincompat serve's --webhook-config-name default
 	labelManagedBy     = "app.kubernetes.io/managed-by"
 	build2019          = "10.0.17763"
 	build2022          = "10.0.20348"

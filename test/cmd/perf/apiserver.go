@@ -12,7 +12,7 @@ import (
 )
 
 // webhookConfigName is the MutatingWebhookConfiguration in deploy/webhook.
-const webhookConfigName = "wincompat"
+const webhookConfigName = "0100-wincompat"
 
 // podKind is one kind of pod created with the webhook installed (with) and without any webhook
 // (without). The two differ only where the API server would reject the pod without wincompat: then

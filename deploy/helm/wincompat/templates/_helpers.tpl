@@ -17,6 +17,14 @@ app.kubernetes.io/name: wincompat
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /*
+The name of the release's Mutating- and ValidatingWebhookConfiguration. The API server calls mutating
+webhook configurations in the order of their names; the prefix puts wincompat's before platform webhooks
+that act on Windows pods only when the nodeSelector already pins Windows (EKS's
+vpc-resource-mutating-webhook). See deploy/webhook/README.md, "Order among webhooks".
+*/ -}}
+{{- define "wincompat.webhookConfigName" -}}{{ printf "0100-%s" (include "wincompat.fullname" .) }}{{- end -}}
+
 {{- define "wincompat.servingCertName" -}}{{ include "wincompat.fullname" . }}-serving{{- end -}}
 
 {{- /*
