@@ -68,6 +68,8 @@ func TestHelmTemplateOffline(t *testing.T) {
 			"admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding is not served: engine hybrid needs MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later; this cluster is v1.33.4): set engine=auto or engine=webhook"},
 		{"a ServiceMonitor without its CRD", append(withKinds("1.36.3", servedBy136, certManager), "--set", "metrics.serviceMonitor.enabled=true"), "", "",
 			"monitoring.coreos.com/v1/ServiceMonitor is not served: metrics.serviceMonitor.enabled needs the Prometheus operator's ServiceMonitor CRD"},
+		{"a PrometheusRule without its CRD", append(withKinds("1.36.3", servedBy136, certManager), "--set", "metrics.prometheusRule.enabled=true"), "", "",
+			"monitoring.coreos.com/v1/PrometheusRule is not served: metrics.prometheusRule.enabled needs the Prometheus operator's PrometheusRule CRD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", "wincompat", chartDir, "--namespace", ownNamespace}, tc.args...)

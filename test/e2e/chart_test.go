@@ -29,7 +29,7 @@ import (
 )
 
 // Modules whose CRDs the chart's objects need, pinned: cert-manager's (Issuer, Certificate) and the
-// Prometheus operator's (ServiceMonitor). Their YAML ships inside the Go modules.
+// Prometheus operator's (ServiceMonitor, PrometheusRule). Their YAML ships inside the Go modules.
 const (
 	certManagerModule  = "github.com/cert-manager/cert-manager@v1.21.2"
 	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
@@ -58,6 +58,13 @@ metrics:
   serviceMonitor:
     enabled: true
     labels: {release: prometheus}
+  prometheusRule:
+    enabled: true
+    labels: {release: prometheus}
+  dashboard:
+    enabled: true
+    label: grafana_dashboard
+    labelValue: "1"
 networkPolicy:
   apiServerCIDRs: [10.0.0.0/24, 192.168.10.5/32]
 tolerations:
@@ -209,7 +216,8 @@ func TestHelmChart(t *testing.T) {
 	ctx := context.Background()
 	certManager := filepath.Join(moduleDir(t, certManagerModule), "deploy", "crds")
 	crds, _ := filepath.Glob(filepath.Join(certManager, "cert-manager.io_*.yaml"))
-	crds = append(crds, filepath.Join(moduleDir(t, promOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
+	promCRDs := filepath.Join(moduleDir(t, promOperatorModule), "example", "prometheus-operator-crd")
+	crds = append(crds, filepath.Join(promCRDs, "monitoring.coreos.com_servicemonitors.yaml"), filepath.Join(promCRDs, "monitoring.coreos.com_prometheusrules.yaml"))
 	installCRDs(ctx, t, cl.c, crds)
 	setUpNamespace(ctx, t, cl.c, ownNamespace, nil, nil)
 
@@ -238,7 +246,7 @@ func TestHelmChart(t *testing.T) {
 				want = append(want, "Certificate", "Issuer", "ResourceQuota")
 				checkCriticalPodsQuota(t, objs)
 			} else {
-				want = append(want, "ServiceMonitor")
+				want = append(want, "ServiceMonitor", "PrometheusRule")
 			}
 			for _, k := range want {
 				if kinds[k] == 0 {

@@ -20,6 +20,8 @@ prerequisite: the kind that must be served, whether the values need it, and what
     "fix" (printf "engine hybrid needs MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later; this cluster is %s): set engine=auto or engine=webhook" $version))
   (dict "kind" "monitoring.coreos.com/v1/ServiceMonitor" "needed" .Values.metrics.serviceMonitor.enabled
     "fix" "metrics.serviceMonitor.enabled needs the Prometheus operator's ServiceMonitor CRD: install it, or set metrics.serviceMonitor.enabled=false")
+  (dict "kind" "monitoring.coreos.com/v1/PrometheusRule" "needed" .Values.metrics.prometheusRule.enabled
+    "fix" "metrics.prometheusRule.enabled needs the Prometheus operator's PrometheusRule CRD: install it, or set metrics.prometheusRule.enabled=false")
 -}}
 {{- range $needs -}}
 {{- if and .needed (not ($.Capabilities.APIVersions.Has .kind)) -}}
