@@ -25,7 +25,6 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,20 +60,12 @@ type vpcWebhook struct {
 
 func (v *vpcWebhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	v.calls.Add(1)
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, "bad review", http.StatusBadRequest)
-		return
-	}
-	var pod corev1.Pod
-	if err := json.Unmarshal(review.Request.Object.Raw, &pod); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-	sel := pod.Spec.NodeSelector
-	windows := sel[corev1.LabelOSStable] == "windows" || sel["beta.kubernetes.io/os"] == "windows"
-	if windows && !pod.Spec.HostNetwork && len(pod.Spec.Containers) > 0 {
+	servePodReview(w, req, func(pod *corev1.Pod) []byte {
+		sel := pod.Spec.NodeSelector
+		windows := sel[corev1.LabelOSStable] == "windows" || sel["beta.kubernetes.io/os"] == "windows"
+		if !windows || pod.Spec.HostNetwork || len(pod.Spec.Containers) == 0 {
+			return nil
+		}
 		res := *pod.Spec.Containers[0].Resources.DeepCopy()
 		if res.Limits == nil {
 			res.Limits = corev1.ResourceList{}
@@ -84,15 +75,10 @@ func (v *vpcWebhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		res.Limits[vpcIPResource] = resource.MustParse("1")
 		res.Requests[vpcIPResource] = resource.MustParse("1")
+		v.patched.Add(1)
 		// "add" replaces the member when it exists (RFC 6902, 4.1).
 		patch, _ := json.Marshal([]any{map[string]any{"op": "add", "path": "/spec/containers/0/resources", "value": res}})
-		resp.Patch, resp.PatchType = patch, ptr.To(admissionv1.PatchTypeJSONPatch)
-		v.patched.Add(1)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Response: resp,
+		return patch
 	})
 }
 

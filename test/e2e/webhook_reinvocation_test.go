@@ -28,6 +28,19 @@ type readder struct {
 
 func (r *readder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.calls.Add(1)
+	servePodReview(w, req, func(pod *corev1.Pod) []byte {
+		op := map[string]any{"op": "add", "path": "/spec/securityContext/runAsUser", "value": 1000}
+		if pod.Spec.SecurityContext == nil {
+			op = map[string]any{"op": "add", "path": "/spec/securityContext", "value": map[string]any{"runAsUser": 1000}}
+		}
+		patch, _ := json.Marshal([]any{op})
+		return patch
+	})
+}
+
+// servePodReview answers a pod's AdmissionReview as a third-party webhook would: allowed, with the JSON
+// patch mutate returns (none when it returns nil).
+func servePodReview(w http.ResponseWriter, req *http.Request, mutate func(*corev1.Pod) []byte) {
 	var review admissionv1.AdmissionReview
 	if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
 		http.Error(w, "bad review", http.StatusBadRequest)
@@ -38,19 +51,15 @@ func (r *readder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	op := map[string]any{"op": "add", "path": "/spec/securityContext/runAsUser", "value": 1000}
-	if pod.Spec.SecurityContext == nil {
-		op = map[string]any{"op": "add", "path": "/spec/securityContext", "value": map[string]any{"runAsUser": 1000}}
-	}
-	patch, _ := json.Marshal([]any{op})
-	resp := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Response: &admissionv1.AdmissionResponse{
-			UID: review.Request.UID, Allowed: true, Patch: patch, PatchType: ptr.To(admissionv1.PatchTypeJSONPatch),
-		},
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	if patch := mutate(&pod); patch != nil {
+		resp.Patch, resp.PatchType = patch, ptr.To(admissionv1.PatchTypeJSONPatch)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Response: resp,
+	})
 }
 
 // installReadder serves a readder over TLS (httptest's self-signed certificate, valid for 127.0.0.1)
