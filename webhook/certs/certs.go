@@ -32,9 +32,11 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Keys of the Secret.
@@ -201,21 +203,12 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("reading Secret %s/%s: %w", i.Namespace, i.SecretName, err)
 	}
-	ownerChanged := false
+	before := s.DeepCopy()
 	if i.OwnerConfigMap != "" {
-		owner, err := i.owner(ctx)
-		if err != nil {
+		if err := i.setOwner(ctx, &s); err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID }) {
-			// A reference to an earlier ConfigMap of that name (a reinstall) is replaced, others are kept.
-			s.OwnerReferences = append(slices.DeleteFunc(s.OwnerReferences, func(r metav1.OwnerReference) bool {
-				return r.Kind == owner.Kind && r.Name == owner.Name && r.APIVersion == owner.APIVersion
-			}), owner)
-			ownerChanged = true
-		}
 	}
-	before := s.DeepCopy()
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
@@ -304,20 +297,21 @@ func (i *Issuer) Reconcile(ctx context.Context) error {
 	switch {
 	case before.ResourceVersion == "":
 		return i.Client.Create(ctx, &s)
-	case !secretEqual(before, &s) || ownerChanged:
+	case !secretEqual(before, &s):
 		return i.Client.Update(ctx, &s)
 	}
 	return nil
 }
 
-// owner reads OwnerConfigMap and returns it as the Secret's owner. No blockOwnerDeletion: nothing waits
-// for the Secret to go, and setting it would need the RBAC to update the ConfigMap's finalizers.
-func (i *Issuer) owner(ctx context.Context) (metav1.OwnerReference, error) {
+// setOwner makes OwnerConfigMap the Secret's owner; a reference to an earlier ConfigMap of that name (a
+// reinstall) is replaced, others are kept. No blockOwnerDeletion: nothing waits for the Secret to go, and
+// setting it would need the RBAC to update the ConfigMap's finalizers.
+func (i *Issuer) setOwner(ctx context.Context, s *corev1.Secret) error {
 	var cm corev1.ConfigMap
 	if err := i.Client.Get(ctx, client.ObjectKey{Namespace: i.Namespace, Name: i.OwnerConfigMap}, &cm); err != nil {
-		return metav1.OwnerReference{}, fmt.Errorf("reading ConfigMap %s/%s, the owner of the certificate Secret (the release being uninstalled?): %w", i.Namespace, i.OwnerConfigMap, err)
+		return fmt.Errorf("reading ConfigMap %s/%s, the owner of the certificate Secret (the release being uninstalled?): %w", i.Namespace, i.OwnerConfigMap, err)
 	}
-	return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}, nil
+	return controllerutil.SetOwnerReference(&cm, s, i.Client.Scheme())
 }
 
 // retire takes the CAs the current one replaced out of the bundle once the current CA's certificate has
@@ -423,7 +417,8 @@ func (i *Issuer) injectBundle(ctx context.Context, bundle []byte) error {
 }
 
 func secretEqual(a, b *corev1.Secret) bool {
-	if len(a.Data) != len(b.Data) || len(a.Annotations) != len(b.Annotations) {
+	if len(a.Data) != len(b.Data) || len(a.Annotations) != len(b.Annotations) ||
+		!equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) {
 		return false
 	}
 	for k, v := range a.Data {

@@ -9,9 +9,9 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
@@ -103,12 +103,11 @@ func (k *policyKeeper) Start(ctx context.Context) error {
 // next check reads again.
 func (k *policyKeeper) bindingsMoved(ctx context.Context) (moved, missing bool) {
 	for name, uid := range k.owners {
-		var b admissionregistrationv1.MutatingAdmissionPolicyBinding
-		switch err := k.bindings.Get(ctx, client.ObjectKey{Name: name}, &b); {
-		case apierrors.IsNotFound(err):
-			missing = true
+		switch b, err := k.installedBinding(ctx, name); {
 		case err != nil:
 			k.log.V(1).Info("Reading an admission policy binding failed", "binding", name, "error", err.Error())
+		case b == nil:
+			missing = true
 		case b.UID != uid && b.DeletionTimestamp == nil:
 			moved = true
 		}
@@ -130,7 +129,7 @@ func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 		// would leave a moment where the new binding selects an old policy.
 		objs := []client.Object{&policies[i], &bindings[i]}
 		if k.policiesOnly {
-			owner, err := k.owner(ctx, bindings[i].Name)
+			owner, err := k.installedBinding(ctx, bindings[i].Name)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -138,12 +137,17 @@ func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 			if k.owners == nil {
 				k.owners = map[string]types.UID{}
 			}
-			if owner == nil {
+			if owner == nil || owner.DeletionTimestamp != nil {
 				k.owners[bindings[i].Name] = ""
 				waiting = append(waiting, bindings[i].Name)
 				continue
 			}
-			policies[i].OwnerReferences = []metav1.OwnerReference{*owner}
+			// No blockOwnerDeletion: nothing waits for the policy to go, and setting it would need the
+			// RBAC to update the binding's finalizers.
+			if err := controllerutil.SetOwnerReference(owner, &policies[i], k.client.Scheme()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			objs = objs[:1]
 		}
 		for _, obj := range objs {
@@ -165,10 +169,9 @@ func (k *policyKeeper) apply(ctx context.Context) (missing int, err error) {
 	return len(waiting), nil
 }
 
-// owner reads the installed binding of that name and returns it as the owner of its policy, or nil when
-// it does not exist. No blockOwnerDeletion: nothing waits for the policy to go, and setting it would need
-// the RBAC to update the binding's finalizers.
-func (k *policyKeeper) owner(ctx context.Context, name string) (*metav1.OwnerReference, error) {
+// installedBinding reads the installed binding of that name from the API server; nil when it does not
+// exist.
+func (k *policyKeeper) installedBinding(ctx context.Context, name string) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	var b admissionregistrationv1.MutatingAdmissionPolicyBinding
 	switch err := k.bindings.Get(ctx, client.ObjectKey{Name: name}, &b); {
 	case apierrors.IsNotFound(err):
@@ -176,9 +179,5 @@ func (k *policyKeeper) owner(ctx context.Context, name string) (*metav1.OwnerRef
 	case err != nil:
 		return nil, fmt.Errorf("reading MutatingAdmissionPolicyBinding %s: %w", name, err)
 	}
-	if b.DeletionTimestamp != nil {
-		return nil, nil
-	}
-	gvk := admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
-	return &metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: b.Name, UID: b.UID}, nil
+	return &b, nil
 }
