@@ -42,13 +42,9 @@ func startComponent(cp *ControlPlane, work, name string, args func(kubeconfig st
 	}
 	// system:masters, like the admin config: the component's own RBAC role would do, but nothing here
 	// bootstraps it, and what is under test is what it does, not its permissions.
-	kubeconfig, err := cp.KubeConfig("e2e-"+name, "system:masters")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	kubeconfigPath := filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return nil, err
+	if err := cp.WriteKubeConfig(kubeconfigPath, "e2e-"+name, "system:masters"); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &component{name: name, logPath: filepath.Join(work, name+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(c.logPath)

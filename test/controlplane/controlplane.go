@@ -225,6 +225,19 @@ func (cp *ControlPlane) KubeConfig(user string, groups ...string) ([]byte, error
 	return kc, nil
 }
 
+// WriteKubeConfig writes KubeConfig's file for user, in groups, to path (readable by the owner only,
+// since it holds the user's key), making its directory if needed.
+func (cp *ControlPlane) WriteKubeConfig(path, user string, groups ...string) error {
+	kc, err := cp.KubeConfig(user, groups...)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
+}
+
 // ComponentLogs are the log files of the kube-scheduler and garbage collector that run. Stop removes
 // them when Launch chose the work directory.
 func (cp *ControlPlane) ComponentLogs() []string {

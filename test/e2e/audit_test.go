@@ -1040,12 +1040,8 @@ func buildWincompat(tb testing.TB) string {
 // writeKubeConfig writes a kubeconfig for a new user of the control plane, in groups.
 func writeKubeConfig(t testing.TB, cl *cluster, user string, groups ...string) string {
 	t.Helper()
-	kc, err := cl.cp.KubeConfig(user, groups...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), user+".kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
+	if err := cl.cp.WriteKubeConfig(path, user, groups...); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -40,12 +40,8 @@ const (
 // the chart's.
 func (d *demo) helmInstall(ctx context.Context) error {
 	d.section("Install and undo with Helm: %s %s, dry runs against this API server", d.rel(d.helmBin), helmVersion(ctx, d.helmBin))
-	kc, err := d.cp.KubeConfig("helm-admin", "system:masters")
-	if err != nil {
-		return err
-	}
 	kubeconfig := filepath.Join(d.work, "helm.kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := d.cp.WriteKubeConfig(kubeconfig, "helm-admin", "system:masters"); err != nil {
 		return err
 	}
 	install := []string{"install", helmRelease, helmChart, "--namespace", wincompatNamespace, "--dry-run=server", "--kubeconfig", d.rel(kubeconfig)}

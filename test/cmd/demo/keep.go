@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -25,14 +24,7 @@ func (d *demo) keepRunning(ctx context.Context) error {
 		}
 		d.detail("wincompat serve started again (webhook failurePolicy Ignore, as the chart sets it with engine hybrid); log %s", logPath)
 	}
-	kc, err := d.cp.KubeConfig("demo-admin", "system:masters")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(d.kubeconfig), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(d.kubeconfig, kc, 0o600); err != nil {
+	if err := d.cp.WriteKubeConfig(d.kubeconfig, "demo-admin", "system:masters"); err != nil {
 		return err
 	}
 	d.keptKubeconfig = d.kubeconfig

@@ -370,12 +370,8 @@ func (d *demo) startWincompat(ctx context.Context) error {
 	d.detail("installed %s: the policy check of ConfigMap %s/%s", d.rel(check), wincompatNamespace, policyConfigMap)
 
 	// system:masters keeps the demo short; the Helm chart gives wincompat least-privilege RBAC instead.
-	kubeconfig, err := d.cp.KubeConfig("wincompat", "system:masters")
-	if err != nil {
-		return err
-	}
 	kubeconfigPath := filepath.Join(d.work, "wincompat.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+	if err := d.cp.WriteKubeConfig(kubeconfigPath, "wincompat", "system:masters"); err != nil {
 		return err
 	}
 	args := []string{"serve",
