@@ -276,7 +276,8 @@ func expand(src string, recursive bool) ([]string, error) {
 	if src == "-" {
 		return []string{src}, nil
 	}
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+	info, err := os.Stat(src)
+	if errors.Is(err, fs.ErrNotExist) {
 		matches, globErr := filepath.Glob(src)
 		if globErr != nil || len(matches) == 0 {
 			return nil, fmt.Errorf("the path %q does not exist", src)
@@ -291,7 +292,6 @@ func expand(src string, recursive bool) ([]string, error) {
 		}
 		return files, nil
 	}
-	info, err := os.Stat(src)
 	if err != nil {
 		return nil, err
 	}
