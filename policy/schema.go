@@ -167,17 +167,14 @@ func (d *fileDecoder) unknownKey(k *yaml.Node, path *field.Path, names []string)
 	where := ""
 	if path != nil {
 		where = "in " + path.String()
-		if p, ok := strings.CutSuffix(where, "]"); ok {
+		if item, ok := strings.CutSuffix(path.String(), "]"); ok {
 			// Every item of a list has the same keys: said once for the list.
-			where = "in each of " + p[len("in "):strings.LastIndex(p, "[")]
+			where = "in each of " + item[:strings.LastIndex(item, "[")]
 		}
 	}
-	for _, l := range d.unknownIn {
-		if l.where == where {
-			return
-		}
+	if !slices.ContainsFunc(d.unknownIn, func(l keyLevel) bool { return l.where == where }) {
+		d.unknownIn = append(d.unknownIn, keyLevel{where: where, names: names})
 	}
-	d.unknownIn = append(d.unknownIn, keyLevel{where: where, names: names})
 }
 
 // exhausted counts one more decoded node and says whether the bound is passed (saying so once).
