@@ -3,10 +3,13 @@ package images
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
@@ -253,5 +256,37 @@ func TestRouteBounded(t *testing.T) {
 	def := newRouter([]policy.RegistryMirror{{Registry: policy.RegistryMirrorDefault, Mirrors: []policy.Mirror{{Host: "all.internal"}}, AirGapped: true}})
 	if s, _, _ := def.route(mustRef(t, "ghcr.io/org/app:1")); len(s) != 1 || s[0].mirror != "all.internal" {
 		t.Errorf("_default: %+v, want all.internal alone", s)
+	}
+}
+
+// TestPrivateMirrorNeedsAllowPrivateNetworks: the egress policy holds for mirrors as for any registry;
+// the operator, who named the mirror, is told in the log what to allow, the pod's author only that it
+// was unreachable.
+func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
+	upstream, mirror := newRegistry(t), newRegistry(t)
+	var mu sync.Mutex
+	var logged []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{})
+	r, err := New(Config{Timeout: 5 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
+	if want := "mirror " + mirror.host + ": " + msgUnreachable; img.Err != want {
+		t.Errorf("error %q, want %q", img.Err, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(logged, func(l string) bool {
+		return strings.Contains(l, "Registry mirror refused by the egress policy") && strings.Contains(l, "--image-allow-private-networks")
+	}) {
+		t.Errorf("the log does not tell the operator to allow private networks: %q", logged)
+	}
+	if n := len(mirror.requests()) + len(upstream.requests()); n != 0 {
+		t.Errorf("%d requests reached a loopback registry without AllowPrivateNetworks", n)
 	}
 }

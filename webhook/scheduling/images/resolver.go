@@ -560,6 +560,10 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 		// The operator's detail: the pod's author gets msg, which tells network failures apart
 		// by nothing.
 		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "source", src.label(), "reason", reason, "error", err.Error(), "answer", msg)
+		if src.mirror != "" && reason == reasonPolicy {
+			// The operator named this mirror: a refusal is theirs to fix, not a pod author's probe.
+			r.c.Log.Info("Registry mirror refused by the egress policy", "mirror", src.mirror, "for", src.ns, "error", err.Error())
+		}
 		failures = append(failures, sourceFailure{label: src.label(), text: strings.TrimPrefix(msg, src.label()+": ")})
 		if ctx.Err() != nil {
 			break // BackgroundTimeout is spent: the sources left are not tried
