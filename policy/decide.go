@@ -245,6 +245,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 			}
 		}
 	}
+	recordMirrors(images, rec)
 	if inferred != "" {
 		p.setWindowsOS(&pod.Spec, rec, inferred)
 	}

@@ -28,6 +28,8 @@
 //     each row warns, on pods after every rewrite and on templates for the pods they will make;
 //   - the rules table (rules.go): the rule each Change comes from (a strip-table row, a policy key, a
 //     rewrite, a build source, a readiness row), which `wincompat mutate --explain` shows;
+//   - registry mirrors (mirrors.go): where the image resolver reads a registry's images, in containerd
+//     hosts.toml's order and capabilities, and the record of the mirror that answered;
 //   - the change record (change.go): Change and its encoding in the wincompat.io/changes annotations,
 //     which later passes and the audit read back;
 //   - the Policy itself, its file and its defaults (default.yaml, printed by `wincompat policy`).

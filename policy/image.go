@@ -17,6 +17,10 @@ type Image struct {
 	// imagesWithoutWindows: deny then refuses the pod with a message to retry, rather than admit an
 	// image it could not check.
 	Busy bool
+	// Mirror is the mirror that answered (RegistryMirror: host, and its repository prefix), and
+	// MirrorFor the registry the reference names; both "" when that registry answered itself.
+	Mirror    string
+	MirrorFor string
 }
 
 // Platform is one entry of an image.

@@ -22,6 +22,8 @@ type containerImage struct {
 	lookupErr string
 	// busy: the registry was not asked because of wincompat's own bounds (Image.Busy).
 	busy bool
+	// mirror answered for registry mirrorFor (Image.Mirror), "" when the registry itself did.
+	mirror, mirrorFor string
 }
 
 // constrains reports whether the image limits where the pod can run: it names builds, and no Windows
@@ -75,7 +77,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 		img, known := facts.Images[c.Image]
 		switch {
 		case known && img.Err == "":
-			ci.source = SourceImageManifest
+			ci.source, ci.mirror, ci.mirrorFor = SourceImageManifest, img.Mirror, img.MirrorFor
 			for _, pl := range img.Platforms {
 				ci.platforms = append(ci.platforms, pl.String())
 				if pl.OS == string(corev1.Windows) && (p.Arch == "" || pl.Architecture == "" || pl.Architecture == p.Arch) {
@@ -94,6 +96,16 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 	}
 	forEachPlacingContainer(spec, add)
 	return out
+}
+
+// recordMirrors says, for each container whose image a mirror answered, which mirror and for which
+// registry: the build decision rests on what the mirror said, and the operator chose to trust it.
+func recordMirrors(images []containerImage, rec *recorder) {
+	for _, ci := range images {
+		if ci.mirror != "" {
+			rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: "read from mirror " + ci.mirror + " for " + ci.mirrorFor, Rule: RuleImageMirror})
+		}
+	}
 }
 
 // String renders a platform as os/architecture[:os.version].

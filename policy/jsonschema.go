@@ -22,6 +22,7 @@ var schemaEnums = map[string][]string{
 	"imagesWithoutWindows":        {ImagesWithoutWindowsWarn, ImagesWithoutWindowsDeny},
 	"windowsNodeTaints[*].effect": validEffects,
 	"injectorOptOuts[*]":          injectorNames(),
+	"registryMirrors[*].mirrors[*].capabilities[*]": {CapabilityPull, CapabilityResolve},
 }
 
 func injectorNames() []string {

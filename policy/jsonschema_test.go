@@ -163,8 +163,12 @@ func setAt(t *testing.T, doc map[string]any, path string, v any) {
 			m[name] = []any{v}
 		case list:
 			items, _ := m[name].([]any)
+			if len(items) == 0 && sampleItems[name] != nil {
+				items = []any{deepCopyYAML(sampleItems[name])}
+				m[name] = items
+			}
 			if len(items) == 0 {
-				t.Fatalf("%s: the default policy has no item to set", path)
+				t.Fatalf("%s: the default policy has no item to set (add one to sampleItems)", path)
 			}
 			cur = items[0]
 		case last:
@@ -173,6 +177,12 @@ func setAt(t *testing.T, doc map[string]any, path string, v any) {
 			cur = m[name]
 		}
 	}
+}
+
+// sampleItems are valid items of the lists the default policy leaves empty, so that the keys of their
+// items can be set one at a time.
+var sampleItems = map[string]map[string]any{
+	"registryMirrors": {"registry": "mcr.microsoft.com", "mirrors": []any{map[string]any{"host": "mirror.example"}}},
 }
 
 func deepCopyYAML(v map[string]any) map[string]any {

@@ -50,6 +50,9 @@ type Policy struct {
 	WindowsCompatibility string         `json:"windowsCompatibility"`
 	ImagesWithoutWindows string         `json:"imagesWithoutWindows"`
 	PodImagePullSecrets  bool           `json:"podImagePullSecrets"`
+	// RegistryMirrors are where the image resolver reads registries' images, as containerd's hosts.toml
+	// (mirrors.go).
+	RegistryMirrors []RegistryMirror `json:"registryMirrors"`
 	// LinuxByDefault pins objects with no OS signal to Linux in every namespace not labelled
 	// wincompat.io/default-os but those of LinuxByDefaultExcludedNamespaces.
 	LinuxByDefault                   bool     `json:"linuxByDefault"`

@@ -31,6 +31,7 @@ const (
 	RuleLinuxOnlyImage       Rule = "linux-only-image"      // warning: an image with no Windows entry
 	RuleImageNotOnBuild      Rule = "image-not-on-build"    // warning: a build the pod chose cannot run an image
 	RuleImageUnread          Rule = "image-unread"          // warning: the registry did not answer for an image
+	RuleImageMirror          Rule = "image-mirror"          // warning: a mirror answered for an image, not its registry
 	RuleBuildRequestIgnored  Rule = "build-request-ignored" // warning: wincompat.io/build overridden by the pod's scheduling
 	RuleUnknownBuild         Rule = "unknown-build"         // warning: wincompat.io/build names no build
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
@@ -121,6 +122,7 @@ var rulesTable = func() []ruleRow {
 		{RuleLinuxOnlyImage, warning, inPlacingContainers(".image"), nil},
 		{RuleImageNotOnBuild, warning, inPlacingContainers(".image"), nil},
 		{RuleImageUnread, warning, inPlacingContainers(".image"), nil},
+		{RuleImageMirror, fixed("policy registryMirrors: a warning naming the mirror that answered for the image; nothing changed"), inPlacingContainers(".image"), nil},
 		{RuleBuildRequestIgnored, warning, []string{"metadata.annotations[*]"}, nil},
 		{RuleUnknownBuild, warning, []string{"metadata.annotations[*]", "namespace.annotations[*]"}, nil},
 		{RuleAffinityAllowsNone, warning, []string{"spec.affinity.nodeAffinity"}, nil},

@@ -125,6 +125,7 @@ builds:
 windowsCompatibility: compatible
 imagesWithoutWindows: warn
 podImagePullSecrets: false
+registryMirrors: []
 linuxByDefault: false
 linuxByDefaultExcludedNamespaces:
   - kube-system

@@ -84,6 +84,7 @@ func (p *Policy) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, p.validateBuilds()...)
+	errs = append(errs, p.validateMirrors()...)
 	return errs
 }
 

@@ -58,6 +58,9 @@ type goldenImage struct {
 		OSVersion    string `json:"osVersion"`
 	} `json:"platforms"`
 	Err string `json:"err"`
+	// Mirror answered for MirrorFor, the registry the reference names (policy registryMirrors).
+	Mirror    string `json:"mirror"`
+	MirrorFor string `json:"mirrorFor"`
 }
 
 type goldenOutput struct {
@@ -82,7 +85,7 @@ func (c *goldenCase) facts() policy.Facts {
 		if f.Images == nil {
 			f.Images = map[string]policy.Image{}
 		}
-		pi := policy.Image{Err: img.Err}
+		pi := policy.Image{Err: img.Err, Mirror: img.Mirror, MirrorFor: img.MirrorFor}
 		for _, pl := range img.Platforms {
 			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion})
 		}

@@ -98,7 +98,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	}
 	if resolver != nil {
 		if l := pol.ImagesToLookUp(obj, facts); len(l.Images) > 0 {
-			req := images.Request{Namespace: facts.Namespace.Name, Images: l.Images}
+			req := images.Request{Namespace: facts.Namespace.Name, Images: l.Images, Mirrors: pol.RegistryMirrors}
 			if callerVerified(ctx) {
 				// Whoever reaches the port names the namespace: only the API server, proven by its client
 				// certificate, may make wincompat read a namespace's pull secrets.

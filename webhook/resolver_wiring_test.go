@@ -118,3 +118,20 @@ func TestPullSecretsOnlyForVerifiedCallers(t *testing.T) {
 		}
 	}
 }
+
+// The policy's registryMirrors reach every lookup, so that a reloaded policy's mirrors apply from the
+// next review on, in the server as in `wincompat mutate`.
+func TestLookupsCarryThePolicysMirrors(t *testing.T) {
+	resolver := &recordingResolver{}
+	current := &atomic.Pointer[policy.Policy]{}
+	pol := policy.Default()
+	pol.RegistryMirrors = []policy.RegistryMirror{{Registry: "mcr.microsoft.com", Mirrors: []policy.Mirror{{Host: "registry.internal:5000"}}, AirGapped: true}}
+	current.Store(pol)
+	h := NewPodHandler(Config{Policy: current, Images: resolver, Log: logr.Discard(), Version: "unit",
+		Namespaces: namespaces{"web": {policy.LabelEnabled: "true"}}})
+	h.Handle(context.Background(), podRequest("web", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"os":{"name":"windows"},
+"containers":[{"name":"web","image":"mcr.microsoft.com/dotnet/aspnet:8.0"}]}}`))
+	if len(resolver.lookups) != 1 || len(resolver.lookups[0].Mirrors) != 1 || resolver.lookups[0].Mirrors[0].Mirrors[0].Host != "registry.internal:5000" {
+		t.Fatalf("lookups %+v, want one carrying the policy's mirrors", resolver.lookups)
+	}
+}

@@ -55,7 +55,7 @@ func (f *imageFacts) resolve(ctx context.Context, specs []*corev1.PodSpec) {
 	if len(want) == 0 {
 		return
 	}
-	for image, img := range f.resolver.Lookup(ctx, images.Request{Images: want}) {
+	for image, img := range f.resolver.Lookup(ctx, images.Request{Images: want, Mirrors: f.pol.RegistryMirrors}) {
 		f.answers[image] = img
 		if img.Err != "" {
 			f.lookupErrors++

@@ -4,8 +4,6 @@ import (
 	"container/list"
 	"sync"
 	"time"
-
-	"github.com/wincompat/wincompat/policy"
 )
 
 // lru is a cache bounded by entries and by bytes, with an expiry per entry. Whoever creates pods
@@ -80,8 +78,9 @@ func (c *lru) remove(el *list.Element) {
 // Costs of the resolver's caches' values, in bytes.
 
 func platformsCost(_ string, v any) int64 {
-	ps := v.([]policy.Platform)
-	n := int64(24 + 48*len(ps))
+	e := v.(digestEntry)
+	ps := e.platforms
+	n := int64(40 + len(e.mirror) + 48*len(ps))
 	for _, p := range ps {
 		n += int64(len(p.OS) + len(p.Architecture) + len(p.OSVersion))
 	}
@@ -90,7 +89,7 @@ func platformsCost(_ string, v any) int64 {
 
 func tagCost(_ string, v any) int64 {
 	e := v.(tagEntry)
-	return int64(64 + len(e.digest) + len(e.key))
+	return int64(80 + len(e.digest) + len(e.key) + len(e.mirror))
 }
 
 func stringCost(_ string, v any) int64 { return int64(16 + len(v.(string))) }

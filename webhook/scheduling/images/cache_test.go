@@ -15,10 +15,11 @@ import (
 func TestCacheBoundedByBytes(t *testing.T) {
 	clk := newClock()
 	c := newLRU(10000, 1<<20, clk.Now, platformsCost)
-	big := make([]policy.Platform, maxPlatforms)
-	for i := range big {
-		big[i] = policy.Platform{OS: "windows", Architecture: "amd64", OSVersion: fmt.Sprintf("10.0.%d.%d", 20000+i, i)}
+	platforms := make([]policy.Platform, maxPlatforms)
+	for i := range platforms {
+		platforms[i] = policy.Platform{OS: "windows", Architecture: "amd64", OSVersion: fmt.Sprintf("10.0.%d.%d", 20000+i, i)}
 	}
+	big := digestEntry{platforms: platforms, mirror: "registry.internal:5000"}
 	per := entryOverhead + platformsCost("", big)
 	for i := range 2000 {
 		c.Add(fmt.Sprintf("registry.example/app@sha256:%064d", i), big, forever)

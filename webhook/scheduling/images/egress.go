@@ -114,7 +114,7 @@ func (e *egressError) Error() string {
 	if e.forbidden {
 		return fmt.Sprintf("egress to %s refused: link-local, metadata and reserved addresses are never contacted", e.addr)
 	}
-	return fmt.Sprintf("egress to %s refused: private and loopback addresses need --image-allow-private-networks", e.addr)
+	return fmt.Sprintf("egress to %s refused: private and loopback addresses need --image-allow-private-networks (the chart's imageResolver.allowPrivateNetworks), for a registry or a mirror alike", e.addr)
 }
 
 // egress dials registries under the policy.

@@ -35,6 +35,8 @@ var manifestAccept = strings.Join([]string{
 type session struct {
 	client *http.Client
 	repo   name.Repository
+	// ns, on a mirror, is the registry the reference names (containerd's ?ns= query parameter).
+	ns string
 }
 
 func (r *Resolver) session(ctx context.Context, repo name.Repository, keychain authn.Keychain) (*session, error) {
@@ -52,6 +54,9 @@ func (r *Resolver) session(ctx context.Context, repo name.Repository, keychain a
 
 func (s *session) url(kind, identifier string) string {
 	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/%s/%s", s.repo.RepositoryStr(), kind, identifier)}
+	if s.ns != "" {
+		u.RawQuery = url.Values{"ns": {s.ns}}.Encode()
+	}
 	return u.String()
 }
 

@@ -97,13 +97,17 @@ type Request struct {
 	Authenticated bool
 	// Images are references as the pod spells them; duplicates are answered once.
 	Images []string
+	// Mirrors are the policy's registryMirrors: where each registry's images are read (mirrors.go).
+	Mirrors []policy.RegistryMirror
 }
 
 // Resolver reads images' platforms from registries. It is safe for concurrent use.
 type Resolver struct {
 	c         Config
 	transport http.RoundTripper
-	// digests: repository@digest → []policy.Platform. A digest names immutable content: no expiry.
+	// digests: repository@digest → digestEntry. A digest names immutable content: no expiry. What a
+	// mirror served is checked against the digest as the registry's own answer is, so both share an
+	// entry, which says where it was read.
 	digests *lru
 	// tags: repository:tag → tagEntry, trusted for TagTTL, then checked by HEAD.
 	tags *lru
@@ -142,11 +146,28 @@ type tagEntry struct {
 	digest string
 	key    string // in digests
 	at     time.Time
+	// mirror said which digest the tag names ("" the registry itself).
+	mirror string
 }
 
 // newTagEntry: credsKey keeps what one set of credentials read apart from what others may see.
-func newTagEntry(repo name.Repository, digest, credsKey string, at time.Time) tagEntry {
-	return tagEntry{digest: digest, key: repo.Name() + "@" + digest + credsKey, at: at}
+func newTagEntry(repo name.Repository, digest, credsKey, mirror string, at time.Time) tagEntry {
+	return tagEntry{digest: digest, key: repo.Name() + "@" + digest + credsKey, at: at, mirror: mirror}
+}
+
+// digestEntry is what an image's manifest says, and the mirror it was read from ("" the registry).
+type digestEntry struct {
+	platforms []policy.Platform
+	mirror    string
+}
+
+// image is the answer for l from a cache entry read from mirror.
+func (l lookup) image(digest string, platforms []policy.Platform, mirror string) policy.Image {
+	img := policy.Image{Digest: digest, Platforms: platforms}
+	if mirror != "" {
+		img.Mirror, img.MirrorFor = mirror, l.ref.Context().RegistryStr()
+	}
+	return img
 }
 
 // parsed is a reference as go-containerregistry reads it, and its canonical name; ref is nil when the
@@ -240,10 +261,14 @@ func New(c Config) (*Resolver, error) {
 type lookup struct {
 	ref  name.Reference
 	name string // canonical: registry/repository:tag or registry/repository@digest
-	// key names the lookup in flights and failures: the canonical reference and, when the pod's pull
-	// secrets are used, whose they are, so that one pod's missing credentials never answer another's.
+	// key names the lookup in flights, tags and failures: the canonical reference, whose pull secrets
+	// are used, so that one pod's missing credentials never answer another's, and the route, so that
+	// a mirror's answer for a tag (or its failure) never stands for another source's.
 	key   string
 	creds credentials
+	// sources are where the image is read, in order (mirrors.go); none: refusal is the answer.
+	sources []source
+	refusal string
 }
 
 // Lookup answers for every image in req within ctx's deadline and Config.Timeout, whichever ends
@@ -258,13 +283,19 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 	}
 	var waits []waiting
 	creds := r.credentials(req)
+	routes := newRouter(req.Mirrors)
 	for _, image := range req.Images {
 		if _, ok := out[image]; ok || slices.ContainsFunc(waits, func(w waiting) bool { return w.image == image }) {
 			continue
 		}
-		l, ok := r.parse(image, creds)
+		l, ok := r.parse(image, creds, routes)
 		if !ok {
 			out[image] = policy.Image{Err: errInvalid}
+			r.c.Metrics.count(resultError)
+			continue
+		}
+		if l.refusal != "" {
+			out[image] = policy.Image{Err: l.refusal}
 			r.c.Metrics.count(resultError)
 			continue
 		}
@@ -273,7 +304,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 			r.c.Metrics.count(cachedResult(img))
 			continue
 		}
-		waits = append(waits, waiting{image: image, key: l.key, registry: l.ref.Context().RegistryStr(), ch: r.start(l)})
+		waits = append(waits, waiting{image: image, key: l.key, registry: sourcesLabel(l.sources), ch: r.start(l)})
 	}
 	if len(waits) == 0 {
 		return out
@@ -328,9 +359,10 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 func (r *Resolver) Warm(req Request) map[string]policy.Image {
 	var out map[string]policy.Image
 	creds := r.credentials(req)
+	routes := newRouter(req.Mirrors)
 	for _, image := range req.Images {
-		l, ok := r.parse(image, creds)
-		if !ok {
+		l, ok := r.parse(image, creds, routes)
+		if !ok || l.refusal != "" {
 			continue
 		}
 		img, cached := r.cached(l)
@@ -382,7 +414,7 @@ func (r *Resolver) credentials(req Request) credentials {
 	return c
 }
 
-func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
+func (r *Resolver) parse(image string, creds credentials, routes router) (lookup, bool) {
 	if len(image) > maxReference {
 		return lookup{}, false
 	}
@@ -398,20 +430,22 @@ func (r *Resolver) parse(image string, creds credentials) (lookup, bool) {
 	if p.ref == nil {
 		return lookup{}, false
 	}
-	return lookup{ref: p.ref, name: p.name, key: p.name + creds.key, creds: creds}, true
+	sources, via, refusal := routes.route(p.ref)
+	return lookup{ref: p.ref, name: p.name, key: p.name + creds.key + via, creds: creds, sources: sources, refusal: refusal}, true
 }
 
 // cached answers from the caches alone.
 func (r *Resolver) cached(l lookup) (policy.Image, bool) {
 	switch ref := l.ref.(type) {
 	case name.Digest:
-		if p, ok := r.digests.Get(l.key); ok {
-			return policy.Image{Digest: ref.DigestStr(), Platforms: slices.Clone(p.([]policy.Platform))}, true
+		if d, ok := r.digests.Get(l.digestKey(ref.DigestStr())); ok {
+			return l.image(ref.DigestStr(), slices.Clone(d.(digestEntry).platforms), d.(digestEntry).mirror), true
 		}
 	case name.Tag:
 		if e, ok := r.tags.Get(l.key); ok && r.fresh(e.(tagEntry)) {
-			if p, ok := r.digests.Get(e.(tagEntry).key); ok {
-				return policy.Image{Digest: e.(tagEntry).digest, Platforms: slices.Clone(p.([]policy.Platform))}, true
+			if d, ok := r.digests.Get(e.(tagEntry).key); ok {
+				// The tag's answer is whoever said which digest it names: the content is verified.
+				return l.image(e.(tagEntry).digest, slices.Clone(d.(digestEntry).platforms), e.(tagEntry).mirror), true
 			}
 		}
 	}
@@ -419,6 +453,11 @@ func (r *Resolver) cached(l lookup) (policy.Image, bool) {
 		return policy.Image{Err: msg.(string)}, true
 	}
 	return policy.Image{}, false
+}
+
+// digestKey is the digests entry of digest in l's repository, for l's credentials, whatever the source.
+func (l lookup) digestKey(digest string) string {
+	return l.ref.Context().Name() + "@" + digest + l.creds.key
 }
 
 func (r *Resolver) fresh(e tagEntry) bool {
@@ -429,26 +468,23 @@ func (r *Resolver) fresh(e tagEntry) bool {
 // every review, and ends by BackgroundTimeout. Past MaxLookups it ends at once.
 func (r *Resolver) start(l lookup) <-chan singleflight.Result {
 	return r.flights.DoChan(l.key, func() (any, error) {
-		// A slot is waited for as long as a review waits, no longer: a flight still queued then is
-		// answered busy. The refusal says nothing of the image, so it is not remembered: the next
-		// review asks again.
-		host := l.ref.Context().RegistryStr()
-		ctx, cancel := context.WithTimeout(context.Background(), r.c.Timeout)
-		ok := r.slots.acquire(ctx, host, func() { r.queued.Store(l.key, struct{}{}) })
-		r.queued.Delete(l.key)
-		cancel()
-		if !ok {
-			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "answer", r.busy)
-			r.c.Metrics.fail(reasonBusy)
-			return policy.Image{Err: r.busy, Busy: true}, errBusy
-		}
-		defer r.slots.release(host)
 		img := r.fetch(l)
 		if img.Busy {
 			return img, errBusy
 		}
 		return img, nil
 	})
+}
+
+// acquire takes a slot for reading from host. A slot is waited for as long as a review waits, no
+// longer: a flight still queued then is answered busy. The refusal says nothing of the image, so it is
+// not remembered: the next review asks again.
+func (r *Resolver) acquire(ctx context.Context, l lookup, host string) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.c.Timeout)
+	defer cancel()
+	ok := r.slots.acquire(ctx, host, func() { r.queued.Store(l.key, struct{}{}) })
+	r.queued.Delete(l.key)
+	return ok
 }
 
 func answer(res singleflight.Result) policy.Image {
@@ -474,12 +510,11 @@ func registryResult(res singleflight.Result) string {
 	return resultMiss
 }
 
-// fetch reads one image from its registry and caches the answer, the error included.
+// fetch reads one image from its sources in order, each under a slot of the host it dials, and caches
+// the answer, the error included.
 func (r *Resolver) fetch(l lookup) (img policy.Image) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), r.c.BackgroundTimeout)
 	defer cancel()
-	ctx = withAccount(ctx, &account{budget: r.bytes, host: l.ref.Context().RegistryStr()})
 	defer func() {
 		// A flight's panic would end the process; hostile registry content must not.
 		if p := recover(); p != nil {
@@ -488,22 +523,57 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 			r.failures.Add(l.key, img.Err, r.c.NegativeTTL)
 		}
 	}()
-	img, err := r.read(ctx, l)
-	r.c.Metrics.observe(time.Since(start))
-	if err != nil {
-		msg, reason := r.explain(l.ref.Context().RegistryStr(), l.creds, err)
+	// The registries' time, not the wait for slots: what the duration metric is for.
+	var spent time.Duration
+	defer func() {
+		if spent > 0 {
+			r.c.Metrics.observe(spent)
+		}
+	}()
+	busy := policy.Image{Err: r.busy, Busy: true}
+	var failures []sourceFailure
+	msg := ""
+	for _, src := range l.sources {
+		host := src.host()
+		if !r.acquire(ctx, l, host) {
+			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "source", src.label(), "answer", r.busy)
+			r.c.Metrics.fail(reasonBusy)
+			return busy
+		}
+		img, err := func() (policy.Image, error) {
+			// Released even when hostile content panics the read: the recover above answers.
+			defer r.slots.release(host)
+			began := time.Now()
+			defer func() { spent += time.Since(began) }()
+			return r.read(withAccount(ctx, &account{budget: r.bytes, host: host}), l, src)
+		}()
+		if err == nil {
+			return img
+		}
+		var reason string
+		msg, reason = r.explain(src.label(), l.creds, err)
 		r.c.Metrics.fail(reason)
 		if reason == reasonBusy {
-			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "error", err.Error())
-			return policy.Image{Err: r.busy, Busy: true}
+			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "source", src.label(), "error", err.Error())
+			return busy
 		}
 		// The operator's detail: the pod's author gets msg, which tells network failures apart
 		// by nothing.
-		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "reason", reason, "error", err.Error(), "answer", msg)
-		r.failures.Add(l.key, msg, r.c.NegativeTTL)
-		return policy.Image{Err: msg}
+		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "source", src.label(), "reason", reason, "error", err.Error(), "answer", msg)
+		if src.mirror != "" && reason == reasonPolicy {
+			// The operator named this mirror: a refusal is theirs to fix, not a pod author's probe.
+			r.c.Log.Info("Registry mirror refused by the egress policy", "mirror", src.mirror, "for", src.ns, "error", err.Error())
+		}
+		failures = append(failures, sourceFailure{label: src.label(), text: strings.TrimPrefix(msg, src.label()+": ")})
+		if ctx.Err() != nil {
+			break // BackgroundTimeout is spent: the sources left are not tried
+		}
 	}
-	return img
+	if len(l.sources) > 1 || l.sources[0].mirror != "" {
+		msg = failedEverywhere(failures)
+	}
+	r.failures.Add(l.key, msg, r.c.NegativeTTL)
+	return policy.Image{Err: msg}
 }
 
 // pullSecretError is a lookup that failed after the pod's pull secrets could not be read.
@@ -514,7 +584,7 @@ func (e *pullSecretError) Error() string {
 }
 func (e *pullSecretError) Unwrap() error { return e.err }
 
-func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
+func (r *Resolver) read(ctx context.Context, l lookup, src source) (policy.Image, error) {
 	keychain := r.c.Keychain
 	if l.creds.anonymous {
 		keychain = authn.NewMultiKeychain()
@@ -524,7 +594,7 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 		// and say why if the registry then refuses.
 		pod, err := r.c.PodPullSecrets(ctx, l.creds.namespace, l.creds.secrets)
 		if err != nil {
-			img, lookupErr := r.readWith(ctx, l, keychain)
+			img, lookupErr := r.readWith(ctx, l, src, keychain)
 			if lookupErr != nil {
 				lookupErr = &pullSecretError{secrets: err, err: lookupErr}
 			}
@@ -532,16 +602,19 @@ func (r *Resolver) read(ctx context.Context, l lookup) (policy.Image, error) {
 		}
 		keychain = authn.NewMultiKeychain(pod, keychain)
 	}
-	return r.readWith(ctx, l, keychain)
+	return r.readWith(ctx, l, src, keychain)
 }
 
-func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keychain) (policy.Image, error) {
+// readWith reads l from src. Caches are keyed by the reference's own repository: a digest's content is
+// checked against it wherever it was read, and the tag's entry belongs to l's route.
+func (r *Resolver) readWith(ctx context.Context, l lookup, src source, keychain authn.Keychain) (policy.Image, error) {
 	repo := l.ref.Context()
-	// One session per lookup: the ping and token exchange serve every request of the lookup.
-	sess, err := r.session(ctx, repo, keychain)
+	// One session per source: the ping and token exchange serve every request read from it.
+	sess, err := r.session(ctx, src.repo, keychain)
 	if err != nil {
 		return policy.Image{}, err
 	}
+	sess.ns = src.ns
 
 	ref := l.ref
 	tag, isTag := ref.(name.Tag)
@@ -555,10 +628,10 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 			ref, isTag = repo.Digest(e.digest), false
 		} else if digest, err := sess.head(ctx, tag); err == nil {
 			// A HEAD is cheaper than a GET and, on Docker Hub, free of the pull rate limit.
-			entry := newTagEntry(repo, digest, l.creds.key, r.c.Now())
+			entry := newTagEntry(repo, digest, l.creds.key, src.mirror, r.c.Now())
 			r.tags.Add(l.key, entry, forever)
-			if p, ok := r.digests.Get(entry.key); ok {
-				return policy.Image{Digest: digest, Platforms: p.([]policy.Platform)}, nil
+			if d, ok := r.digests.Get(entry.key); ok {
+				return l.image(digest, d.(digestEntry).platforms, src.mirror), nil
 			}
 			ref, isTag = repo.Digest(digest), false
 		}
@@ -573,11 +646,11 @@ func (r *Resolver) readWith(ctx context.Context, l lookup, keychain authn.Keycha
 	if err != nil {
 		return policy.Image{}, err
 	}
-	r.digests.Add(repo.Name()+"@"+digest+l.creds.key, platforms, forever)
+	r.digests.Add(l.digestKey(digest), digestEntry{platforms: platforms, mirror: src.mirror}, forever)
 	if isTag {
-		r.tags.Add(l.key, newTagEntry(repo, digest, l.creds.key, r.c.Now()), forever)
+		r.tags.Add(l.key, newTagEntry(repo, digest, l.creds.key, src.mirror, r.c.Now()), forever)
 	}
-	return policy.Image{Digest: digest, Platforms: platforms}, nil
+	return l.image(digest, platforms, src.mirror), nil
 }
 
 // maxNested bounds the child indexes one lookup fetches.

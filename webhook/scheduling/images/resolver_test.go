@@ -83,7 +83,7 @@ func samePlatforms(got, want []policy.Platform) bool {
 // go test's -timeout, whose goroutine dump names this function.
 func waitCached(t *testing.T, r *Resolver, req Request) policy.Image {
 	t.Helper()
-	l, ok := r.parse(req.Images[0], r.credentials(req))
+	l, ok := r.parse(req.Images[0], r.credentials(req), newRouter(req.Mirrors))
 	if !ok {
 		t.Fatalf("%s does not parse", req.Images[0])
 	}
@@ -766,7 +766,7 @@ func TestLookupsBounded(t *testing.T) {
 		t.Errorf("past the bound: %d requests, want none: %v", n, reg.requests())
 	}
 	// The refusal says nothing about the image: not remembered, unlike the registry's errors.
-	if l, _ := r.parse(third, credentials{}); l.ref == nil {
+	if l, _ := r.parse(third, credentials{}, router{}); l.ref == nil {
 		t.Fatalf("%s does not parse", third)
 	} else if img, ok := r.cached(l); ok {
 		t.Errorf("refusal cached: %+v", img)
