@@ -210,7 +210,9 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 		// waits.
 		native := func(host string) bool {
 			return !slices.ContainsFunc(q.images, func(ci containerImage) bool {
-				return ci.constrains() && !slices.ContainsFunc(ci.versions, func(v string) bool { return buildOf(v) == host })
+				return ci.constrains() && !slices.ContainsFunc(ci.entries, func(pl Platform) bool {
+					return buildOf(pl.OSVersion) == host && p.HostRunsEntry(host, pl)
+				})
 			})
 		}
 		if fit := keep(catalog, native); len(fit) > 0 {

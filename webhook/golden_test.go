@@ -53,9 +53,10 @@ type goldenCase struct {
 
 type goldenImage struct {
 	Platforms []struct {
-		OS           string `json:"os"`
-		Architecture string `json:"architecture"`
-		OSVersion    string `json:"osVersion"`
+		OS           string   `json:"os"`
+		Architecture string   `json:"architecture"`
+		OSVersion    string   `json:"osVersion"`
+		OSFeatures   []string `json:"osFeatures"`
 	} `json:"platforms"`
 	Err string `json:"err"`
 }
@@ -84,7 +85,7 @@ func (c *goldenCase) facts() policy.Facts {
 		}
 		pi := policy.Image{Err: img.Err}
 		for _, pl := range img.Platforms {
-			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion})
+			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion, OSFeatures: pl.OSFeatures})
 		}
 		f.Images[ref] = pi
 	}
