@@ -53,6 +53,10 @@ type Cluster struct {
 	Builds []string
 	// RuntimeClasses are the RuntimeClasses that exist, by name.
 	RuntimeClasses map[string]RuntimeClass
+	// Revisions are, for each build of Builds, the highest revision (the fourth number of
+	// status.nodeInfo.kernelVersion) among its ready nodes; a build none of whose nodes reports one is
+	// absent. An image of a newer revision is reported failing on those nodes (RuleImageNewerRevision).
+	Revisions map[string]int
 	// WindowsTaints are the distinct taints of Windows nodes, ready or joining, sorted; the policy decides which a
 	// Windows pod tolerates (WindowsPodsTolerate).
 	WindowsTaints []corev1.Taint

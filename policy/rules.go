@@ -34,6 +34,7 @@ const (
 	RuleBuildRequestIgnored  Rule = "build-request-ignored" // warning: wincompat.io/build overridden by the pod's scheduling
 	RuleUnknownBuild         Rule = "unknown-build"         // warning: wincompat.io/build names no build
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
+	RuleImageNewerRevision   Rule = "image-newer-revision"  // warning: an image of a newer revision than the nodes of its build
 	// The narrowing rewrites the policy opts into (narrow.go).
 	RuleRunAsNonRootUser       Rule = "run-as-non-root-user"      // a non-admin user where runAsNonRoot names none
 	RuleMemoryLimitFromRequest Rule = "memory-limit-from-request" // a memory limit equal to the request
@@ -124,6 +125,7 @@ var rulesTable = func() []ruleRow {
 		{RuleBuildRequestIgnored, warning, []string{"metadata.annotations[*]"}, nil},
 		{RuleUnknownBuild, warning, []string{"metadata.annotations[*]", "namespace.annotations[*]"}, nil},
 		{RuleAffinityAllowsNone, warning, []string{"spec.affinity.nodeAffinity"}, nil},
+		{RuleImageNewerRevision, warning, inPlacingContainers(".image"), nil},
 		{RuleRunAsNonRootUser, fixed("policy userForRunAsNonRoot, with nonRootUserName"),
 			append([]string{"spec.securityContext.windowsOptions.runAsUserName"}, inPlacingContainers(".securityContext.windowsOptions.runAsUserName")...),
 			[]string{ReasonRunAsNonRootUser}},

@@ -82,6 +82,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 			requireBuilds(spec, chosen, rec)
 		}
 	}
+	p.checkRevisions(images, chosen, facts.Cluster, rec)
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
 		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
 			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins", Rule: RuleBuild})

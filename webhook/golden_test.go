@@ -44,6 +44,8 @@ type goldenCase struct {
 		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
 		// Taints are the taints of ready Windows nodes, as the inventory reports them.
 		Taints []corev1.Taint `json:"taints"`
+		// Revisions are the highest revision of each build among ready nodes.
+		Revisions map[string]int `json:"revisions"`
 	} `json:"cluster"`
 	// Images is what the registry says of each image, as the resolver would report it.
 	Images map[string]goldenImage `json:"images"`
@@ -94,6 +96,7 @@ func (c *goldenCase) facts() policy.Facts {
 		for name, selector := range c.Cluster.RuntimeClasses {
 			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: selector}
 		}
+		f.Cluster.Revisions = c.Cluster.Revisions
 	}
 	return f
 }
