@@ -44,6 +44,14 @@ type goldenCase struct {
 		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
 		// Taints are the taints of ready Windows nodes, as the inventory reports them.
 		Taints []corev1.Taint `json:"taints"`
+		// Classes are RuntimeClasses with more than a nodeSelector (a handler, tolerations, overhead),
+		// added to RuntimeClasses.
+		Classes map[string]struct {
+			Handler      string              `json:"handler"`
+			NodeSelector map[string]string   `json:"nodeSelector"`
+			Tolerations  []corev1.Toleration `json:"tolerations"`
+			Overhead     corev1.ResourceList `json:"overhead"`
+		} `json:"classes"`
 		// Revisions are the highest revision of each build among ready nodes.
 		Revisions map[string]int `json:"revisions"`
 	} `json:"cluster"`
@@ -95,6 +103,9 @@ func (c *goldenCase) facts() policy.Facts {
 		f.Cluster = &policy.Cluster{Builds: c.Cluster.Builds, RuntimeClasses: map[string]policy.RuntimeClass{}, WindowsTaints: c.Cluster.Taints}
 		for name, selector := range c.Cluster.RuntimeClasses {
 			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: selector}
+		}
+		for name, rc := range c.Cluster.Classes {
+			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{Handler: rc.Handler, NodeSelector: rc.NodeSelector, Tolerations: rc.Tolerations, Overhead: rc.Overhead}
 		}
 		f.Cluster.Revisions = c.Cluster.Revisions
 	}

@@ -63,11 +63,14 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	slices.Sort(c.Builds)
 	slices.SortFunc(c.WindowsTaints, func(a, b corev1.Taint) int { return strings.Compare(a.ToString(), b.ToString()) })
 	for _, rc := range classes.Items {
-		var selector map[string]string
+		class := policy.RuntimeClass{Handler: rc.Handler}
 		if rc.Scheduling != nil {
-			selector = rc.Scheduling.NodeSelector
+			class.NodeSelector, class.Tolerations = rc.Scheduling.NodeSelector, rc.Scheduling.Tolerations
 		}
-		c.RuntimeClasses[rc.Name] = policy.RuntimeClass{NodeSelector: selector}
+		if rc.Overhead != nil {
+			class.Overhead = rc.Overhead.PodFixed
+		}
+		c.RuntimeClasses[rc.Name] = class
 	}
 	return c, nil
 }
