@@ -60,13 +60,27 @@ func hyperVClasses(c *Cluster) []hyperVClass {
 	return out
 }
 
-// hyperVRunsAll reports whether class k on a node of build host runs every image that limits where the
+// runsAll reports whether class k on a node of build host runs every image that limits where the
 // pod runs: Hyper-V's rule (HyperVRuns) for some entry of each, of the class's guest build if it has one.
 func (k hyperVClass) runsAll(images []containerImage, host string) bool {
 	return !slices.ContainsFunc(images, func(ci containerImage) bool {
 		return ci.constrains() && !slices.ContainsFunc(ci.entries, func(pl Platform) bool {
 			return HyperVRuns(host, pl) && (k.guest == "" || buildOf(pl.OSVersion) == k.guest || pl.OSVersion == "")
 		})
+	})
+}
+
+// hosts are the builds of builds (within pins, unless nil) that the class's nodeSelector allows and on
+// which it runs images.
+func (k hyperVClass) hosts(images []containerImage, builds, pins []string) []string {
+	return keep(builds, func(host string) bool {
+		if pins != nil && !slices.Contains(pins, host) {
+			return false
+		}
+		if v, set := k.rc.NodeSelector[corev1.LabelWindowsBuild]; set && v != host {
+			return false
+		}
+		return k.runsAll(images, host)
 	})
 }
 
@@ -80,13 +94,7 @@ func (p *Policy) hyperVPlacement(q *buildQuery) (hyperVClass, []string, bool) {
 		if contradicts(spec.NodeSelector, k.rc.NodeSelector) {
 			continue
 		}
-		hosts := keep(c.Builds, func(host string) bool {
-			if v, set := k.rc.NodeSelector[corev1.LabelWindowsBuild]; set && v != host {
-				return false
-			}
-			return k.runsAll(q.images, host)
-		})
-		if len(hosts) > 0 {
+		if hosts := k.hosts(q.images, c.Builds, nil); len(hosts) > 0 {
 			return k, hosts, true
 		}
 	}
@@ -149,4 +157,23 @@ func hyperVImages(images []containerImage) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// HyperVBuilds answers, for the audit, "on which of builds would Hyper-V isolation run this pod?": the
+// builds its pins (nodeSelector, required node affinity) allow on which one of the Hyper-V RuntimeClasses
+// of classes (by handler) runs every image that limits where it runs (images by the registry's answers,
+// else by tags), within the class's nodeSelector. It returns the first such class by name, and its
+// builds; "" and nil when none.
+func (p *Policy) HyperVBuilds(spec *corev1.PodSpec, images map[string]Image, builds []string, classes map[string]RuntimeClass) (string, []string) {
+	pins := PinnedBuilds(spec)
+	cis := p.containerImages(spec, Facts{Images: images})
+	if slices.ContainsFunc(cis, containerImage.linuxOnly) {
+		return "", nil // no isolation runs an image with no Windows entry
+	}
+	for _, k := range hyperVClasses(&Cluster{RuntimeClasses: classes}) {
+		if hosts := k.hosts(cis, builds, pins); len(hosts) > 0 {
+			return k.name, hosts
+		}
+	}
+	return "", nil
 }

@@ -1,6 +1,11 @@
 package policy
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // TestHyperVHandlers: classes are found by handler: containerd's Hyper-V handler, and its build-pinned
 // variants; nothing else, whatever the class is called.
@@ -41,5 +46,41 @@ func TestHyperVRuns(t *testing.T) {
 		if got := HyperVRuns(c.host, Platform{OS: "windows", OSVersion: c.image}); got != c.want {
 			t.Errorf("HyperVRuns(%s, %s) = %v, want %v", c.host, c.image, got, c.want)
 		}
+	}
+}
+
+// TestHyperVBuilds: the audit's question, by the same rule admission places with.
+func TestHyperVBuilds(t *testing.T) {
+	p := Default()
+	classes := map[string]RuntimeClass{
+		"b-isolated":  {Handler: HyperVHandler},
+		"a-process":   {Handler: "runhcs-wcow-process"},
+		"c-2019-only": {Handler: HyperVHandler + "-17763", NodeSelector: map[string]string{corev1.LabelWindowsBuild: "10.0.26100"}},
+	}
+	img := func(v string) map[string]Image {
+		return map[string]Image{"app:1": {Platforms: []Platform{{OS: "windows", Architecture: "amd64", OSVersion: v}}}}
+	}
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}
+	for _, c := range []struct {
+		image  string
+		builds []string
+		class  string
+		want   []string
+	}{
+		{"10.0.17763.5830", []string{"10.0.20348", "10.0.26100"}, "b-isolated", []string{"10.0.20348", "10.0.26100"}},
+		{"10.0.26100.1", []string{"10.0.20348"}, "", nil}, // never an image newer than the host
+	} {
+		class, got := p.HyperVBuilds(spec, img(c.image), c.builds, classes)
+		if class != c.class || !slices.Equal(got, c.want) {
+			t.Errorf("%s on %v: %q %v, want %q %v", c.image, c.builds, class, got, c.class, c.want)
+		}
+	}
+	// Only the build-pinned class: its guest build and its nodeSelector both count.
+	only := map[string]RuntimeClass{"c-2019-only": classes["c-2019-only"]}
+	if class, got := p.HyperVBuilds(spec, img("10.0.17763.5830"), []string{"10.0.20348", "10.0.26100"}, only); class != "c-2019-only" || !slices.Equal(got, []string{"10.0.26100"}) {
+		t.Errorf("build-pinned class: %q %v", class, got)
+	}
+	if class, _ := p.HyperVBuilds(spec, img("10.0.20348.1"), []string{"10.0.26100"}, only); class != "" {
+		t.Errorf("a 2019 utility VM ran a 2022 image: %q", class)
 	}
 }
