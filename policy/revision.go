@@ -48,30 +48,18 @@ func (p *Policy) checkRevisions(images []containerImage, chosen []string, c *Clu
 }
 
 // revisionAhead reports whether the entry of entries that a node of build host runs is of host's own
-// build and of a revision above revision, and returns its os.version. containerd on Windows takes, of
-// the entries the host runs, the one of the highest os.version (platform_windows_compat.go,
-// windowsMatchComparer).
+// build and of a revision above revision, and returns its os.version. containerd on Windows pulls, of
+// the entries the host runs, the first by windowsMatchComparer.Less (platform_windows_compat.go), which
+// orders them by os.version compared as strings, greatest first: so does this.
 func (p *Policy) revisionAhead(entries []Platform, host string, revision int) (string, bool) {
 	best := ""
 	for _, pl := range entries {
-		if p.HostRunsEntry(host, pl) && newerVersion(pl.OSVersion, best) {
+		if p.HostRunsEntry(host, pl) && pl.OSVersion > best {
 			best = pl.OSVersion
 		}
 	}
 	r, ok := Revision(best)
 	return best, ok && buildOf(best) == host && r > revision
-}
-
-// newerVersion compares Windows versions by build, then revision.
-func newerVersion(a, b string) bool {
-	ba, _ := buildNumberOf(a)
-	bb, _ := buildNumberOf(b)
-	if ba != bb {
-		return ba > bb
-	}
-	ra, _ := Revision(a)
-	rb, _ := Revision(b)
-	return ra > rb
 }
 
 func newerRevisionReason(image, version, build string, node int) string {
