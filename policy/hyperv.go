@@ -113,8 +113,9 @@ func contradicts(have, want map[string]string) bool {
 }
 
 // useHyperV names the Hyper-V class on the pod and gives it the class's scheduling and overhead, as the
-// RuntimeClass admission plugin would: wincompat runs after that plugin, which may not run again.
-// The caller pinned the builds.
+// RuntimeClass admission plugin does: recorded, so the warning and the audit say where the pod may
+// go, and right whether or not the plugin runs again after wincompat (the real API server's does, and
+// finds them equal: test/e2e TestHyperVPlacement). The caller pinned the builds.
 func (p *Policy) useHyperV(spec *corev1.PodSpec, k hyperVClass, hosts []string, images []containerImage, rec *recorder) {
 	spec.RuntimeClassName = new(k.name)
 	rec.add(Change{Action: Inject, Path: "spec.runtimeClassName", To: jsonValue(k.name),
