@@ -20,6 +20,9 @@ type buildQuery struct {
 type buildChoice struct {
 	builds []Build
 	source string
+	// hyperV, when set, is the Hyper-V RuntimeClass that runs the pod on builds: no ready node's build
+	// runs its images in process isolation.
+	hyperV *hyperVClass
 }
 
 // buildSource is one row of the order in which sources decide the build (DESIGN §5 and §10). The table
@@ -205,12 +208,20 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 		if fit := keep(c.Builds, runnable); len(fit) > 0 {
 			return p.choice(fit, source), true
 		}
+		// Hyper-V isolation runs older images on newer hosts, where the cluster offers it.
+		if k, hosts, ok := p.hyperVPlacement(q); ok {
+			c := p.choice(hosts, source)
+			c.hyperV = &k
+			return c, true
+		}
 		// No ready node can run the pod. Pin the catalog builds the images were made for (else, below,
 		// those that could run them), so that an autoscaler adds the right node; schedule says the pod
 		// waits.
 		native := func(host string) bool {
 			return !slices.ContainsFunc(q.images, func(ci containerImage) bool {
-				return ci.constrains() && !slices.ContainsFunc(ci.versions, func(v string) bool { return buildOf(v) == host })
+				return ci.constrains() && !slices.ContainsFunc(ci.entries, func(pl Platform) bool {
+					return buildOf(pl.OSVersion) == host && p.HostRunsEntry(host, pl)
+				})
 			})
 		}
 		if fit := keep(catalog, native); len(fit) > 0 {

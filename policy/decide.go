@@ -53,6 +53,10 @@ type Cluster struct {
 	Builds []string
 	// RuntimeClasses are the RuntimeClasses that exist, by name.
 	RuntimeClasses map[string]RuntimeClass
+	// Revisions are, for each build of Builds, the highest revision (the fourth number of
+	// status.nodeInfo.kernelVersion) among its ready nodes; a build none of whose nodes reports one is
+	// absent. An image of a newer revision is reported failing on those nodes (RuleImageNewerRevision).
+	Revisions map[string]int
 	// WindowsTaints are the distinct taints of Windows nodes, ready or joining, sorted; the policy decides which a
 	// Windows pod tolerates (WindowsPodsTolerate).
 	WindowsTaints []corev1.Taint
@@ -63,6 +67,14 @@ type RuntimeClass struct {
 	// NodeSelector is the class's scheduling.nodeSelector. The RuntimeClass admission plugin merges it into
 	// the pod's and rejects the pod when a key has another value there.
 	NodeSelector map[string]string
+	// Handler is the class's handler: the CRI runtime handler that runs its pods. The Hyper-V isolated
+	// classes are found by it (HyperVHandler), never by their name.
+	Handler string
+	// Tolerations are the class's scheduling.tolerations.
+	Tolerations []corev1.Toleration
+	// Overhead is the class's overhead.podFixed: the RuntimeClass admission plugin refuses a pod naming
+	// the class whose spec.overhead differs.
+	Overhead corev1.ResourceList
 }
 
 // Facts are everything outside the object that a decision depends on.

@@ -1,5 +1,7 @@
 package policy
 
+import "slices"
+
 // Image is what a registry says of one container image, as the image resolver read it: the platform of
 // every entry of its index, or of the single image. The policy never reads a registry itself; the
 // server (and `wincompat mutate --resolve-images`) fill Facts.Images before Decide.
@@ -30,4 +32,12 @@ type Platform struct {
 	// OSVersion is the entry's os.version, e.g. 10.0.17763.5830; empty when the image does not say, and
 	// then the entry runs on any Windows build, as containerd treats it.
 	OSVersion string
+	// OSFeatures are the entry's os.features, sorted: what the host must offer (win32k, which
+	// containerd ignores, aside). nil when it names none.
+	OSFeatures []string
+}
+
+// Equal compares two entries, features included.
+func (pl Platform) Equal(o Platform) bool {
+	return pl.OS == o.OS && pl.Architecture == o.Architecture && pl.OSVersion == o.OSVersion && slices.Equal(pl.OSFeatures, o.OSFeatures)
 }

@@ -14,8 +14,9 @@ type containerImage struct {
 	// source is SourceImageManifest when the registry answered, SourceImage when only the tag names a
 	// build, "" when nothing is known.
 	source string
-	// versions are the os.version of each Windows entry ("" for an entry that names none).
-	versions []string
+	// entries are its Windows entries (of the policy's architecture): os.version ("" when it names
+	// none) and os.features. From a tag, the one entry of the build it names.
+	entries []Platform
 	// platforms are every entry, for messages: windows/amd64:10.0.17763.5830, linux/arm64.
 	platforms []string
 	// lookupErr says why the registry gave no answer.
@@ -29,16 +30,16 @@ type containerImage struct {
 // constrains reports whether the image limits where the pod can run: it names builds, and no Windows
 // entry of it runs anywhere.
 func (ci containerImage) constrains() bool {
-	return ci.source != "" && !slices.Contains(ci.versions, "")
+	return ci.source != "" && !slices.ContainsFunc(ci.entries, runsAnywhere)
 }
 
 // linuxOnly reports whether the registry says the image has no Windows entry at all.
 func (ci containerImage) linuxOnly() bool {
-	return ci.source == SourceImageManifest && len(ci.versions) == 0
+	return ci.source == SourceImageManifest && len(ci.entries) == 0
 }
 
 func (p *Policy) runs(ci containerImage, host string) bool {
-	return slices.ContainsFunc(ci.versions, func(v string) bool { return p.HostRuns(host, v) })
+	return slices.ContainsFunc(ci.entries, func(pl Platform) bool { return p.HostRunsEntry(host, pl) })
 }
 
 // runsAll reports whether a node of build host can run every image that limits where the pod runs.
@@ -49,7 +50,7 @@ func (p *Policy) runsAll(images []containerImage, host string) bool {
 // describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
 func (ci containerImage) describe() string {
 	if ci.source == SourceImage {
-		return describedImage(ci.image, "tag: Windows build "+ci.versions[0])
+		return describedImage(ci.image, "tag: Windows build "+ci.entries[0].OSVersion)
 	}
 	return describedImage(ci.image, ci.platformsDescribed())
 }
@@ -81,7 +82,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 			for _, pl := range img.Platforms {
 				ci.platforms = append(ci.platforms, pl.String())
 				if pl.OS == string(corev1.Windows) && (p.Arch == "" || pl.Architecture == "" || pl.Architecture == p.Arch) {
-					ci.versions = append(ci.versions, pl.OSVersion)
+					ci.entries = append(ci.entries, pl)
 				}
 			}
 		default:
@@ -89,7 +90,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 				ci.lookupErr, ci.busy = img.Err, img.Busy
 			}
 			if b, ok := p.BuildOfImage(c.Image); ok {
-				ci.source, ci.versions = SourceImage, []string{b.Number}
+				ci.source, ci.entries = SourceImage, []Platform{{OS: windowsOS, OSVersion: b.Number}}
 			}
 		}
 		out = append(out, ci)
@@ -108,11 +109,14 @@ func recordMirrors(images []containerImage, rec *recorder) {
 	}
 }
 
-// String renders a platform as os/architecture[:os.version].
+// String renders a platform as os/architecture[:os.version][+feature...].
 func (pl Platform) String() string {
 	s := pl.OS + "/" + pl.Architecture
 	if pl.OSVersion != "" {
 		s += ":" + pl.OSVersion
+	}
+	for _, f := range pl.OSFeatures {
+		s += "+" + f
 	}
 	return s
 }

@@ -35,6 +35,8 @@ const (
 	RuleBuildRequestIgnored  Rule = "build-request-ignored" // warning: wincompat.io/build overridden by the pod's scheduling
 	RuleUnknownBuild         Rule = "unknown-build"         // warning: wincompat.io/build names no build
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
+	RuleHyperV               Rule = "hyper-v"               // a Hyper-V RuntimeClass for images no ready node runs in process isolation
+	RuleImageNewerRevision   Rule = "image-newer-revision"  // warning: an image of a newer revision than the nodes of its build
 	// The narrowing rewrites the policy opts into (narrow.go).
 	RuleRunAsNonRootUser       Rule = "run-as-non-root-user"      // a non-admin user where runAsNonRoot names none
 	RuleMemoryLimitFromRequest Rule = "memory-limit-from-request" // a memory limit equal to the request
@@ -126,6 +128,9 @@ var rulesTable = func() []ruleRow {
 		{RuleBuildRequestIgnored, warning, []string{"metadata.annotations[*]"}, nil},
 		{RuleUnknownBuild, warning, []string{"metadata.annotations[*]", "namespace.annotations[*]"}, nil},
 		{RuleAffinityAllowsNone, warning, []string{"spec.affinity.nodeAffinity"}, nil},
+		{RuleHyperV, fixed("a RuntimeClass of the cluster whose handler is " + HyperVHandler + " (Hyper-V isolation): the image's build is older than every ready node's"),
+			[]string{"spec.runtimeClassName", "spec.nodeSelector", "spec.tolerations", "spec.overhead"}, nil},
+		{RuleImageNewerRevision, warning, inPlacingContainers(".image"), nil},
 		{RuleRunAsNonRootUser, fixed("policy userForRunAsNonRoot, with nonRootUserName"),
 			append([]string{"spec.securityContext.windowsOptions.runAsUserName"}, inPlacingContainers(".securityContext.windowsOptions.runAsUserName")...),
 			[]string{ReasonRunAsNonRootUser}},

@@ -74,13 +74,21 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		if !heldByPod(choice.source) {
 			pin(corev1.LabelWindowsBuild, b.Number, RuleBuild)
 		}
-		p.setRuntimeClass(spec, b, facts, rec)
+		if choice.hyperV == nil {
+			p.setRuntimeClass(spec, b, facts, rec)
+		}
 	default:
 		// No RuntimeClass: each catalog class selects one build, and one that selected none would add
 		// nothing the os nodeSelector and tolerations do not already give.
 		if !heldByPod(choice.source) {
 			requireBuilds(spec, chosen, rec)
 		}
+	}
+	if choice.hyperV != nil {
+		p.useHyperV(spec, *choice.hyperV, chosen, images, rec)
+	} else {
+		// Hyper-V isolation runs the image's own kernel: the host's patch level does not matter to it.
+		p.checkRevisions(images, chosen, facts.Cluster, rec)
 	}
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
 		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",

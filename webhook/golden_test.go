@@ -44,6 +44,16 @@ type goldenCase struct {
 		RuntimeClasses map[string]map[string]string `json:"runtimeClasses"`
 		// Taints are the taints of ready Windows nodes, as the inventory reports them.
 		Taints []corev1.Taint `json:"taints"`
+		// Classes are RuntimeClasses with more than a nodeSelector (a handler, tolerations, overhead),
+		// added to RuntimeClasses.
+		Classes map[string]struct {
+			Handler      string              `json:"handler"`
+			NodeSelector map[string]string   `json:"nodeSelector"`
+			Tolerations  []corev1.Toleration `json:"tolerations"`
+			Overhead     corev1.ResourceList `json:"overhead"`
+		} `json:"classes"`
+		// Revisions are the highest revision of each build among ready nodes.
+		Revisions map[string]int `json:"revisions"`
 	} `json:"cluster"`
 	// Images is what the registry says of each image, as the resolver would report it.
 	Images map[string]goldenImage `json:"images"`
@@ -53,9 +63,10 @@ type goldenCase struct {
 
 type goldenImage struct {
 	Platforms []struct {
-		OS           string `json:"os"`
-		Architecture string `json:"architecture"`
-		OSVersion    string `json:"osVersion"`
+		OS           string   `json:"os"`
+		Architecture string   `json:"architecture"`
+		OSVersion    string   `json:"osVersion"`
+		OSFeatures   []string `json:"osFeatures"`
 	} `json:"platforms"`
 	Err string `json:"err"`
 	// Mirror answered for MirrorFor, the registry the reference names (policy registryMirrors).
@@ -87,7 +98,7 @@ func (c *goldenCase) facts() policy.Facts {
 		}
 		pi := policy.Image{Err: img.Err, Mirror: img.Mirror, MirrorFor: img.MirrorFor}
 		for _, pl := range img.Platforms {
-			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion})
+			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion, OSFeatures: pl.OSFeatures})
 		}
 		f.Images[ref] = pi
 	}
@@ -96,6 +107,10 @@ func (c *goldenCase) facts() policy.Facts {
 		for name, selector := range c.Cluster.RuntimeClasses {
 			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{NodeSelector: selector}
 		}
+		for name, rc := range c.Cluster.Classes {
+			f.Cluster.RuntimeClasses[name] = policy.RuntimeClass{Handler: rc.Handler, NodeSelector: rc.NodeSelector, Tolerations: rc.Tolerations, Overhead: rc.Overhead}
+		}
+		f.Cluster.Revisions = c.Cluster.Revisions
 	}
 	return f
 }

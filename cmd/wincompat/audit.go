@@ -27,7 +27,8 @@ when it takes more than a second). Also installed as the kubectl plugin kubectl-
 
 Views: summary (default: per namespace, per change, findings), namespaces, changes, objects (one row per
 Windows pod or changed workload), findings (Windows pods wincompat never saw and why, pods on a node
-that cannot run them, pods Pending because no ready node has their build, pods and templates pinned to
+that cannot run them, pods whose image is of a newer revision than their node's (with --resolve-images),
+pods Pending because no ready node has their build, pods and templates pinned to
 builds their images cannot run on, images with no Windows entry, the run-time readiness warnings
 admission recorded (run-time-<rule>, one kind per rule: run-time-memory-no-limit, run-time-subpath, ...;
 one finding per object and rule), namespaces with Windows pods but no label, annotations that do not
@@ -42,7 +43,9 @@ cluster's Windows nodes ran only these builds, which Windows pods and workloads 
 why?" Each Windows pod and pod template is judged by its build pins (nodeSelector, required node
 affinity, its RuntimeClass's) and its images, under the policy's compatibility rule (a 2025 node runs
 2022 images): those that could run on none are findings (cannot-run-on-builds), and a BUILD CHECK section
-counts them by reason. Pins wincompat derived from the images or the cluster do not count against a
+counts them by reason, and how many of them Hyper-V isolation would keep running (images of older
+builds; with the cluster's RuntimeClass of handler runhcs-wcow-hypervisor, named in the findings, else
+one it could add). Pins wincompat derived from the images or the cluster do not count against a
 pod: its replacement would be decided again.
 
 Images are judged by their tags (servercore:ltsc2019) unless --resolve-images: then each distinct image

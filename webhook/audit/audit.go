@@ -79,6 +79,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 	}
 	out := newSink()
 	ns, nodes, cluster := newNamespaces(), newNodes(), &clusterFacts{reader: c}
+	isolation := &hyperV{cluster: cluster}
 	owners := newControllers(opts.Selector)
 	imgs := newImageFacts(opts.Images, pol, out)
 	pg := &pager{c: c, pageSize: opts.PageSize, progress: opts.Progress, start: time.Now()}
@@ -89,9 +90,9 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		coverage:  &coverage{pol: pol, namespaces: ns, out: out},
 		warn:      &warnMode{pol: pol, namespaces: ns, cluster: cluster, images: imgs, out: out},
 		images:    imgs,
-		builds:    &builds{pol: pol, nodes: nodes, images: imgs, out: out},
+		builds:    &builds{pol: pol, nodes: nodes, images: imgs, hyperV: isolation, out: out},
 		classPins: newClassPins(c, out),
-		migration: newMigration(pol, imgs, out, opts.Builds),
+		migration: newMigration(pol, imgs, isolation, out, opts.Builds),
 		linux:     &linuxSide{pol: pol, nodes: nodes, cluster: cluster, controllers: owners, out: out},
 		taints:    &windowsTaints{pol: pol, nodes: nodes, out: out},
 		storage:   newStorage(pg, nodes, out),
@@ -241,12 +242,12 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		changes = a.summary.recorded(p.Namespace, obj, policy.AnnotationChanges, record, true)
 		row.Changes = len(changes)
 	}
-	row.NodeBuild = a.builds.pod(p, obj, row.Build)
-	a.imageFindings(p.Namespace, obj, &p.Spec, p.Annotations, changes)
+	row.NodeBuild = a.builds.pod(ctx, p, obj, row.Build)
+	a.imageFindings(ctx, p.Namespace, obj, &p.Spec, p.Annotations, changes)
 	a.readiness.pod(p, obj, changes)
 	// A pod that has finished will not run again; its Job's template is judged instead.
 	if a.migration.asked() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-		a.migration.check(p.Namespace, obj, withoutDerivedPins(p), true)
+		a.migration.check(ctx, p.Namespace, obj, withoutDerivedPins(p), true)
 	}
 	a.storage.pod(p)
 	a.services.pod(ctx, p)
@@ -276,19 +277,19 @@ func (a *auditor) template(ctx context.Context, kind string, t templateOf) {
 		row.Changes = len(changes)
 	}
 	spec := a.classPins.withClassPin(ctx, &t.tpl.Spec)
-	a.imageFindings(ns, obj, spec, t.tpl.Annotations, changes)
+	a.imageFindings(ctx, ns, obj, spec, t.tpl.Annotations, changes)
 	a.readiness.template(&t.meta, obj, changes)
 	if a.migration.asked() {
-		a.migration.check(ns, obj, spec, false)
+		a.migration.check(ctx, ns, obj, spec, false)
 	}
 	a.objects.add(row)
 }
 
 // imageFindings: an image with no Windows entry is the root cause, as such an object runs on no Windows
 // build whatever it is pinned to; only without one do its pins count against its images.
-func (a *auditor) imageFindings(ns, obj string, spec *corev1.PodSpec, annotations map[string]string, changes []policy.Change) {
+func (a *auditor) imageFindings(ctx context.Context, ns, obj string, spec *corev1.PodSpec, annotations map[string]string, changes []policy.Change) {
 	if !a.images.linuxOnly(ns, obj, spec, changes) {
-		a.builds.notInImage(ns, obj, spec, annotations)
+		a.builds.notInImage(ctx, ns, obj, spec, annotations)
 	}
 }
 

@@ -405,3 +405,75 @@ func TestHardPins(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildsHyperV: --builds counts what Hyper-V isolation would keep running (images of older builds)
+// and names the cluster's Hyper-V RuntimeClass, found by its handler, in the finding; without such a
+// class it still counts, and the findings stay as process isolation makes them. A pod already Hyper-V
+// isolated is judged by Hyper-V's rule, not reported as on a node that cannot run it.
+func TestBuildsHyperV(t *testing.T) {
+	isolated := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "isolated"}, Handler: policy.HyperVHandler}
+	// Placed as admission places it: both ready builds, the Hyper-V class, on the 2022 node.
+	placed := onNode(requireBuildsIn(recorded(winPod("placed-2019", img2019), b2022+","+b2025, policy.SourceImage), b2022, b2025), "win2022-0")
+	placed.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions = placed.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[1:]
+	placed.Spec.RuntimeClassName = ptr.To("isolated")
+	newer := winPod("newer-2025", "mcr.microsoft.com/windows/servercore:ltsc2025")
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
+		node("win2022-0", b2022, true), node("win2025-0", b2025, true),
+		winPod("2019", img2019), placed, newer,
+		deployment("web-2019", winPod("", img2019).Spec),
+	}
+	rep := run(t, Options{Builds: []string{b2022}}, append(objs, isolated)...)
+	const cannot = "cannot run on 10.0.20348"
+	sameFindings(t, "with a Hyper-V class", findings(rep, CannotRunOnBuilds, BuildMismatch, BuildNotInImage), []string{
+		"cannot-run-on-builds Pod/2019: containers[app]: image " + img2019 + " (tag: Windows build 10.0.17763) " + cannot + "; Hyper-V isolation would run it on 10.0.20348 (RuntimeClass isolated)",
+		"cannot-run-on-builds Pod/placed-2019: containers[app]: image " + img2019 + " (tag: Windows build 10.0.17763) " + cannot + "; Hyper-V isolation would run it on 10.0.20348 (RuntimeClass isolated)",
+		"cannot-run-on-builds Deployment/web-2019: containers[app]: image " + img2019 + " (tag: Windows build 10.0.17763) " + cannot + "; Hyper-V isolation would run it on 10.0.20348 (RuntimeClass isolated)",
+		"cannot-run-on-builds Pod/newer-2025: containers[app]: image mcr.microsoft.com/windows/servercore:ltsc2025 (tag: Windows build 10.0.26100) " + cannot,
+	})
+	if s := rep.Builds; s.PodsHyperV != 2 || s.TemplatesHyperV != 1 || !slices.Equal(s.HyperVClasses, []string{"isolated"}) {
+		t.Errorf("summary %+v", s)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out, ViewSummary); err != nil {
+		t.Fatal(err)
+	}
+	if line := "  Hyper-V isolation would keep 2 pods and 1 template more running (RuntimeClass isolated)\n"; !strings.Contains(out.String(), line) {
+		t.Errorf("the summary lacks %q:\n%s", line, out.String())
+	}
+
+	// No Hyper-V class: counted all the same, the findings as process isolation makes them.
+	rep = run(t, Options{Builds: []string{b2022}}, objs...)
+	for _, f := range findings(rep, CannotRunOnBuilds) {
+		if strings.Contains(f, "Hyper-V") {
+			t.Errorf("a finding names a class the cluster does not have: %s", f)
+		}
+	}
+	// The placed pod names a class that no longer exists: it is not counted.
+	if s := rep.Builds; s.PodsHyperV != 1 || s.TemplatesHyperV != 1 || len(s.HyperVClasses) != 0 {
+		t.Errorf("summary without a class %+v", s)
+	}
+	// Without the class, the placed pod's 2019 image on the 2022 node is a mismatch again.
+	if got := findings(rep, BuildNotInImage); len(got) != 1 {
+		t.Errorf("build-not-in-image without the Hyper-V class: %q", got)
+	}
+}
+
+// TestImageNewerRevision: a pod whose image, as the registry says, is of a newer revision than its node
+// reports in status.nodeInfo.kernelVersion; not for a pod the node runs Hyper-V isolated.
+func TestImageNewerRevision(t *testing.T) {
+	n := node("win2022-0", b2022, true)
+	n.Status.NodeInfo.KernelVersion = "10.0.20348.2762"
+	isolated := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "isolated"}, Handler: policy.HyperVHandler}
+	hv := onNode(winPod("isolated", tagless), "win2022-0")
+	hv.Spec.RuntimeClassName = ptr.To("isolated")
+	res := &fakeResolver{asked: map[string]int{}, images: map[string]policy.Image{
+		tagless: {Platforms: []policy.Platform{win("10.0.20348.2900")}},
+		img2022: {Platforms: []policy.Platform{win("10.0.20348.2700")}},
+	}}
+	rep := run(t, Options{Images: res}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, n, isolated,
+		onNode(winPod("ahead", tagless), "win2022-0"), onNode(winPod("behind", img2022), "win2022-0"), hv)
+	sameFindings(t, "revisions", findings(rep, ImageNewerRevision), []string{
+		"image-newer-revision Pod/ahead: node win2022-0 runs 10.0.20348.2762; containers[app]: " + tagless + " (Windows 10.0.20348.2900): of a newer revision, reported failing to start until the node is updated",
+	})
+}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,13 +18,14 @@ import (
 type migration struct {
 	pol     *policy.Policy
 	images  *imageFacts
+	hyperV  *hyperV
 	out     *sink
 	summary *BuildsSummary // nil when --builds was not asked
 	reasons map[string]*ReasonRow
 }
 
-func newMigration(pol *policy.Policy, images *imageFacts, out *sink, builds []string) *migration {
-	m := &migration{pol: pol, images: images, out: out, reasons: map[string]*ReasonRow{}}
+func newMigration(pol *policy.Policy, images *imageFacts, isolation *hyperV, out *sink, builds []string) *migration {
+	m := &migration{pol: pol, images: images, hyperV: isolation, out: out, reasons: map[string]*ReasonRow{}}
 	if len(builds) > 0 {
 		m.summary = &BuildsSummary{Builds: builds}
 	}
@@ -41,6 +43,16 @@ type BuildsSummary struct {
 	PodsRunnable      int      `json:"podsRunnable"`
 	Templates         int      `json:"windowsTemplates"`
 	TemplatesRunnable int      `json:"templatesRunnable"`
+	// PodsHyperV and TemplatesHyperV count, of the objects no build asked about runs in process
+	// isolation, those Hyper-V isolation would keep running there: images of older builds (Hyper-V's
+	// rule, host build not older than the image's), by the cluster's Hyper-V RuntimeClasses (HyperVClasses,
+	// found by handler), or, where it has none, by a RuntimeClass of handler runhcs-wcow-hypervisor it
+	// could add.
+	PodsHyperV      int `json:"podsHyperV"`
+	TemplatesHyperV int `json:"templatesHyperV"`
+	// HyperVClasses are the cluster's Hyper-V RuntimeClasses; empty when it has none (or they could not
+	// be read).
+	HyperVClasses []string `json:"hyperVClasses"`
 	// Reasons count the objects that could not run by reason, most frequent first; an object with two
 	// reasons counts under both.
 	Reasons []ReasonRow `json:"reasons"`
@@ -79,7 +91,7 @@ func ParseBuilds(p *policy.Policy, s string) ([]string, error) {
 }
 
 // check answers --builds for one Windows pod or template.
-func (m *migration) check(ns, obj string, spec *corev1.PodSpec, pod bool) {
+func (m *migration) check(ctx context.Context, ns, obj string, spec *corev1.PodSpec, pod bool) {
 	s := m.summary
 	count := func(pods, templates *int) {
 		if pod {
@@ -100,7 +112,14 @@ func (m *migration) check(ns, obj string, spec *corev1.PodSpec, pod bool) {
 		count(&s.PodsRunnable, &s.TemplatesRunnable)
 		return
 	}
-	m.out.finding(CannotRunOnBuilds, ns, obj, strings.Join(check.Reasons, "; "))
+	detail := strings.Join(check.Reasons, "; ")
+	if where, kept := m.keptByHyperV(ctx, spec); kept {
+		count(&s.PodsHyperV, &s.TemplatesHyperV)
+		if where != "" {
+			detail += "; " + where
+		}
+	}
+	m.out.finding(CannotRunOnBuilds, ns, obj, detail)
 	for _, r := range check.Reasons {
 		// Group by what the reason says of the image, whichever container holds it.
 		if i := strings.Index(r, ": image "); i >= 0 {
@@ -120,12 +139,41 @@ func (m *migration) check(ns, obj string, spec *corev1.PodSpec, pod bool) {
 	}
 }
 
+// keptByHyperV reports whether Hyper-V isolation would run an object no build asked about runs in
+// process isolation (an image newer than every build asked about, or with no Windows entry, never
+// runs): by its own Hyper-V RuntimeClass, else one of the cluster's, else one the cluster could add.
+// where names the builds and the class, for the finding, when the cluster has that class; a class it
+// does not have yet is counted in the summary only, and the finding stays what process isolation
+// makes of the object.
+func (m *migration) keptByHyperV(ctx context.Context, spec *corev1.PodSpec) (where string, kept bool) {
+	classes := m.hyperV.of(ctx, spec)
+	if classes == nil && spec.RuntimeClassName != nil {
+		return "", false // a class of its own that is not Hyper-V decides how it runs
+	}
+	if classes == nil {
+		classes = m.hyperV.all(ctx)
+	}
+	offered := classes != nil
+	if !offered {
+		classes = map[string]policy.RuntimeClass{"": {Handler: policy.HyperVHandler}}
+	}
+	class, hosts := m.pol.HyperVBuilds(spec, m.images.answers, m.summary.Builds, classes)
+	if hosts == nil {
+		return "", false
+	}
+	if !offered {
+		return "", true
+	}
+	return "Hyper-V isolation would run it on " + strings.Join(hosts, " or ") + " (RuntimeClass " + class + ")", true
+}
+
 // finish sorts the reasons, most frequent first; nil when --builds was not asked.
 func (m *migration) finish() *BuildsSummary {
 	s := m.summary
 	if s == nil {
 		return nil
 	}
+	s.HyperVClasses = sortedKeys(m.hyperV.classes)
 	s.Reasons = []ReasonRow{}
 	for _, r := range m.reasons {
 		s.Reasons = append(s.Reasons, *r)
@@ -185,4 +233,17 @@ func sameSet(a, b []string) bool {
 func (s *BuildsSummary) Sentence() string {
 	return fmt.Sprintf("%d of %s and %d of %s could run on %s", s.PodsRunnable, plural(s.Pods, "Windows pod"),
 		s.TemplatesRunnable, plural(s.Templates, "Windows pod template"), strings.Join(s.Builds, " or "))
+}
+
+// HyperVSentence is the line of what Hyper-V isolation would keep running besides: "Hyper-V isolation
+// would keep 3 pods and 1 template more running (RuntimeClass isolated)"; "" when nothing.
+func (s *BuildsSummary) HyperVSentence() string {
+	if s.PodsHyperV+s.TemplatesHyperV == 0 {
+		return ""
+	}
+	with := "with a RuntimeClass of handler " + policy.HyperVHandler + ", which the cluster does not have"
+	if len(s.HyperVClasses) > 0 {
+		with = "RuntimeClass " + strings.Join(s.HyperVClasses, ", ")
+	}
+	return fmt.Sprintf("Hyper-V isolation would keep %s and %s more running (%s)", plural(s.PodsHyperV, "pod"), plural(s.TemplatesHyperV, "template"), with)
 }

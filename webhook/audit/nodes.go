@@ -10,8 +10,10 @@ import (
 // build, the builds of ready ones, and the ready ones themselves (labels and taints only).
 type nodes struct {
 	// known: every node was read; without it, the build findings are skipped.
-	known      bool
-	build      map[string]string // node name -> Windows build
+	known bool
+	build map[string]string // node name -> Windows build
+	// revision is each Windows node's revision, from status.nodeInfo.kernelVersion, where it reports one.
+	revision   map[string]int
 	readyBuild map[string]bool
 	// readyWindows are the ready Windows nodes, for the Linux-side and taint findings.
 	readyWindows []*corev1.Node
@@ -20,7 +22,7 @@ type nodes struct {
 }
 
 func newNodes() *nodes {
-	return &nodes{build: map[string]string{}, readyBuild: map[string]bool{}, windows: map[string]bool{}}
+	return &nodes{build: map[string]string{}, revision: map[string]int{}, readyBuild: map[string]bool{}, windows: map[string]bool{}}
 }
 
 func (n *nodes) add(node *corev1.Node) {
@@ -33,6 +35,9 @@ func (n *nodes) add(node *corev1.Node) {
 		kept := &corev1.Node{}
 		kept.Name, kept.Labels, kept.Spec.Taints = node.Name, node.Labels, node.Spec.Taints
 		n.readyWindows = append(n.readyWindows, kept)
+	}
+	if r, ok := inventory.NodeRevision(node); ok {
+		n.revision[node.Name] = r
 	}
 	if b := node.Labels[corev1.LabelWindowsBuild]; b != "" {
 		n.build[node.Name] = b

@@ -99,6 +99,9 @@ func (r *Report) WriteTable(w io.Writer, view string) error {
 	}
 	if s := r.Builds; s != nil && (view == ViewSummary || view == ViewFindings) {
 		fmt.Fprintf(w, "\nBUILD CHECK (objects that could not run, by reason)\n  %s\n", s.Sentence())
+		if hv := s.HyperVSentence(); hv != "" {
+			fmt.Fprintf(w, "  %s\n", termsafe.String(hv))
+		}
 		for _, reason := range s.Reasons {
 			var what []string
 			if reason.Pods > 0 {

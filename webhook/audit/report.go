@@ -74,6 +74,9 @@ const (
 	// LinuxOnlyImage: a Windows pod or template with an image that has no Windows entry, as its
 	// registry says (--resolve-images) or admission recorded.
 	LinuxOnlyImage = "linux-only-image"
+	// ImageNewerRevision: a pod whose image is of a newer revision than its node's (the node's
+	// status.nodeInfo.kernelVersion).
+	ImageNewerRevision = "image-newer-revision"
 	// CannotRunOnBuilds: with --builds, a pod or template no build asked about could run.
 	CannotRunOnBuilds = "cannot-run-on-builds"
 	// WouldChange: an object in a namespace in warn mode that wincompat would change in enforce mode.

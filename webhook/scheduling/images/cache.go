@@ -83,6 +83,9 @@ func platformsCost(_ string, v any) int64 {
 	n := int64(40 + len(e.mirror) + 48*len(ps))
 	for _, p := range ps {
 		n += int64(len(p.OS) + len(p.Architecture) + len(p.OSVersion))
+		for _, f := range p.OSFeatures {
+			n += int64(16 + len(f))
+		}
 	}
 	return n
 }

@@ -49,7 +49,7 @@ func FuzzPlatformsFromConfig(f *testing.F) {
 		p, err := platformFromConfig(raw)
 		if err != nil {
 			checkMessage(t, err)
-			if p != (policy.Platform{}) {
+			if !p.Equal(policy.Platform{}) {
 				t.Fatalf("platform %+v with error %v", p, err)
 			}
 			return
@@ -64,7 +64,10 @@ func checkPlatform(t *testing.T, p policy.Platform) {
 	if p.OS == "" || p.OS == "unknown" {
 		t.Fatalf("platform without OS: %+v", p)
 	}
-	for _, s := range []string{p.OS, p.Architecture, p.OSVersion} {
+	if len(p.OSFeatures) > maxFeatures {
+		t.Fatalf("more than %d features: %+v", maxFeatures, p)
+	}
+	for _, s := range append([]string{p.OS, p.Architecture, p.OSVersion}, p.OSFeatures...) {
 		if !validField(s) {
 			t.Fatalf("field %q of %+v passed the check", s, p)
 		}
@@ -128,6 +131,22 @@ func TestPlatformsFromManifest(t *testing.T) {
 		{"too long a version", string(types.OCIImageIndex), index(entry(oci,
 			`{"os":"windows","architecture":"amd64","os.version":"`+strings.Repeat("1", maxField+1)+`"}`)),
 			contents{}, "malformed index (entry 0: invalid os.version)"},
+		{"os.features kept, sorted, one entry per set", string(types.OCIImageIndex), index(
+			entry(oci, `{"os":"windows","architecture":"amd64","os.version":"10.0.20348.1","os.features":["win32k"]}`),
+			entry(oci, `{"os":"windows","architecture":"amd64","os.version":"10.0.20348.1"}`),
+			entry(oci, `{"os":"windows","architecture":"amd64","os.version":"10.0.20348.1","os.features":["x","win32k"]}`),
+			entry(oci, `{"os":"windows","architecture":"amd64","os.version":"10.0.20348.1","os.features":["win32k","x"]}`),
+		), contents{Platforms: []policy.Platform{
+			{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1", OSFeatures: []string{"win32k"}},
+			{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"},
+			{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1", OSFeatures: []string{"win32k", "x"}},
+		}}, ""},
+		{"a feature a warning cannot carry", string(types.OCIImageIndex), index(entry(oci,
+			`{"os":"windows","architecture":"amd64","os.features":["win32k","a b"]}`)),
+			contents{}, "malformed index (entry 0: invalid os.features)"},
+		{"too many features", string(types.OCIImageIndex), index(entry(oci,
+			`{"os":"windows","architecture":"amd64","os.features":["a","b","c","d","e","f","g","h","i"]}`)),
+			contents{}, fmt.Sprintf("malformed index (entry 0: more than %d os.features)", maxFeatures)},
 		{"neither index nor image", "text/plain", []byte(`{"hello":"world"}`), contents{}, `not an image manifest (media type "")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

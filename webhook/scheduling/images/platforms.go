@@ -21,8 +21,11 @@ const (
 	// maxPlatforms bounds what one image keeps in the cache. Real indexes list tens of entries; a
 	// 4 MiB manifest could list tens of thousands, and the cache holds MaxEntries images.
 	maxPlatforms = 256
-	// maxField bounds os, architecture and os.version, which end up in admission warnings.
+	// maxField bounds os, architecture, os.version and each of os.features, which end up in admission
+	// warnings.
 	maxField = 64
+	// maxFeatures bounds an entry's os.features: the image spec defines one (win32k) for Windows.
+	maxFeatures = 8
 )
 
 // malformedError is content a registry served that is not what it claims to be.
@@ -141,6 +144,9 @@ type platform struct {
 	OS           string `json:"os"`
 	Architecture string `json:"architecture"`
 	OSVersion    string `json:"os.version"`
+	// OSFeatures are what the host must offer: containerd matches them (github.com/containerd/platforms,
+	// NewMatcher) and the policy with it, so they are kept.
+	OSFeatures []string `json:"os.features"`
 }
 
 func imageContents(config string) (contents, error) {
@@ -216,7 +222,7 @@ func (e *entries) add(i int, entry *indexEntry) error {
 // keep counts p and keeps it unless it is a duplicate, or one entry of another OS too many.
 func (e *entries) keep(p policy.Platform) {
 	e.listed++
-	if slices.Contains(e.platforms, p) {
+	if slices.ContainsFunc(e.platforms, p.Equal) {
 		return
 	}
 	if p.OS != windows && len(e.platforms)-windowsCount(e.platforms) >= maxOther {
@@ -263,7 +269,20 @@ func (p *platform) check() (policy.Platform, error) {
 			return policy.Platform{}, errors.New("invalid " + f.name)
 		}
 	}
-	return policy.Platform{OS: p.OS, Architecture: p.Architecture, OSVersion: p.OSVersion}, nil
+	if len(p.OSFeatures) > maxFeatures {
+		return policy.Platform{}, fmt.Errorf("more than %d os.features", maxFeatures)
+	}
+	var features []string
+	for _, f := range p.OSFeatures {
+		if f == "" || !validField(f) {
+			return policy.Platform{}, errors.New("invalid os.features")
+		}
+		features = append(features, f)
+	}
+	// Sorted, so that equal entries compare equal; duplicates are kept, because containerd strips only
+	// one win32k before it matches.
+	slices.Sort(features)
+	return policy.Platform{OS: p.OS, Architecture: p.Architecture, OSVersion: p.OSVersion, OSFeatures: features}, nil
 }
 
 func validField(s string) bool {

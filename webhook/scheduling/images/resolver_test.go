@@ -820,7 +820,7 @@ func TestLookupAnswersEveryImage(t *testing.T) {
 	}
 	// The caller owns the answer: changing it leaves the cache alone.
 	got[reg.ref("app:1")].Platforms[0].OSVersion = "changed"
-	if again := lookupImage(r, reg.ref("app:1")); again.Platforms[0] != ltsc2022 {
+	if again := lookupImage(r, reg.ref("app:1")); !again.Platforms[0].Equal(ltsc2022) {
 		t.Errorf("cache changed through an answer: %+v", again)
 	}
 }

@@ -40,8 +40,19 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	}
 	c := &policy.Cluster{RuntimeClasses: make(map[string]policy.RuntimeClass, len(classes.Items))}
 	for _, n := range nodes.Items {
-		if build := n.Labels[corev1.LabelWindowsBuild]; build != "" && NodeReady(&n) && !slices.Contains(c.Builds, build) {
-			c.Builds = append(c.Builds, build)
+		build := n.Labels[corev1.LabelWindowsBuild]
+		if build != "" && NodeReady(&n) {
+			if !slices.Contains(c.Builds, build) {
+				c.Builds = append(c.Builds, build)
+			}
+			if r, ok := NodeRevision(&n); ok {
+				if c.Revisions == nil {
+					c.Revisions = map[string]int{}
+				}
+				if prev, seen := c.Revisions[build]; !seen || r > prev {
+					c.Revisions[build] = r
+				}
+			}
 		}
 		for _, t := range n.Spec.Taints {
 			if !slices.ContainsFunc(c.WindowsTaints, func(o corev1.Taint) bool { return o.MatchTaint(&t) && o.Value == t.Value }) {
@@ -52,13 +63,28 @@ func (i *Inventory) Cluster(ctx context.Context) (*policy.Cluster, error) {
 	slices.Sort(c.Builds)
 	slices.SortFunc(c.WindowsTaints, func(a, b corev1.Taint) int { return strings.Compare(a.ToString(), b.ToString()) })
 	for _, rc := range classes.Items {
-		var selector map[string]string
+		class := policy.RuntimeClass{Handler: rc.Handler}
 		if rc.Scheduling != nil {
-			selector = rc.Scheduling.NodeSelector
+			class.NodeSelector, class.Tolerations = rc.Scheduling.NodeSelector, rc.Scheduling.Tolerations
 		}
-		c.RuntimeClasses[rc.Name] = policy.RuntimeClass{NodeSelector: selector}
+		if rc.Overhead != nil {
+			class.Overhead = rc.Overhead.PodFixed
+		}
+		c.RuntimeClasses[rc.Name] = class
 	}
 	return c, nil
+}
+
+// NodeRevision reads the revision a Windows node runs from status.nodeInfo.kernelVersion, which the
+// kubelet fills on Windows with major.minor.build.UBR (kubernetes pkg/kubelet/winstats, GetOSInfo and
+// GetPatchVersion): 10.0.20348.2762 → 2762. Only when its build is the node's windows-build label, so
+// that a value written by something else is not trusted.
+func NodeRevision(n *corev1.Node) (int, bool) {
+	v := n.Status.NodeInfo.KernelVersion
+	if policy.BuildOf(v) != n.Labels[corev1.LabelWindowsBuild] {
+		return 0, false
+	}
+	return policy.Revision(v)
 }
 
 // NodeReady reports whether the node's Ready condition is True.
@@ -71,14 +97,15 @@ func NodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// CacheOptions keep only what the inventory reads of Nodes (labels, taints, conditions): a large
-// cluster's node status (images, volumes) would otherwise sit in every replica's memory.
+// CacheOptions keep only what the inventory reads of Nodes (labels, taints, conditions, the kernel
+// version): a large cluster's node status (images, volumes) would otherwise sit in every replica's memory.
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Node{}: {Transform: func(obj any) (any, error) {
 			if n, ok := obj.(*corev1.Node); ok {
 				n.ManagedFields = nil
-				n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
+				n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions,
+					NodeInfo: corev1.NodeSystemInfo{KernelVersion: n.Status.NodeInfo.KernelVersion}}
 			}
 			return obj, nil
 		}},
