@@ -268,6 +268,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.fromImages(ctx); err != nil {
 		return err
 	}
+	if err := d.cloudRegistry(ctx); err != nil {
+		return err
+	}
 	if err := d.mixedClusters(ctx); err != nil {
 		return err
 	}
