@@ -200,13 +200,13 @@ func (k *cloudKeychain) ResolveContext(ctx context.Context, r authn.Resource) (a
 		}
 		ttl := cloudDefaultTTL
 		if !until.IsZero() {
-			ttl = time.Until(until) / 2
+			// Never below the failure period: a token that claims to be expired already (a skewed
+			// clock) must not make every lookup fetch another.
+			ttl = max(time.Until(until)/2, cloudFailureTTL)
 		}
 		k.log.Info("Cloud registry credentials obtained", "cloud", p.cloud, "registry", host, "identity", identity, "kept", ttl.Round(time.Second).String())
 		a := cloudAnswer{auth: auth}
-		if ttl > 0 {
-			k.got.Add(key, a, ttl)
-		}
+		k.got.Add(key, a, ttl)
 		return a, nil
 	})
 	select {
