@@ -174,6 +174,45 @@ func TestCloudKeychainECR(t *testing.T) {
 	}
 }
 
+// ECR with EKS Pod Identity, and with the node's instance role: the AWS SDK's chain finds each where
+// IRSA is not set, and the token is asked once all the same.
+func TestCloudKeychainECRChain(t *testing.T) {
+	cloud, err := imagestest.StartCloud(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cloud.Close()
+	env := cloud.Env()
+	for _, k := range []string{"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECR", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
+		t.Setenv(k, env[k])
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		got  *atomic.Int64
+	}{
+		{"EKS Pod Identity", cloud.PodIdentityEnv(), &cloud.PodIdentity},
+		{"instance role", cloud.InstanceRoleEnv(), &cloud.InstanceRole},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			before := cloud.ECRToken.Load()
+			k := newCloudKeychain([]Cloud{CloudECR}, http.DefaultClient, logr.Discard())
+			for range 3 {
+				a, err := resolveCloud(t, k, "123456789012.dkr.ecr.us-west-2.amazonaws.com")
+				if err != nil || a == nil || a.Username != "AWS" {
+					t.Fatalf("got %+v, %v", a, err)
+				}
+			}
+			if tc.got.Load() != 1 || cloud.ECRToken.Load()-before != 1 {
+				t.Errorf("%s asked %d times and ECR %d for three lookups, want once each", tc.name, tc.got.Load(), cloud.ECRToken.Load()-before)
+			}
+		})
+	}
+}
+
 // An identity endpoint that fails ends the lookup with advice for the pod and the reason in the
 // operator's log, and is not asked again by every image while the failure is remembered.
 func TestCloudIdentityFailure(t *testing.T) {

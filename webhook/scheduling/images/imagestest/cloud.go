@@ -42,10 +42,13 @@ type Cloud struct {
 	// Counts of token requests per endpoint: STS, ECR, Entra, ACR's exchange, the metadata server's
 	// token, and the registries' own token endpoints.
 	STS, ECRToken, Entra, ACRExchange, Metadata, RegistryTokens atomic.Int64
+	// Credentials the EKS Pod Identity agent and EC2's instance metadata service gave.
+	PodIdentity, InstanceRole atomic.Int64
 
 	dir            string
 	front, proxy   *httptest.Server
 	sts, ecr, meta *httptest.Server
+	podID, imds    *httptest.Server
 
 	mu     sync.Mutex
 	issued map[string]string // token → what it is for
@@ -77,12 +80,14 @@ func StartCloud(dir string) (*Cloud, error) {
 	c.sts = httptest.NewServer(http.HandlerFunc(c.serveSTS))
 	c.ecr = httptest.NewServer(http.HandlerFunc(c.serveECR))
 	c.meta = httptest.NewServer(http.HandlerFunc(c.serveMetadata))
+	c.podID = httptest.NewServer(http.HandlerFunc(c.servePodIdentity))
+	c.imds = httptest.NewServer(http.HandlerFunc(c.serveIMDS))
 	return c, nil
 }
 
 // Close stops every fake.
 func (c *Cloud) Close() {
-	for _, s := range []*httptest.Server{c.front, c.proxy, c.sts, c.ecr, c.meta} {
+	for _, s := range []*httptest.Server{c.front, c.proxy, c.sts, c.ecr, c.meta, c.podID, c.imds} {
 		s.Close()
 	}
 	c.Registry.Close()
@@ -114,6 +119,58 @@ func (c *Cloud) Env() map[string]string {
 		"GCE_METADATA_HOST":              strings.TrimPrefix(c.meta.URL, "http://"),
 		"GOOGLE_APPLICATION_CREDENTIALS": "",
 		"CLOUDSDK_CONFIG":                filepath.Join(c.dir, "gcloud"),
+	}
+}
+
+// PodIdentityEnv replaces IRSA in Env by EKS Pod Identity, as EKS sets it: the agent's URI and the
+// token it wants.
+func (c *Cloud) PodIdentityEnv() map[string]string {
+	return map[string]string{"AWS_ROLE_ARN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI":     c.podID.URL + "/v1/credentials",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": filepath.Join(c.dir, "aws-token")}
+}
+
+// InstanceRoleEnv replaces IRSA in Env by the node's instance role, from the instance metadata
+// service here.
+func (c *Cloud) InstanceRoleEnv() map[string]string {
+	return map[string]string{"AWS_ROLE_ARN": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+		"AWS_EC2_METADATA_DISABLED": "false", "AWS_EC2_METADATA_SERVICE_ENDPOINT": c.imds.URL + "/"}
+}
+
+// awsCredentials is how the Pod Identity agent and IMDS hand out keys.
+func (c *Cloud) awsCredentials(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]string{"Code": "Success", "Type": "AWS-HMAC", "AccessKeyId": c.issue("aws-access-key"),
+		"SecretAccessKey": "secret", "Token": "session", "Expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"LastUpdated": time.Now().UTC().Format(time.RFC3339)})
+}
+
+// servePodIdentity is the EKS Pod Identity agent: keys for the pod's projected token.
+func (c *Cloud) servePodIdentity(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "eks-projected-token" {
+		http.Error(w, `{"message":"not the fake's identity"}`, http.StatusForbidden)
+		return
+	}
+	c.PodIdentity.Add(1)
+	c.awsCredentials(w)
+}
+
+// serveIMDS is EC2's instance metadata service (IMDSv2): a session token, the role's name, its keys.
+func (c *Cloud) serveIMDS(w http.ResponseWriter, r *http.Request) {
+	const session = "imds-session"
+	switch {
+	case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
+		w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", r.Header.Get("X-Aws-Ec2-Metadata-Token-Ttl-Seconds"))
+		fmt.Fprint(w, session)
+	case r.Header.Get("X-Aws-Ec2-Metadata-Token") != session:
+		w.WriteHeader(http.StatusUnauthorized)
+	case strings.HasSuffix(r.URL.Path, "/security-credentials/") || strings.HasSuffix(r.URL.Path, "/security-credentials-extended/"):
+		fmt.Fprint(w, "wincompat-node")
+	case strings.HasSuffix(r.URL.Path, "/wincompat-node"):
+		c.InstanceRole.Add(1)
+		c.awsCredentials(w)
+	default:
+		http.NotFound(w, r)
 	}
 }
 
