@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -267,6 +268,15 @@ func TestCloudIdentityHangs(t *testing.T) {
 	got := r.Lookup(context.Background(), Request{Images: []string{image}})[image]
 	if got.Err != "us-docker.pkg.dev: "+msgUnreachable {
 		t.Errorf("got %q, want the answer of a registry not answering in time", got.Err)
+	}
+	// The keychain itself stops waiting when its lookup ends, so the lookup's slot is not held either.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	reg, _ := name.NewRegistry("us-docker.pkg.dev")
+	_, err = authn.Resolve(ctx, newCloudKeychain([]Cloud{CloudGAR}, http.DefaultClient, logr.Discard()), reg)
+	var ce *cloudError
+	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want a cloud error for the ended lookup", err)
 	}
 }
 
