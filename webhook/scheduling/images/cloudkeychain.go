@@ -39,7 +39,7 @@ const (
 )
 
 // cloudProvider is one row of the table: which registry hosts are the cloud's, how its credentials are
-// got, and what the operator sets when they are not.
+// got, and how messages name it.
 type cloudProvider struct {
 	cloud Cloud
 	// name is how messages name the cloud's registries.
@@ -60,7 +60,8 @@ var (
 	garHost = regexp.MustCompile(`^(?:[a-z0-9-]+-docker\.pkg\.dev|gcr\.io|[a-z]+\.gcr\.io)$`)
 )
 
-// cloudProviders is the table: Clouds, the hosts matched, --help and the README follow it.
+// cloudProviders is the table: Clouds and the hosts matched come from it; --help, the chart's values and
+// the README describe it.
 var cloudProviders = []cloudProvider{
 	{cloud: CloudACR, name: "ACR", host: func(h string) (string, bool) { return h, acrHost.MatchString(h) }, fetch: (*cloudKeychain).acr},
 	{cloud: CloudECR, name: "ECR", host: func(h string) (string, bool) {
