@@ -80,6 +80,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
+	clouds := fl.String("image-cloud-credentials", "acr,ecr,gar", cliCloudsUsage)
 	policyFile := fl.String("policy", "", "the policy file wincompat runs with: its excludedNamespaces, inferOSFromNodeSelector, windowsNodeTaints, mode, build catalog and windowsCompatibility (default: the built-in policy)")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
@@ -117,7 +118,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		// An audit is not an admission review: it can wait for a slow registry, but not forever for one
 		// that never answers.
 		wait := min(*timeout, 30*time.Second)
-		r, err := newCLIResolver(wait)
+		r, err := newCLIResolver(wait, *clouds)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 			return 1

@@ -198,6 +198,18 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d", code)
 	}
+	// Cloud identity is the server's own credential: scoped to namespaces, as the pull secret is, and
+	// only for the clouds wincompat knows.
+	errOut.Reset()
+	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--image-cloud-credentials", "ecr,gar"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	if want := "--image-cloud-credentials needs --image-pull-secret-namespaces"; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
+	}
+	errOut.Reset()
+	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--image-cloud-credentials", "ecr,aws"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	if want := `unknown cloud "aws": use [acr ecr gar]`; code != 2 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
+	}
 	errOut.Reset()
 	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "-enable-http2") {
 		t.Errorf("serve -h: %d %s", code, errOut.String())

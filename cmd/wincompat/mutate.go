@@ -64,12 +64,23 @@ is named on stderr by source and index, e.g. "chart.yaml#3 Deployment demo/web: 
 Flags:
 `
 
-// newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait.
-func newCLIResolver(wait time.Duration) (*images.Resolver, error) {
+// cliCloudsUsage is --image-cloud-credentials of mutate and audit.
+const cliCloudsUsage = "with --resolve-images: the clouds whose registries are read with your identity there when your docker config has no login for them, comma-separated from acr (workload or managed identity), ecr (the AWS SDK's chain: AWS_PROFILE, ~/.aws, SSO, instance role), gar (application default credentials: gcloud auth application-default login, or the metadata server); empty for none"
+
+// newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait. Like
+// ko and crane, it reads cloud registries with the user's own cloud identity by default: the user's
+// machine, the user's credentials, the user's references.
+func newCLIResolver(wait time.Duration, clouds string) (*images.Resolver, error) {
+	cloudList, err := images.ParseClouds(clouds)
+	if err != nil {
+		return nil, fmt.Errorf("--image-cloud-credentials: %w", err)
+	}
 	return images.New(images.Config{
 		Timeout:           wait,
 		BackgroundTimeout: wait,
 		Keychain:          authn.DefaultKeychain,
+		CloudCredentials:  cloudList,
+		CloudHint:         "sign in to %s where wincompat runs, see --image-cloud-credentials",
 		// The server's bound keeps tenants from piling up lookups; here every lookup is the user's
 		// own, and an audit asks a whole page's images at once: none may be refused.
 		MaxLookups: math.MaxInt,
@@ -117,6 +128,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	quiet := fl.Bool("quiet", false, "do not print warnings")
 	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
 	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
+	clouds := fl.String("image-cloud-credentials", "acr,ecr,gar", cliCloudsUsage)
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
@@ -154,7 +166,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Version:   version,
 	}
 	if *resolveImages {
-		r, err := newCLIResolver(*lookupTimeout)
+		r, err := newCLIResolver(*lookupTimeout, *clouds)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 2

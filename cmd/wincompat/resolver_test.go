@@ -19,7 +19,7 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	defer registry.Close()
-	r, err := newCLIResolver(10 * time.Second)
+	r, err := newCLIResolver(10*time.Second, "acr,ecr,gar")
 	if err != nil {
 		t.Fatal(err)
 	}

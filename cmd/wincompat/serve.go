@@ -23,6 +23,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/certs"
+	"github.com/wincompat/wincompat/webhook/scheduling/images"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -112,7 +113,12 @@ func runServe(args []string, stderr io.Writer) int {
 		return nil
 	})
 	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups connect to loopback, private (RFC 1918, fc00::/7, 100.64.0.0/10) and unspecified addresses, checked after DNS, and use plain HTTP to loopback registries; for in-cluster or on-premises registries. Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 168.63.129.16) are never contacted")
-	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret (required then): a label selector of the namespaces whose pods' images may be read with it, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
+	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, no pull secret needed, comma-separated (default none; needs --image-pull-secret-namespaces): acr (*.azurecr.io, .cn, .us: Azure workload identity, ServiceAccount annotation azure.workload.identity/client-id and pod label azure.workload.identity/use=true, else the node's managed identity, AZURE_CLIENT_ID naming it), ecr (<account>.dkr.ecr.<region>.amazonaws.com and .com.cn: IRSA, ServiceAccount annotation eks.amazonaws.com/role-arn, or EKS Pod Identity, or the node's instance role), gar (*-docker.pkg.dev, gcr.io, *.gcr.io: GKE workload identity, ServiceAccount annotation iam.gke.io/gcp-service-account, or the node's service account). Identity endpoints are asked only for those hosts, once per token lifetime; see deploy/helm/wincompat/cloud-registries.md", func(v string) error {
+		clouds, err := images.ParseClouds(v)
+		imageOpts.CloudCredentials = clouds
+		return err
+	})
+	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret or --image-cloud-credentials (required then): a label selector of the namespaces whose pods' images may be read with wincompat's credentials, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets, for reviews from a caller verified by --client-ca-file")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
 	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most (0: the default); past it new ones wait to be accepted")

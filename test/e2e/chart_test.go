@@ -347,7 +347,7 @@ func normalizedWebhooks(wc map[string]any) []any {
 }
 
 // TestHelmChartImageResolver: issue 13. The imageResolver values become serve's flags; a pull secret
-// adds get on that one Secret in the release namespace; only podPullSecrets adds get on every Secret
+// adds get on that one Secret in the release namespace; cloud credentials (issue 28) add no RBAC; only podPullSecrets adds get on every Secret
 // (which security_test.go's allowlist still flags) and turns the policy's podImagePullSecrets on. Values
 // the webhook's timeout or RBAC would contradict fail rendering. Rendering only: TestHelmChart applies
 // a pull secret's Role to the API server.
@@ -364,6 +364,9 @@ func TestHelmChartImageResolver(t *testing.T) {
 		{"pull secret", "imageResolver: {pullSecret: registry-creds, pullSecretNamespaces: wincompat.io/registry-credentials=true, timeout: 0.5s, maxLookups: 16, maxLookupsPerRegistry: 4, allowPrivateNetworks: true}\nwebhook: {timeoutSeconds: 1}\n",
 			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-max-lookups-per-registry=4", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=true", "--image-pull-secret=registry-creds", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
 			[]string{`Role get ["registry-creds"]`}, false},
+		{"cloud credentials", "imageResolver: {cloudCredentials: [ecr, acr], pullSecretNamespaces: wincompat.io/registry-credentials=true}\n",
+			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false", "--image-cloud-credentials=ecr,acr", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
+			nil, false},
 		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\nwebhook: {clientAuth: {caConfigMap: apiserver-ca}}\n",
 			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"},
 			[]string{`ClusterRole get []`}, true},

@@ -78,6 +78,10 @@ func TestHelmChartValues(t *testing.T) {
 			for _, v := range e.values {
 				values := map[string]any{}
 				setValue(values, e.path, v)
+				if strings.Join(e.path, ".") == "imageResolver.cloudCredentials.[*]" {
+					// Cloud identity needs a namespace scope, as a pull secret does (the check below).
+					setValue(values, []string{"imageResolver", "pullSecretNamespaces"}, "kubernetes.io/metadata.name")
+				}
 				data, err := yaml.Marshal(values)
 				if err != nil {
 					t.Fatal(err)
@@ -159,6 +163,7 @@ func TestHelmChartValues(t *testing.T) {
 			{"timeout not under timeoutSeconds", "imageResolver: {timeout: 2s}\nwebhook: {timeoutSeconds: 2}\n", false, "imageResolver.timeout 2s is not under webhook.timeoutSeconds (2)"},
 			{"timeout over 2s", "imageResolver: {timeout: 2500ms}\nwebhook: {timeoutSeconds: 5}\n", false, "imageResolver.timeout 2500ms: use more than 0 and at most 2s"},
 			{"pull secret without namespaces", "imageResolver: {pullSecret: registry-creds}\n", false, "imageResolver.pullSecretNamespaces is required with imageResolver.pullSecret"},
+			{"cloud credentials without namespaces", "imageResolver: {cloudCredentials: [ecr]}\n", false, "imageResolver.pullSecretNamespaces is required with imageResolver.cloudCredentials"},
 			{"policy.linuxByDefault", "policy: {linuxByDefault: true}\n", false, "policy.linuxByDefault is set by linuxByDefault.allNamespaces"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

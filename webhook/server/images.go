@@ -28,8 +28,11 @@ type ImageOptions struct {
 	// registries; empty for anonymous access only.
 	PullSecret string
 	// PullSecretNamespaces is a label selector of the namespaces whose pods' images may be read with
-	// PullSecret; the others' are read anonymously. Required with PullSecret.
+	// PullSecret and CloudCredentials; the others' are read anonymously. Required with either.
 	PullSecretNamespaces string
+	// CloudCredentials are the clouds whose registries are read with wincompat's own identity there
+	// (its ServiceAccount's workload identity, or the node's).
+	CloudCredentials []images.Cloud
 	// MaxLookups bounds the registry lookups in flight (0: the resolver's default, 64).
 	MaxLookups int
 	// MaxLookupsPerRegistry bounds the lookups in flight to one registry host (0: a quarter of
@@ -50,15 +53,18 @@ var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.N
 func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
 	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, MaxLookupsPerRegistry: o.MaxLookupsPerRegistry,
 		MaxBytesInFlight: o.MaxBytesInFlight, AllowPrivateNetworks: o.AllowPrivateNetworks,
-		Metrics: sharedImageMetrics(), Log: log, UnauthorizedHint: "set imageResolver.pullSecret"}
+		Metrics: sharedImageMetrics(), Log: log, UnauthorizedHint: "set imageResolver.pullSecret",
+		CloudCredentials: o.CloudCredentials, CloudHint: "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s"}
 	if o.PullSecret != "" {
 		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}
+	}
+	if o.PullSecret != "" || len(o.CloudCredentials) > 0 {
 		selector, err := labels.Parse(o.PullSecretNamespaces)
 		if err != nil {
 			return nil, fmt.Errorf("--image-pull-secret-namespaces: %w", err)
 		}
-		// Any pod author in an opted-in namespace could otherwise probe the registry through
-		// wincompat's credentials: only the namespaces the operator chose use them.
+		// Any pod author could otherwise probe the registry through wincompat's credentials, the pull
+		// secret's or its cloud identity's alike: only the namespaces the operator chose use them.
 		c.KeychainNamespaces = func(name string) bool {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()

@@ -151,6 +151,9 @@ func (o *Options) Validate() error {
 	if o.Images != nil && o.Images.PullSecret != "" && o.Images.PullSecretNamespaces == "" {
 		errs = append(errs, errors.New("--image-pull-secret needs --image-pull-secret-namespaces, a label selector of the namespaces whose pods' images may be read with it (kubernetes.io/metadata.name for every namespace)"))
 	}
+	if o.Images != nil && len(o.Images.CloudCredentials) > 0 && o.Images.PullSecretNamespaces == "" {
+		errs = append(errs, errors.New("--image-cloud-credentials needs --image-pull-secret-namespaces, a label selector of the namespaces whose pods' images may be read with wincompat's cloud identity (kubernetes.io/metadata.name for every namespace)"))
+	}
 	if o.Images != nil && o.Images.PullSecretNamespaces != "" {
 		if _, err := labels.Parse(o.Images.PullSecretNamespaces); err != nil {
 			errs = append(errs, fmt.Errorf("--image-pull-secret-namespaces: %w", err))

@@ -271,6 +271,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.mirrors(ctx); err != nil {
 		return err
 	}
+	if err := d.cloudRegistry(ctx); err != nil {
+		return err
+	}
 	if err := d.mixedClusters(ctx); err != nil {
 		return err
 	}

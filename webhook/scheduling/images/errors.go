@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -28,6 +30,7 @@ func (r *Resolver) explain(registry string, creds credentials, err error) (strin
 		large  *tooLargeError
 		bad    *malformedError
 		secret *pullSecretError
+		cloud  *cloudError
 		status *transport.Error
 		dns    *net.DNSError
 		cert   *tls.CertificateVerificationError
@@ -52,6 +55,10 @@ func (r *Resolver) explain(registry string, creds credentials, err error) (strin
 	// best explained by the refusal.
 	case errors.As(err, &plain), errors.As(err, &egress):
 		reason = reasonPolicy
+	case errors.As(err, &cloud):
+		// The identity, not the registry, failed: the pod's author learns what the operator sets, the
+		// log why.
+		return registry + ": " + msgNotReadable + r.cloudHint(cloud.name), reasonCredentials
 	case errors.As(err, &large):
 		return large.Error(), reasonTooLarge
 	case errors.Is(err, errTooManyRedirects):
@@ -96,9 +103,9 @@ func (r *Resolver) explainStatus(registry string, creds credentials, e *transpor
 	}
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonUnauthorized
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(registry, creds), reasonUnauthorized
 	case http.StatusNotFound:
-		return registry + ": " + msgNotReadable + r.unauthorizedHint(creds), reasonNotFound
+		return registry + ": " + msgNotReadable + r.unauthorizedHint(registry, creds), reasonNotFound
 	case http.StatusTooManyRequests:
 		return registry + ": rate limited (HTTP 429)", reasonRateLimited
 	}
@@ -108,9 +115,22 @@ func (r *Resolver) explainStatus(registry string, creds credentials, e *transpor
 }
 
 // unauthorizedHint names only credentials the lookup could have used: a pod that listed no pull
-// secrets, or whose secrets the policy does not read, is not helped by fixing them.
-func (r *Resolver) unauthorizedHint(creds credentials) string {
+// secrets, or whose secrets the policy does not read, is not helped by fixing them. A cloud's registry
+// whose cloud is not enabled is also told about that cloud's identity.
+// cloudHint is the advice for a cloud registry whose identity failed; none where the namespace may
+// not use wincompat's credentials (such a lookup never asks the identity).
+func (r *Resolver) cloudHint(name string) string {
+	if r.c.CloudHint == "" {
+		return ""
+	}
+	return " (" + fmt.Sprintf(r.c.CloudHint, name) + ")"
+}
+
+func (r *Resolver) unauthorizedHint(registry string, creds credentials) string {
 	podSecrets, hint := creds.secrets != nil, r.c.UnauthorizedHint
+	if p, _, ok := cloudOf(registry); ok && !slices.Contains(r.c.CloudCredentials, p.cloud) && r.c.CloudHint != "" {
+		hint = strings.TrimPrefix(hint+", or "+fmt.Sprintf(r.c.CloudHint, p.name), ", or ")
+	}
 	if creds.anonymous {
 		// Config.Keychain is not this namespace's to use: its advice would not help.
 		hint = ""

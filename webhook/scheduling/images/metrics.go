@@ -29,7 +29,7 @@ const (
 	reasonUnauthorized = "unauthorized" // 401/403
 	reasonNotFound     = "not-found"    // 404
 	reasonRateLimited  = "rate-limited" // 429
-	reasonCredentials  = "credentials"  // the pod's pull secrets could not be read
+	reasonCredentials  = "credentials"  // the pod's pull secrets could not be read, or a cloud identity gave no token
 	reasonBusy         = "busy"         // wincompat's own bounds on lookups or bytes
 	reasonOther        = "other"
 )

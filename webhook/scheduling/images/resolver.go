@@ -73,6 +73,14 @@ type Config struct {
 	// chooses the namespace. Nil: the pod's pull secrets are never read, and the webhook needs no
 	// access to Secrets.
 	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
+	// CloudCredentials lets lookups of the registries of these clouds use wincompat's own identity on
+	// them (cloudkeychain.go), after Keychain and under the same KeychainNamespaces scope: they are the
+	// server's credentials too. Identity and token endpoints are asked only for an enabled cloud's hosts.
+	CloudCredentials []Cloud
+	// CloudHint is the advice for a cloud registry whose credentials wincompat has not, with %s for the
+	// cloud's name (ECR, ACR, Artifact Registry): the server names its chart value, the CLI the
+	// environment it reads.
+	CloudHint string
 	// UnauthorizedHint is the advice a registry's refusal gives for Keychain's credentials, since only
 	// the caller knows where they come from: "set imageResolver.pullSecret" in the server, docker login
 	// for the CLI. Empty: no advice. A lookup that also used the pod's pull secrets names them too.
@@ -238,12 +246,17 @@ func New(c Config) (*Resolver, error) {
 	// With HTTPS_PROXY set, the proxy's address is what is dialled and checked: the proxy then has to
 	// keep registry requests away from what wincompat must not reach.
 	base.DialContext = eg.DialContext
+	transport := guard{next: base, allowPrivate: c.AllowPrivateNetworks}
+	if len(c.CloudCredentials) > 0 {
+		// Explicit credentials first: a pull secret for a cloud registry is what the operator chose.
+		c.Keychain = authn.NewMultiKeychain(c.Keychain, newCloudKeychain(c.CloudCredentials, &http.Client{Transport: transport}, c.Log))
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	return &Resolver{
 		c:         c,
-		transport: guard{next: base, allowPrivate: c.AllowPrivateNetworks},
+		transport: transport,
 		// Half the bytes for platforms, the costly part; a pod author's stream of new references or
 		// failing images evicts only its own kind.
 		digests:  newLRU(c.MaxEntries, c.CacheBytes/2, c.Now, platformsCost),
