@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // MisplacedCause is why a Windows pod failed on its node for reasons of operating system or build: the
@@ -291,4 +292,35 @@ func MisplacedFix(f PodFailure, node, nodeBuild string, pl Placement) string {
 // when the node's build cannot run what the pod's images need.
 func Corroborated(f PodFailure, pl Placement) bool {
 	return !f.Row.Corroborate || len(pl.Needed) > 0 && !pl.NodeRuns
+}
+
+// RemediationBlock says why a misplaced pod must not be deleted so that its controller makes it again,
+// or "" when it may be. A new pod helps only if something recreates it and admission may then decide
+// otherwise: wincompat decided its build from the images or the cluster (or decided none), and neither
+// the pod's own spec nor a person chose the build it failed on.
+func RemediationBlock(p *corev1.Pod) string {
+	ref := metav1.GetControllerOfNoCopy(p)
+	switch {
+	case ref == nil:
+		return "a bare pod: no controller would make it again"
+	case ref.Kind == "DaemonSet":
+		return "a DaemonSet pod: it belongs to its node"
+	case ref.Kind == "Node":
+		return "a static pod: the node's kubelet runs it"
+	case p.DeletionTimestamp != nil:
+		return "already being deleted"
+	}
+	switch src := p.Annotations[AnnotationBuildSource]; src {
+	case SourceNodeSelector, SourceRuntimeClass, SourceAffinity:
+		return "its own spec pins the build (" + src + "): a new pod would be pinned alike"
+	case SourceAnnotation, SourceNamespace, SourceDefault:
+		return "its build was asked for (" + src + "): a new pod would get the same"
+	case "":
+		// Not decided by wincompat (admitted while it was down, or before a build was chosen): only a
+		// build its spec names pins it.
+		if PinnedBuilds(&p.Spec) != nil {
+			return "its own spec pins the build (nodeSelector or required node affinity)"
+		}
+	}
+	return ""
 }

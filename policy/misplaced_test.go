@@ -160,3 +160,37 @@ func TestPlacementAndFix(t *testing.T) {
 		}
 	}
 }
+
+func TestRemediationBlock(t *testing.T) {
+	rs := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u", Controller: new(true)}}
+	ds := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u", Controller: new(true)}}
+	notController := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u"}}
+	pinned := corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelWindowsBuild: "10.0.17763"}}
+	for name, tc := range map[string]struct {
+		owners      []metav1.OwnerReference
+		source      string
+		spec        corev1.PodSpec
+		wantBlocked bool
+	}{
+		"ReplicaSet, build from the images":  {rs, SourceImageManifest, pinned, false},
+		"ReplicaSet, build from the tags":    {rs, SourceImage, pinned, false},
+		"ReplicaSet, the only cluster build": {rs, SourceCluster, pinned, false},
+		"ReplicaSet, no decision, no pin":    {rs, "", corev1.PodSpec{}, false},
+		"ReplicaSet, no decision, own pin":   {rs, "", pinned, true},
+		"ReplicaSet, pinned by nodeSelector": {rs, SourceNodeSelector, pinned, true},
+		"ReplicaSet, pinned by RuntimeClass": {rs, SourceRuntimeClass, pinned, true},
+		"ReplicaSet, asked by annotation":    {rs, SourceAnnotation, pinned, true},
+		"ReplicaSet, the policy's default":   {rs, SourceDefault, pinned, true},
+		"bare pod":                           {nil, SourceImageManifest, pinned, true},
+		"owner that is not the controller":   {notController, SourceImageManifest, pinned, true},
+		"DaemonSet":                          {ds, SourceImageManifest, pinned, true},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.owners}, Spec: tc.spec}
+		if tc.source != "" {
+			p.Annotations = map[string]string{AnnotationBuildSource: tc.source}
+		}
+		if got := RemediationBlock(p); (got != "") != tc.wantBlocked {
+			t.Errorf("%s: %q, want blocked %v", name, got, tc.wantBlocked)
+		}
+	}
+}
