@@ -275,14 +275,14 @@ func MisplacedFix(f PodFailure, node, nodeBuild string, pl Placement) string {
 	}
 	b.WriteString(" (" + f.Reason + "): " + f.Row.Fix)
 	if len(pl.Needed) > 0 {
-		b.WriteString("; its images need build " + strings.Join(pl.Needed, " or ") + " (from the " + pl.From + ")")
+		b.WriteString("; its images run on build " + strings.Join(pl.Needed, " or ") + " (from the " + pl.From + ")")
 		switch n := len(pl.Nodes); {
 		case n == 0:
-			b.WriteString(", which no ready node runs")
+			b.WriteString("; no ready node can run them")
 		case n <= maxNodesNamed:
-			b.WriteString(", run by " + strings.Join(pl.Nodes, ", "))
+			b.WriteString("; ready nodes that can: " + strings.Join(pl.Nodes, ", "))
 		default:
-			b.WriteString(", run by " + strings.Join(pl.Nodes[:maxNodesNamed], ", ") + " and " + strconv.Itoa(n-maxNodesNamed) + " more")
+			b.WriteString("; ready nodes that can: " + strings.Join(pl.Nodes[:maxNodesNamed], ", ") + " and " + strconv.Itoa(n-maxNodesNamed) + " more")
 		}
 	}
 	return b.String()
