@@ -15,7 +15,8 @@ const maxKeptMessage = 4096
 // CacheOptions keep in the leader's memory only what the watcher reads. Pods: of a Windows pod its
 // owners, wincompat's annotations, node, scheduling, images and container states (messages cut to
 // 4 KiB); of every other pod its name alone. Events: only Warnings about pods (a field selector, so the
-// API server filters them), and of those the reason, message (cut) and the pod they are about.
+// API server filters them), and of those the reason, message (cut) and the pod they are about; of
+// wincompat's own WindowsBuildMismatchDeleted also the controller and the time.
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Transform: func(obj any) (any, error) {
@@ -32,6 +33,11 @@ func CacheOptions() map[client.Object]cache.ByObject {
 						InvolvedObject: corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace,
 							Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID}}
 					kept.Name, kept.Namespace, kept.UID, kept.ResourceVersion = e.Name, e.Namespace, e.UID, e.ResourceVersion
+					if e.Reason == ReasonDeleted && e.Related != nil {
+						// wincompat's own record of a deletion: its controller and when, for the owner window.
+						kept.Related = &corev1.ObjectReference{Kind: e.Related.Kind, Name: e.Related.Name, UID: e.Related.UID}
+						kept.EventTime, kept.LastTimestamp, kept.FirstTimestamp = e.EventTime, e.LastTimestamp, e.FirstTimestamp
+					}
 					if !policy.FailureEventReason(e.Reason) {
 						kept.Message = ""
 					}

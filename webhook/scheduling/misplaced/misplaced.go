@@ -63,8 +63,11 @@ type Watcher struct {
 	limiter  *rate.Limiter
 }
 
-// eventIndex finds a pod's Events in the cache.
-const eventIndex = "involvedObject.uid"
+// Indexes of the Event cache: a pod's Events, and wincompat's records of deletions by controller.
+const (
+	eventIndex   = "involvedObject.uid"
+	deletedIndex = "related.uid"
+)
 
 // SetupWithManager registers the controller and the Event index with the leader's manager.
 func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -81,6 +84,14 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 	w.Metrics.reset()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, eventIndex, func(o client.Object) []string {
 		return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+	}); err != nil {
+		return fmt.Errorf("indexing Events: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, func(o client.Object) []string {
+		if e := o.(*corev1.Event); e.Reason == ReasonDeleted && e.Related != nil {
+			return []string{string(e.Related.UID)}
+		}
+		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing Events: %w", err)
 	}
@@ -110,7 +121,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, err
 	}
 	pol := w.Policy()
-	failure, nodeBuild, pl, ok, err := w.judge(ctx, pol, &pod)
+	failure, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, &pod)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -119,7 +130,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	fix := policy.MisplacedFix(failure, pod.Spec.NodeName, nodeBuild, pl)
-	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) {
+	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
 		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", fix)
 	}
@@ -130,40 +141,43 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 }
 
 // judge says whether pod failed for one of the table's reasons: in scope, bound to a node, a failure in
-// its container states or its Events, corroborated where the row needs it.
-func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (policy.PodFailure, string, policy.Placement, bool, error) {
-	var none policy.PodFailure
+// its container states or its Events, corroborated where the row needs it. reported: an Event of
+// wincompat's already says so (a leader before this one recorded it).
+func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f policy.PodFailure, nodeBuild string, pl policy.Placement, reported, ok bool, err error) {
 	if pod.Spec.NodeName == "" || !windowsPod(pod) {
-		return none, "", policy.Placement{}, false, nil
+		return
 	}
 	var ns corev1.Namespace
-	if err := w.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
-		return none, "", policy.Placement{}, false, client.IgnoreNotFound(err)
+	if err = w.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
+		err = client.IgnoreNotFound(err)
+		return
 	}
 	if pol.Scope(pod.Labels, policy.Namespace{Name: ns.Name, Labels: ns.Labels}) != policy.InScope {
-		return none, "", policy.Placement{}, false, nil
+		return
 	}
-	failure, found := policy.PodStatusFailure(pod)
-	if !found {
-		var list corev1.EventList
-		if err := w.Client.List(ctx, &list, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}); err != nil {
-			return none, "", policy.Placement{}, false, err
-		}
-		for _, e := range list.Items {
-			if f, ok := policy.EventFailure(e.Reason, e.Message); ok {
-				failure, found = f, true
+	var events corev1.EventList
+	if err = w.Client.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}); err != nil {
+		return
+	}
+	found := false
+	if f, found = policy.PodStatusFailure(pod); !found {
+		for _, e := range events.Items {
+			if f, found = policy.EventFailure(e.Reason, e.Message); found {
 				break
 			}
 		}
 	}
 	if !found {
-		return none, "", policy.Placement{}, false, nil
+		return
+	}
+	for _, e := range events.Items {
+		reported = reported || e.Reason == ReasonMismatch
 	}
 	var nodes corev1.NodeList
-	if err := w.Client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
-		return none, "", policy.Placement{}, false, err
+	if err = w.Client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
+		return
 	}
-	builds, nodeBuild := map[string]string{}, ""
+	builds := map[string]string{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		b := n.Labels[corev1.LabelWindowsBuild]
@@ -174,8 +188,8 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 			builds[n.Name] = b
 		}
 	}
-	pl := pol.PlacementOf(pod, nodeBuild, builds)
-	return failure, nodeBuild, pl, policy.Corroborated(failure, pl), nil
+	pl = pol.PlacementOf(pod, nodeBuild, builds)
+	return f, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
 }
 
 // remediate deletes pod once, when it is eligible, the bucket has a token and its controller had no pod
@@ -193,7 +207,18 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 			delete(w.deleted, uid)
 		}
 	}
-	if _, recent := w.deleted[owner.UID]; recent {
+	_, recent := w.deleted[owner.UID]
+	if !recent {
+		before, err := w.deletedBefore(ctx, pod.Namespace, owner.UID, now)
+		if err != nil {
+			w.mu.Unlock()
+			return reconcile.Result{}, err
+		}
+		if recent = before; recent {
+			w.deleted[owner.UID] = now // from now: longer than from the Event, whose time is another leader's clock
+		}
+	}
+	if recent {
 		w.mu.Unlock()
 		w.Metrics.deletion(outcomeOwnerWindow)
 		return reconcile.Result{}, nil
@@ -221,10 +246,30 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	w.Metrics.deletion(outcomeDeleted)
 	w.Log.Info("deleted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
 	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
-	w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", note)
 	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
+	// The pod's Event names its controller as related: the record a later leader reads the window from.
+	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", note)
 	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "deleted pod %s: %s", pod.Name, fix)
 	return reconcile.Result{}, nil
+}
+
+// deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
+// window: a leader keeps the window of the one before it, for as long as the API server keeps Events.
+func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID, now time.Time) (bool, error) {
+	var list corev1.EventList
+	if err := w.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{deletedIndex: string(owner)}); err != nil {
+		return false, err
+	}
+	for _, e := range list.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.LastTimestamp.Time
+		}
+		if now.Sub(at) < w.Remediation.OwnerWindow {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // record notes pod as misplaced for cause; true the first time the pod (by UID) is reported.
