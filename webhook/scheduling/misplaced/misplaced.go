@@ -19,9 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/wincompat/wincompat/policy"
@@ -102,10 +105,24 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}}}
 	})
+	// A replica that stops leading stops counting: the gauge is the leader's, and a stale count on a
+	// former leader would hold the alert's max up.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		w.Metrics.reset()
+		return nil
+	})); err != nil {
+		return err
+	}
+	// Only Windows pods (the cache keeps nothing else of the others) are judged.
+	windows := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && windowsPod(p)
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("misplaced-pods").
 		WithOptions(controller.Options{SkipNameValidation: new(true)}).
-		For(&corev1.Pod{}).
+		For(&corev1.Pod{}, builder.WithPredicates(windows)).
 		Watches(&corev1.Event{}, toPod).
 		Complete(w)
 }
