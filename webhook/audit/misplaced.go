@@ -12,10 +12,6 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// Misplaced: a Windows pod that failed on its node for a reason of operating system or build
-// (policy.MisplacedTable), from its container states or the kubelet's Warning Events.
-const Misplaced = "misplaced"
-
 // misplaced finds Windows pods the runtime refused for their OS or build. The kubelet's Events are read
 // before the pods (Warnings about pods only, by field selector), and only those that match a row are
 // kept, by pod UID: memory grows with the misplaced pods, not with the Events.
