@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
@@ -149,7 +150,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	fix := policy.MisplacedFix(failure, pod.Spec.NodeName, nodeBuild, pl)
 	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
-		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", fix)
+		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
 	}
 	if !w.Remediation.Enabled {
 		return reconcile.Result{}, nil
@@ -265,9 +266,26 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
 	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
 	// The pod's Event names its controller as related: the record a later leader reads the window from.
-	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", note)
-	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "deleted pod %s: %s", pod.Name, fix)
+	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote(note))
+	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote("deleted pod "+pod.Name+": "+fix))
 	return reconcile.Result{}, nil
+}
+
+// maxNote is the API server's limit on an Event's note (events.k8s.io/v1; NoteLengthLimit): a longer
+// one is refused, and the Event lost. Node and controller names of 253 characters make that possible.
+const maxNote = 1024
+
+// eventNote cuts s to maxNote bytes, at a character boundary, marking the cut.
+func eventNote(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	const more = "..."
+	cut := maxNote - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
