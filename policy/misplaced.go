@@ -88,16 +88,6 @@ func MisplacedCauses() []MisplacedCause {
 	return out
 }
 
-// MisplacedRowOf returns the row of a cause.
-func MisplacedRowOf(c MisplacedCause) (MisplacedRow, bool) {
-	for _, r := range misplacedTable {
-		if r.Cause == c {
-			return r, true
-		}
-	}
-	return MisplacedRow{}, false
-}
-
 // maxFailureMessage bounds what is searched of one message: the runtime's text comes first (the kubelet
 // prefixes a few words), and what follows it, HCS's "extra info" JSON, can be kilobytes long. Anything
 // an Event or a container state holds past this is not read, so a hostile message costs bounded time.
