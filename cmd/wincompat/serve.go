@@ -24,6 +24,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -82,6 +83,12 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.Engine, "engine", server.EngineWebhook, "webhook: every decision in this server; hybrid: the leader also keeps MutatingAdmissionPolicies (Kubernetes 1.36 and later) that do spec.os, the non-root rule, the strip table, the emptyDir and dnsPolicy rewrites, the injector opt-outs, the OS nodeSelector and tolerations inside the API server, so that Windows pods stay admissible while no replica answers (use with failurePolicy Ignore; see policy/admissionpolicy/README.md)")
 	fl.BoolVar(&o.InstalledBindings, "admission-policy-bindings-installed", false, "with --engine=hybrid: the admission policies' bindings are installed already (the Helm chart installs them, scope fixed), so write only the policies, each while its binding exists and owned by it (they go when the bindings go); then wincompat needs only to read the bindings, and a stolen token cannot widen where the policies apply")
 	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (labelled app.kubernetes.io/managed-by=wincompat; others are never touched)")
+	var watchMisplaced bool
+	remediation := misplaced.Remediation{}
+	fl.BoolVar(&watchMisplaced, "watch-misplaced", true, "on the leader, watch Windows pods in opted-in namespaces that fail on their node for reasons of operating system or build (the runtime's messages in container states and the kubelet's Warning Events): an Event WindowsBuildMismatch on each, naming the cause and the fix, and the wincompat_misplaced_pods gauge. Needs list and watch on pods and events")
+	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: delete a misplaced pod once, so that its controller makes it again and admission places it; never a bare pod, a DaemonSet or static pod, or a pod whose spec or a person chose the build. Needs delete on pods")
+	fl.IntVar(&remediation.PerMinute, "remediate-misplaced-per-minute", 5, "with --remediate-misplaced: pods deleted per minute at most, cluster-wide")
+	fl.DurationVar(&remediation.OwnerWindow, "remediate-misplaced-owner-window", 10*time.Minute, "with --remediate-misplaced: after deleting a pod of a controller, delete no other pod of it for this long (at least 1m), so that a controller whose new pods fail again is reported, not churned")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
@@ -158,6 +165,12 @@ func runServe(args []string, stderr io.Writer) int {
 	}
 	if resolveImages {
 		o.Images = &imageOpts
+	}
+	if watchMisplaced {
+		o.Misplaced = &remediation
+	} else if remediation.Enabled {
+		fmt.Fprintln(stderr, "wincompat serve: --remediate-misplaced needs --watch-misplaced")
+		return 2
 	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)

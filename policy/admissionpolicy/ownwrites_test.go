@@ -19,8 +19,8 @@ import (
 // The chart's ValidatingAdmissionPolicy <release>-own-writes is written by hand in the chart
 // (templates/validatingadmissionpolicy.yaml): its CEL reads the release's names and values, which Helm
 // writes in. The test renders it as Helm would for release wincompat in wincompat-system with the
-// chart's default values, substituting each template action from the table below, and compiles every
-// expression with the API server's compiler. An action the table does not know fails the test, so a
+// chart's default values, substituting each template action from the table below (a condition's part
+// is rendered whatever its values), and compiles every expression with the API server's compiler. An action the table does not know fails the test, so a
 // new value in the CEL is added here with the value it renders to.
 var ownWritesTemplate = filepath.Join("..", "..", "deploy", "helm", "wincompat", "templates", "validatingadmissionpolicy.yaml")
 
@@ -70,6 +70,9 @@ func ownWritesActions(t *testing.T) map[string]string {
 		`$handler`:                                                          handler,
 		`.Values.tls.secretName | toJson`:                                   toJSON(values.TLS.SecretName),
 		`.Values.tls.secretName`:                                            values.TLS.SecretName,
+		// misplacedPods.remediate's rule and validation: rendered, so that they are compiled too.
+		`if and .Values.misplacedPods.watch .Values.misplacedPods.remediate.enabled`: "",
+		`end`: "",
 	}
 }
 

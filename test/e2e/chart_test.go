@@ -49,6 +49,8 @@ webhook:
   excludedNamespaces: [kube-system, monitoring]
 runtimeClasses:
   manage: false
+misplacedPods:
+  remediate: {enabled: true, perMinute: 2, ownerWindow: 30m}
 policy:
   defaultBuild: ltsc2022
   arch: amd64

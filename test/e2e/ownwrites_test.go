@@ -96,7 +96,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	setUpNamespace(ctx, t, admin, ownNamespace, nil, nil)
 	sa := asServiceAccount(t, cp.Config)
 
-	objs := renderChart(t, valuesFile(t, "engine: hybrid\ntls: {mode: self-managed}\nimageResolver: {enabled: false}\n"))
+	objs := renderChart(t, valuesFile(t, "engine: hybrid\ntls: {mode: self-managed}\nimageResolver: {enabled: false}\nmisplacedPods: {remediate: {enabled: true}}\n"))
 	var chartPolicyFile *policy.Policy
 	for _, obj := range objs {
 		if obj.GetKind() == "ConfigMap" && obj.GetName() == "wincompat-policy" {
@@ -469,6 +469,57 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	} {
 		checkRefused(t, tc.name, tc.write(), tc.want)
 	}
+
+	// misplacedPods.remediate: RBAC lets it delete any pod; the policy, only what remediation deletes.
+	t.Run("pod deletions", func(t *testing.T) {
+		const opted, plain = "remediated", "not-remediated"
+		setUpNamespace(ctx, t, admin, opted, map[string]string{policy.LabelEnabled: "true"}, nil)
+		setUpNamespace(ctx, t, admin, plain, nil, nil)
+		controller := func(kind string) []metav1.OwnerReference {
+			return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: "web", UID: "0000-web", Controller: new(true)}}
+		}
+		pod := func(ns, name string, owners []metav1.OwnerReference, source string, windows bool) *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcr.microsoft.com/windows/servercore:ltsc2019"}}}}
+			if windows {
+				p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+				p.Annotations = map[string]string{policy.AnnotationVersion: "e2e"}
+				if source != "" {
+					p.Annotations[policy.AnnotationBuildSource] = source
+					p.Annotations[policy.AnnotationBuild] = build2019
+				}
+			}
+			create(ctx, t, admin, p)
+			return p
+		}
+		eligible := pod(opted, "eligible", controller("ReplicaSet"), policy.SourceImage, true)
+		undecided := pod(opted, "undecided", controller("ReplicaSet"), "", true)
+		uid := eligible.UID
+		if err := sa.Delete(ctx, eligible, client.Preconditions{UID: &uid}); err != nil {
+			t.Errorf("remediation's deletion of an eligible pod: %v", err)
+		}
+		if err := sa.Delete(ctx, undecided); err != nil {
+			t.Errorf("remediation's deletion of a pod wincompat chose no build for: %v", err)
+		}
+		const podMsg = "may only delete a Windows pod it admitted"
+		for _, tc := range []struct {
+			name string
+			pod  *corev1.Pod
+		}{
+			{"a Linux pod", pod(opted, "linux", controller("ReplicaSet"), "", false)},
+			{"a bare pod", pod(opted, "bare", nil, policy.SourceImage, true)},
+			{"a DaemonSet's pod", pod(opted, "daemon", controller("DaemonSet"), policy.SourceImage, true)},
+			{"a pod whose nodeSelector chose the build", pod(opted, "pinned", controller("ReplicaSet"), policy.SourceNodeSelector, true)},
+			{"a pod whose annotation asked for the build", pod(opted, "asked", controller("ReplicaSet"), policy.SourceAnnotation, true)},
+			{"a pod in a namespace not opted in", pod(plain, "elsewhere", controller("ReplicaSet"), policy.SourceImage, true)},
+		} {
+			checkRefused(t, "deleting "+tc.name, sa.Delete(ctx, tc.pod), policyRefuses(podMsg))
+		}
+		undecided2 := pod(opted, "undecided-2", controller("ReplicaSet"), "", true)
+		checkRefused(t, "updating a pod", sa.Update(ctx, undecided2), rbacRefuses(`update resource "pods"`))
+		checkRefused(t, "creating a pod", sa.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "new"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}), rbacRefuses(`create resource "pods"`))
+	})
 
 	// What RBAC still allows with admission policies, no admission control sees: a policy of any name, and
 	// any content in its eight. Both are tried, and the API server shows how far they reach.

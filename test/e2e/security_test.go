@@ -40,6 +40,10 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"/nodes":                     {any: []string{"list", "watch"}},
 		"node.k8s.io/runtimeclasses": {any: []string{"get", "list", "watch", "create"}, byName: []string{"update", "delete"}},
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
+		// misplacedPods: watch pods and the kubelet's Events; delete with remediation on, pinned by the
+		// chart's ValidatingAdmissionPolicy to the pods remediation may delete.
+		"/pods":   {any: []string{"list", "watch", "delete"}},
+		"/events": {any: []string{"list", "watch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
 		// engine hybrid: its eight admission policies; their bindings, which the chart installs, only read
@@ -371,6 +375,7 @@ var chartValues = []struct{ name, values, minTLS string }{
 	{"RuntimeClasses unmanaged", "runtimeClasses: {manage: false}\n", "1.3"},
 	{"engine hybrid with self-managed TLS", "engine: hybrid\ntls: {mode: self-managed}\n", "1.3"},
 	{"non-default values", nonDefaultValues, "1.2"},
+	{"misplaced pods not watched", "misplacedPods: {watch: false}\n", "1.3"},
 }
 
 // TestChartSecurity: issue 8. The chart's RBAC is exactly what wincompat needs (every rule listed in
@@ -434,6 +439,8 @@ func TestChartSecurity(t *testing.T) {
 			{"ClusterRole", map[string]any{"apiGroups": []any{"rbac.authorization.k8s.io"}, "resources": []any{"clusterroles"}, "verbs": []any{"escalate", "bind"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"update"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"update", "patch"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods/eviction"}, "verbs": []any{"create"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{"node.k8s.io"}, "resources": []any{"runtimeclasses"}, "verbs": []any{"delete"}}},
 			{"ClusterRole", map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}},
 			// Its own pin on its writes is out of its reach.
@@ -512,6 +519,13 @@ func TestChartSecurity(t *testing.T) {
 					rules, _, _ := unstructured.NestedSlice(obj, "spec", "matchConstraints", "resourceRules")
 					rules[0].(map[string]any)["apiVersions"] = []any{"v1"}
 					_ = unstructured.SetNestedSlice(obj, rules, "spec", "matchConstraints", "resourceRules")
+				}
+				return obj
+			},
+			"pod deletion without remediation's pin": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ClusterRole" {
+					rules, _, _ := unstructured.NestedSlice(obj, "rules")
+					_ = unstructured.SetNestedSlice(obj, append(rules, map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"delete"}}), "rules")
 				}
 				return obj
 			},

@@ -54,7 +54,7 @@ func StartWincompat(ctx context.Context, cp *controlplane.ControlPlane, w Wincom
 	args := append([]string{"serve"}, w.Flags...)
 	args = append(args,
 		"--cert-dir", cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(cp.Webhook.Port), "--kubeconfig", kubeconfigPath,
-		"--manage-runtimeclasses=false",
+		"--manage-runtimeclasses=false", "--watch-misplaced=false",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
 	)

@@ -69,6 +69,7 @@ type auditor struct {
 	storage    *storage
 	services   *services
 	readiness  *readiness
+	misplaced  *misplaced
 	objects    objectRows
 }
 
@@ -98,6 +99,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		storage:   newStorage(pg, nodes, out),
 		services:  newServices(pg, nodes, out),
 		readiness: newReadiness(owners, out),
+		misplaced: newMisplaced(pol, nodes, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -116,6 +118,7 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	a.readNodes(ctx)
+	a.misplaced.readEvents(ctx, a.pager, opts.Namespaces)
 	if err := a.readPods(ctx); err != nil {
 		return nil, err
 	}
@@ -243,6 +246,7 @@ func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 		row.Changes = len(changes)
 	}
 	row.NodeBuild = a.builds.pod(ctx, p, obj, row.Build)
+	a.misplaced.pod(p, obj)
 	a.imageFindings(ctx, p.Namespace, obj, &p.Spec, p.Annotations, changes)
 	a.readiness.pod(p, obj, changes)
 	// A pod that has finished will not run again; its Job's template is judged instead.

@@ -23,7 +23,7 @@ type pager struct {
 	lastProg time.Time
 }
 
-func (p *pager) list(ctx context.Context, ns string, newList func() client.ObjectList, sel labels.Selector, visit func(client.ObjectList)) error {
+func (p *pager) list(ctx context.Context, ns string, newList func() client.ObjectList, sel labels.Selector, visit func(client.ObjectList), extra ...client.ListOption) error {
 	cont := ""
 	for {
 		l := newList()
@@ -34,6 +34,7 @@ func (p *pager) list(ctx context.Context, ns string, newList func() client.Objec
 		if sel != nil {
 			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 		}
+		opts = append(opts, extra...)
 		if err := p.c.List(ctx, l, opts...); err != nil {
 			return err
 		}

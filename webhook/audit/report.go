@@ -64,9 +64,12 @@ type ObjectRow struct {
 
 // Kinds of finding.
 const (
-	NotCovered         = "not-covered"
-	BuildMismatch      = "build-mismatch"
-	PendingNoBuild     = "pending-no-build"
+	NotCovered     = "not-covered"
+	BuildMismatch  = "build-mismatch"
+	PendingNoBuild = "pending-no-build"
+	// Misplaced: a Windows pod that failed on its node for a reason of operating system or build
+	// (policy.MisplacedTable), from its container states or the kubelet's Warning Events.
+	Misplaced          = "misplaced"
 	NamespaceUnlabeled = "namespace-not-labelled"
 	BadAnnotation      = "bad-annotation"
 	// BuildNotInImage: pinned to builds none of which its images can run on.

@@ -6,4 +6,6 @@
 //   - runtimeclass: keeps one RuntimeClass per catalog build (leader only).
 //   - images: reads the Windows builds of container images from their registries (manifests only),
 //     cached and bounded by a deadline under the webhook's timeout.
+//   - misplaced: after admission, Windows pods that fail on their node for reasons of OS or build: an
+//     Event, a gauge and, opted in, their deletion for their controllers to make again (leader only).
 package scheduling

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ import (
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
+	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
 	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
 
@@ -69,6 +71,10 @@ type Options struct {
 	// or bindings, so only RBAC bounds them: an account that can only read bindings cannot widen where
 	// the policies apply, and an unbound policy does nothing.
 	InstalledBindings bool
+	// Misplaced, when set, watches Windows pods that fail on their node for reasons of OS or build (on
+	// the leader only): an Event per pod, the wincompat_misplaced_pods gauge and, when its Enabled is
+	// set, the deletion of eligible pods for their controllers to make again.
+	Misplaced *misplaced.Remediation
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
 	// Serving bounds the webhook port's connections, reads and review memory, and may require the
@@ -138,6 +144,9 @@ func (o *Options) Validate() error {
 	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
 		errs = append(errs, fmt.Errorf("--image-lookup-timeout %v: use more than 0 and at most 2s, well under the webhook's timeoutSeconds (3)", o.Images.Timeout))
 	}
+	if m := o.Misplaced; m != nil && m.Enabled && (m.PerMinute < 1 || m.OwnerWindow < time.Minute) {
+		errs = append(errs, fmt.Errorf("--remediate-misplaced-per-minute %d, --remediate-misplaced-owner-window %v: use at least 1 pod per minute and a window of at least 1m", m.PerMinute, m.OwnerWindow))
+	}
 	if o.Images != nil && o.Images.MaxLookups < 0 {
 		errs = append(errs, fmt.Errorf("--image-max-lookups %d: use at least 1 (0 for the default, 64)", o.Images.MaxLookups))
 	}
@@ -168,6 +177,8 @@ func (o *Options) Validate() error {
 // sharedMetrics registers wincompat's series once per process with controller-runtime's registry, which
 // its metrics server exposes next to its own.
 var sharedMetrics = sync.OnceValue(func() *webhook.Metrics { return webhook.NewMetrics(metrics.Registry) })
+
+var sharedMisplacedMetrics = sync.OnceValue(func() *misplaced.Metrics { return misplaced.NewMetrics(metrics.Registry) })
 
 var sharedConflictGauge = sync.OnceValue(func() prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -286,6 +297,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Metrics:        sharedMetrics(),
 		Log:            o.Log.WithName("admission"),
 	}
+	sharedMisplacedMetrics() // served by every replica; the leader's counts
 	srv := mgr.GetWebhookServer()
 	// One budget for every path: the bound is on the process's memory.
 	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
@@ -342,6 +354,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			}
 			if err := m.Add(keeper); err != nil {
 				return err
+			}
+		}
+		if o.Misplaced != nil {
+			w := &misplaced.Watcher{Client: m.GetClient(), Policy: current.Load, Recorder: m.GetEventRecorder("wincompat"),
+				Log: o.Log.WithName("misplaced"), Metrics: sharedMisplacedMetrics(), Remediation: *o.Misplaced}
+			if err := w.SetupWithManager(ctx, m); err != nil {
+				return fmt.Errorf("misplaced-pods controller: %w", err)
 			}
 		}
 		if !o.ManageRuntimeClasses {
@@ -470,6 +489,7 @@ func directClient(mgr ctrl.Manager) (client.Client, error) {
 // cacheOptions keep in memory only what wincompat reads.
 func cacheOptions() map[client.Object]cache.ByObject {
 	opts := inventory.CacheOptions()
+	maps.Copy(opts, misplaced.CacheOptions())
 	opts[&corev1.Namespace{}] = cache.ByObject{Transform: func(obj any) (any, error) {
 		if ns, ok := obj.(*corev1.Namespace); ok {
 			ns.ManagedFields, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}

@@ -280,6 +280,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.warnMode(ctx); err != nil {
 		return err
 	}
+	if err := d.misplacedPods(ctx); err != nil {
+		return err
+	}
 	if err := d.policyGuard(ctx); err != nil {
 		return err
 	}
@@ -391,6 +394,8 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		// addresses unless its operator allows it like this.
 		"--image-allow-private-networks",
 		"--engine=hybrid", // the chart's choice on Kubernetes 1.36: the static part also as admission policies
+		// Off by default (chart value misplacedPods.remediate.enabled): misplaced.go shows it.
+		"--remediate-misplaced",
 		"--policy", d.policyFile, "--policy-configmap", policyConfigMap,
 	}
 	d.serveArgs = args

@@ -252,7 +252,7 @@ func (e *env) launch(ctx context.Context, name string, port int, flags ...string
 	args := append([]string{"serve"}, flags...)
 	args = append(args,
 		"--cert-dir", e.cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--kubeconfig", kubeconfigPath,
-		"--manage-runtimeclasses=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
+		"--manage-runtimeclasses=false", "--watch-misplaced=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort),
 	)

@@ -1,0 +1,59 @@
+package misplaced
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Outcomes of wincompat_misplaced_deletions_total.
+const (
+	outcomeDeleted     = "deleted"
+	outcomeRateLimited = "rate-limited" // no token: tried again when one is due
+	outcomeOwnerWindow = "owner-window" // its controller had a pod deleted within the window
+)
+
+// Metrics are the watcher's series: labels from policy.MisplacedCauses and the outcomes above only.
+type Metrics struct {
+	pods      *prometheus.GaugeVec
+	deletions *prometheus.CounterVec
+}
+
+// NewMetrics creates the series, every label value at zero, and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wincompat_misplaced_pods",
+			Help: "Windows pods in opted-in namespaces that failed on their node for a reason of operating system or build, by cause (the leader's count; other replicas report 0).",
+		}, []string{"cause"}),
+		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wincompat_misplaced_deletions_total",
+			Help: "Misplaced pods remediation deleted, or held back by the rate limit or the controller's window.",
+		}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.pods, m.deletions)
+	m.reset()
+	for _, o := range []string{outcomeDeleted, outcomeRateLimited, outcomeOwnerWindow} {
+		m.deletions.WithLabelValues(o)
+	}
+	return m
+}
+
+func (m *Metrics) reset() {
+	for _, c := range policy.MisplacedCauses() {
+		m.pods.WithLabelValues(string(c)).Set(0)
+	}
+}
+
+func (m *Metrics) set(causes map[types.NamespacedName]policy.MisplacedCause) {
+	counts := map[policy.MisplacedCause]int{}
+	for _, c := range causes {
+		counts[c]++
+	}
+	for _, c := range policy.MisplacedCauses() {
+		m.pods.WithLabelValues(string(c)).Set(float64(counts[c]))
+	}
+}
+
+func (m *Metrics) deletion(outcome string) { m.deletions.WithLabelValues(outcome).Inc() }

@@ -1,0 +1,343 @@
+// Package misplaced closes the loop after admission: it watches Windows pods in opted-in namespaces for
+// the runtime's OS and build failures (policy.MisplacedTable, read from container states and the
+// kubelet's Warning Events), reports each such pod once with an Event naming the cause and the fix,
+// keeps the wincompat_misplaced_pods gauge, and, when the operator opts in, deletes an eligible pod once
+// so that its controller makes it again and admission places it right. It runs on the leader only.
+package misplaced
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
+)
+
+// Event reasons wincompat records on a misplaced pod and, when it deletes one, on its controller.
+const (
+	ReasonMismatch = "WindowsBuildMismatch"
+	ReasonDeleted  = "WindowsBuildMismatchDeleted"
+)
+
+// Remediation is the opt-in deletion of misplaced pods.
+type Remediation struct {
+	Enabled bool
+	// PerMinute is how many pods may be deleted per minute, cluster-wide (a token bucket of that size).
+	PerMinute int
+	// OwnerWindow: a controller whose pod was deleted has no other pod deleted within it, so a
+	// controller whose new pods fail again is reported, not churned.
+	OwnerWindow time.Duration
+}
+
+// Watcher is the controller. Client reads from the leader manager's cache (pods, events, nodes,
+// namespaces) and deletes pods directly.
+type Watcher struct {
+	Client      client.Client
+	Policy      func() *policy.Policy
+	Recorder    events.EventRecorder
+	Log         logr.Logger
+	Metrics     *Metrics
+	Remediation Remediation
+	// Now is the clock of the owner window; time.Now when nil.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	causes   map[types.NamespacedName]policy.MisplacedCause
+	reported map[types.NamespacedName]types.UID // the pods reported, so that each is reported once
+	deleted  map[types.UID]time.Time            // controllers, by UID, and when one of their pods was deleted
+	limiter  *rate.Limiter
+}
+
+// Indexes of the Event cache: a pod's Events, and wincompat's records of deletions by controller.
+const (
+	eventIndex   = "involvedObject.uid"
+	deletedIndex = "related.uid"
+)
+
+// SetupWithManager registers the controller and the Event index with the leader's manager.
+func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	w.causes = map[types.NamespacedName]policy.MisplacedCause{}
+	w.reported = map[types.NamespacedName]types.UID{}
+	w.deleted = map[types.UID]time.Time{}
+	if w.Now == nil {
+		w.Now = time.Now
+	}
+	if w.Remediation.Enabled {
+		per := max(w.Remediation.PerMinute, 1)
+		w.limiter = rate.NewLimiter(rate.Every(time.Minute/time.Duration(per)), per)
+	}
+	w.Metrics.reset()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, eventIndex, func(o client.Object) []string {
+		return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+	}); err != nil {
+		return fmt.Errorf("indexing Events: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, func(o client.Object) []string {
+		if e := o.(*corev1.Event); e.Reason == ReasonDeleted && e.Related != nil {
+			return []string{string(e.Related.UID)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing Events: %w", err)
+	}
+	toPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		e, ok := o.(*corev1.Event)
+		if !ok || e.InvolvedObject.Kind != "Pod" || !policy.FailureEventReason(e.Reason) {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}}}
+	})
+	// A replica that stops leading stops counting: the gauge is the leader's, and a stale count on a
+	// former leader would hold the alert's max up.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		w.Metrics.reset()
+		return nil
+	})); err != nil {
+		return err
+	}
+	// Only Windows pods (the cache keeps nothing else of the others) are judged.
+	windows := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && windowsPod(p)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("misplaced-pods").
+		WithOptions(controller.Options{SkipNameValidation: new(true)}).
+		For(&corev1.Pod{}, builder.WithPredicates(windows)).
+		Watches(&corev1.Event{}, toPod).
+		Complete(w)
+}
+
+// Reconcile judges one pod.
+func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pod corev1.Pod
+	if err := w.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.forget(req.NamespacedName, "")
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	pol := w.Policy()
+	failure, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, &pod)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !ok {
+		w.forget(req.NamespacedName, pod.UID)
+		return reconcile.Result{}, nil
+	}
+	fix := policy.MisplacedFix(failure, pod.Spec.NodeName, nodeBuild, pl)
+	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
+		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
+		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
+	}
+	if !w.Remediation.Enabled {
+		return reconcile.Result{}, nil
+	}
+	return w.remediate(ctx, &pod, fix)
+}
+
+// judge says whether pod failed for one of the table's reasons: in scope, bound to a node, a failure in
+// its container states or its Events, corroborated where the row needs it. reported: an Event of
+// wincompat's already says so (a leader before this one recorded it).
+func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f policy.PodFailure, nodeBuild string, pl policy.Placement, reported, ok bool, err error) {
+	if pod.Spec.NodeName == "" || !windowsPod(pod) {
+		return
+	}
+	var ns corev1.Namespace
+	if err = w.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
+		err = client.IgnoreNotFound(err)
+		return
+	}
+	if pol.Scope(pod.Labels, policy.Namespace{Name: ns.Name, Labels: ns.Labels}) != policy.InScope {
+		return
+	}
+	var events corev1.EventList
+	if err = w.Client.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}); err != nil {
+		return
+	}
+	found := false
+	if f, found = policy.PodStatusFailure(pod); !found {
+		for _, e := range events.Items {
+			if f, found = policy.EventFailure(e.Reason, e.Message); found {
+				break
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	for _, e := range events.Items {
+		reported = reported || e.Reason == ReasonMismatch
+	}
+	var nodes corev1.NodeList
+	if err = w.Client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
+		return
+	}
+	builds := map[string]string{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		b := n.Labels[corev1.LabelWindowsBuild]
+		if n.Name == pod.Spec.NodeName {
+			nodeBuild = b
+		}
+		if b != "" && inventory.NodeReady(n) {
+			builds[n.Name] = b
+		}
+	}
+	pl = pol.PlacementOf(pod, nodeBuild, builds)
+	return f, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
+}
+
+// remediate deletes pod once, when it is eligible, the bucket has a token and its controller had no pod
+// deleted within the window; a pod that must wait is asked about again when a token is due.
+func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (reconcile.Result, error) {
+	if why := policy.RemediationBlock(pod); why != "" {
+		w.Log.V(1).Info("misplaced pod left alone", "pod", client.ObjectKeyFromObject(pod), "why", why)
+		return reconcile.Result{}, nil
+	}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	w.mu.Lock()
+	now := w.Now()
+	for uid, at := range w.deleted {
+		if now.Sub(at) >= w.Remediation.OwnerWindow {
+			delete(w.deleted, uid)
+		}
+	}
+	_, recent := w.deleted[owner.UID]
+	if !recent {
+		before, err := w.deletedBefore(ctx, pod.Namespace, owner.UID, now)
+		if err != nil {
+			w.mu.Unlock()
+			return reconcile.Result{}, err
+		}
+		if recent = before; recent {
+			w.deleted[owner.UID] = now // from now: longer than from the Event, whose time is another leader's clock
+		}
+	}
+	if recent {
+		w.mu.Unlock()
+		w.Metrics.deletion(outcomeOwnerWindow)
+		return reconcile.Result{}, nil
+	}
+	r := w.limiter.ReserveN(now, 1)
+	if delay := r.DelayFrom(now); delay > 0 {
+		r.CancelAt(now)
+		w.mu.Unlock()
+		w.Metrics.deletion(outcomeRateLimited)
+		return reconcile.Result{RequeueAfter: delay}, nil
+	}
+	w.deleted[owner.UID] = now
+	w.mu.Unlock()
+	uid := pod.UID
+	err := w.Client.Delete(ctx, pod, client.Preconditions{UID: &uid})
+	if err != nil {
+		w.mu.Lock()
+		delete(w.deleted, owner.UID)
+		w.mu.Unlock()
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return reconcile.Result{}, nil // gone, or replaced by a pod of the same name: judged anew
+		}
+		return reconcile.Result{}, err
+	}
+	w.Metrics.deletion(outcomeDeleted)
+	w.Log.Info("deleted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
+	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
+	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
+	// The pod's Event names its controller as related: the record a later leader reads the window from.
+	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote(note))
+	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote("deleted pod "+pod.Name+": "+fix))
+	return reconcile.Result{}, nil
+}
+
+// maxNote is the API server's limit on an Event's note (events.k8s.io/v1; NoteLengthLimit): a longer
+// one is refused, and the Event lost. Node and controller names of 253 characters make that possible.
+const maxNote = 1024
+
+// eventNote cuts s to maxNote bytes, at a character boundary, marking the cut.
+func eventNote(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	const more = "..."
+	cut := maxNote - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
+}
+
+// deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
+// window: a leader keeps the window of the one before it, for as long as the API server keeps Events.
+func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID, now time.Time) (bool, error) {
+	var list corev1.EventList
+	if err := w.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{deletedIndex: string(owner)}); err != nil {
+		return false, err
+	}
+	for _, e := range list.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.LastTimestamp.Time
+		}
+		if now.Sub(at) < w.Remediation.OwnerWindow {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// record notes pod as misplaced for cause; true the first time the pod (by UID) is reported.
+func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause policy.MisplacedCause) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.causes[key] = cause
+	w.Metrics.set(w.causes)
+	first := w.reported[key] != uid
+	w.reported[key] = uid
+	return first
+}
+
+// forget drops a pod that is no longer misplaced; uid "" (the pod is gone) forgets its report too, so
+// that both maps are bounded by the pods that exist. A pod that recovered keeps its report: it is not
+// reported twice.
+func (w *Watcher) forget(key types.NamespacedName, uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.causes[key]; ok {
+		delete(w.causes, key)
+		w.Metrics.set(w.causes)
+	}
+	if uid == "" {
+		delete(w.reported, key)
+	}
+}
+
+// windowsPod: wincompat admitted it as a Windows pod, or it says it is one. CacheOptions keeps no more
+// than the name of any other pod, so none of this holds for them.
+func windowsPod(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[policy.AnnotationVersion]; ok {
+		return true
+	}
+	return p.Spec.OS != nil && p.Spec.OS.Name == corev1.Windows || p.Spec.NodeSelector[corev1.LabelOSStable] == string(corev1.Windows)
+}
