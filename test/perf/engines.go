@@ -35,13 +35,16 @@ type ProbeState struct {
 	Webhook, Policies bool
 	// Placed: the probe came out with the Windows nodeSelector, whoever put it there.
 	Placed bool
+	// Named: the probe's runAsUser was kept as windowsOptions.runAsUserName, which wincompat's engines
+	// and the floor engine do and Kyverno's policy does not: it tells the floor from Kyverno.
+	Named bool
 }
 
 func (s ProbeState) String() string {
 	if s.Rejected {
 		return "rejected"
 	}
-	return fmt.Sprintf("admitted (wincompat webhook %v, admission policies %v, Windows nodeSelector %v)", s.Webhook, s.Policies, s.Placed)
+	return fmt.Sprintf("admitted (wincompat webhook %v, admission policies %v, Windows nodeSelector %v, runAsUserName %v)", s.Webhook, s.Policies, s.Placed, s.Named)
 }
 
 // WaitForProbeState creates probe with dryRun until want accepts what the API server does with it: a
@@ -61,6 +64,8 @@ func WaitForProbeState(ctx context.Context, cs kubernetes.Interface, probe *core
 				Webhook:  got.Annotations[policy.AnnotationVersion] != "",
 				Policies: got.Annotations[policy.AnnotationAdmissionPolicy] != "",
 				Placed:   got.Spec.NodeSelector[corev1.LabelOSStable] == string(corev1.Windows),
+				Named: got.Spec.SecurityContext != nil && got.Spec.SecurityContext.WindowsOptions != nil &&
+					got.Spec.SecurityContext.WindowsOptions.RunAsUserName != nil,
 			}
 		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot be set for a windows pod"):
 			state.Rejected = true

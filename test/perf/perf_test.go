@@ -162,3 +162,26 @@ func TestStatusCode(t *testing.T) {
 		}
 	}
 }
+
+// policy/admissionpolicy measures its policies' runtime cost on a copy of the chart pod of the engine
+// comparison (TestAdmissionPolicyRuntimeCost): it must stay that pod.
+func TestChartPodTestdata(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "policy", "admissionpolicy", "testdata", "chartpod.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied, pod any
+	if err := json.Unmarshal(raw, &copied); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ChartPod(2, "perf", true), &pod); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(copied, pod) {
+		t.Errorf("policy/admissionpolicy/testdata/chartpod.json is not ChartPod(2, \"perf\", true); write that pod there")
+	}
+}

@@ -19,6 +19,7 @@ import (
 // The engines of the comparison, in the order of the tables.
 const (
 	engineNone            = "none"
+	engineFloor           = "floor"
 	engineAdmissionPolicy = "admission-policy"
 	engineWebhook         = "webhook"
 	engineHybrid          = "hybrid"
@@ -36,8 +37,9 @@ type engine struct {
 	reviewed bool
 }
 
-// engines are the engines of this run: no mutation, wincompat's three (issue 15), and Kyverno when
-// -kyverno names its binary (make perf-peers).
+// engines are the engines of this run: no mutation, the floor (the least a MutatingAdmissionPolicy
+// does for this pod, issue 29), wincompat's three (issue 15), and Kyverno when -kyverno names its
+// binary (make perf-peers).
 func (e *env) engines(ctx context.Context, p *prepared) ([]engine, error) {
 	chart, stored := p.typed.chart, p.typed.unchanged
 	webhook := e.webhook
@@ -49,11 +51,17 @@ func (e *env) engines(ctx context.Context, p *prepared) ([]engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	floor, err := perf.NewFloorSwitch(ctx, e.cs)
+	if err != nil {
+		return nil, err
+	}
 	// The chart's hybrid engine installs the webhook with failurePolicy Ignore beside the policies.
 	hybridWebhook := webhook.WithFailurePolicy(admissionregistrationv1.Ignore)
 	out := []engine{
 		{engineNone, "no mutation: the pod as wincompat's webhook stores it, created as is", nil,
 			func(s perf.ProbeState) bool { return s.Rejected }, stored, false},
+		{engineFloor, "the floor: one MutatingAdmissionPolicy written for this pod's rewrite alone, a constant JSONPatch, no record (test/perf/floor.yaml)", []perf.Toggle{floor},
+			func(s perf.ProbeState) bool { return s.Placed && s.Named && !s.Webhook && !s.Policies }, chart, false},
 		{engineAdmissionPolicy, "wincompat's MutatingAdmissionPolicies alone, evaluated inside the API server (no webhook installed)", []perf.Toggle{policies},
 			func(s perf.ProbeState) bool { return s.Policies && !s.Webhook }, chart, false},
 		{engineWebhook, "wincompat's webhook alone, deploy/webhook as shipped (failurePolicy Fail)", []perf.Toggle{webhook},
@@ -67,7 +75,7 @@ func (e *env) engines(ctx context.Context, p *prepared) ([]engine, error) {
 			procs = fmt.Sprintf("GOMAXPROCS=%d", e.kyverno.gomaxprocs)
 		}
 		out = append(out, engine{engineKyverno, fmt.Sprintf("Kyverno %s's admission controller (%s), out of cluster on loopback, with a ClusterPolicy doing the same rewrite (test/peers/kyverno/clusterpolicy.yaml)", e.kyverno.version, procs),
-			[]perf.Toggle{e.kyverno}, func(s perf.ProbeState) bool { return s.Placed && !s.Webhook && !s.Policies }, chart, false})
+			[]perf.Toggle{e.kyverno}, func(s perf.ProbeState) bool { return s.Placed && !s.Named && !s.Webhook && !s.Policies }, chart, false})
 	}
 	return out, nil
 }

@@ -72,7 +72,7 @@ func main() {
 	fl.DurationVar(&c.apiDuration, "api-duration", 5*time.Second, "length of each measured pod-creation phase")
 	fl.Float64Var(&c.apiRate, "api-rate", 100, "pods per second of the fixed-rate creation phases (0: none), well below the maximum so that latencies are not queueing")
 	fl.IntVar(&c.apiRounds, "api-rounds", 2, "rounds of with/without phases for each kind of pod; an even number balances the order (with first, then without first)")
-	fl.BoolVar(&c.enginesPart, "engines", true, "run the engine comparison: the Windows chart pod created with no mutation, wincompat's admission policies, its webhook, hybrid (and Kyverno with -kyverno), interleaved")
+	fl.BoolVar(&c.enginesPart, "engines", true, "run the engine comparison: the Windows chart pod created with no mutation, the floor engine (test/perf/floor.yaml), wincompat's admission policies, its webhook, hybrid (and Kyverno with -kyverno), interleaved")
 	fl.IntVar(&c.engineRounds, "engine-rounds", 3, "rounds of the engine comparison; each runs every engine, in an order rotated from round to round")
 	fl.Float64Var(&c.engineRate, "engine-rate", 50, "pods per second of the engine comparison's fixed-rate phases")
 	fl.IntVar(&c.kyvernoProcs, "kyverno-gomaxprocs", 0, "GOMAXPROCS for Kyverno; 0 leaves it unset, so Kyverno uses every core as it would in a pod without a CPU limit (wincompat serve always runs with GOMAXPROCS=1)")

@@ -1,0 +1,121 @@
+package admissionpolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// chartPodPath is the Windows chart pod of `make perf` (test/perf ChartPod(2), in namespace perf),
+// which test/perf's TestChartPodTestdata keeps equal to it.
+var chartPodPath = filepath.Join("testdata", "chartpod.json")
+
+// TestAdmissionPolicyRuntimeCost reports what the default wincompat-pods policy costs at admission for
+// the chart pod of `make perf`: each expression evaluated once, in order, with the API server's
+// runtime cost tracking (the environment's program options: library.CostEstimator under strict cost,
+// presence tests free), variables evaluated once each as the API server's composition does. The
+// estimate (TestAdmissionPolicyCostBudget) is a worst case; this is one real pod, the one the perf
+// figures are measured with. runtimePodBudget holds the sum.
+func TestAdmissionPolicyRuntimeCost(t *testing.T) {
+	raw, err := os.ReadFile(chartPodPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod map[string]any
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		t.Fatal(err)
+	}
+	pod = intsAsInt64(pod).(map[string]any)
+	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	p := policies[0]
+	if p.Name != "wincompat-pods" {
+		t.Fatalf("the first policy is %s", p.Name)
+	}
+	namespace := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+	c := newAdmissionCompiler(t)
+	variables := map[string]any{}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "expression\tcost\t\n")
+	var total uint64
+	var patch ref.Val
+	for _, e := range mutatingPolicyExpressions(p) {
+		if _, err := c.compile(e); err != nil {
+			t.Fatalf("%s: %v", e.where, err)
+		}
+		// As compile declares them: the authorizer always, the JSONPatch types in the mutation.
+		opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch}
+		env, err := c.costEnv(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked, issues := env.Compile(e.expr)
+		if issues.Err() != nil {
+			t.Fatal(issues.Err())
+		}
+		prg, err := env.Program(checked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val, details, err := prg.Eval(map[string]any{"object": pod, "namespaceObject": namespace, "variables": variables})
+		if err != nil {
+			t.Fatalf("%s: %v", e.where, err)
+		}
+		if e.kind == matchCondition && val.Value() != true {
+			t.Fatalf("%s is %v for the chart pod", e.where, val)
+		}
+		cost := *details.ActualCost()
+		total += cost
+		if e.kind == variable {
+			variables[e.name] = val
+		}
+		if e.kind == jsonPatch {
+			patch = val
+		}
+		fmt.Fprintf(w, "%s\t%d\t\n", strings.TrimPrefix(e.where, p.Name+" "), cost)
+	}
+	fmt.Fprintf(w, "total\t%d\t\n", total)
+	w.Flush()
+	t.Logf("%s for the chart pod of make perf (budget %d):\n%s", p.Name, runtimePodBudget, b.String())
+	if ops, ok := patch.(traits.Sizer); !ok || ops.Size().Value().(int64) < 20 {
+		t.Errorf("the patch for the chart pod: %v", patch)
+	}
+	if total > runtimePodBudget {
+		t.Errorf("%s costs %d for the chart pod, over the budget of %d", p.Name, total, runtimePodBudget)
+	}
+}
+
+// runtimePodBudget: the default wincompat-pods policy's runtime cost for the chart pod, all
+// expressions together: 7,362 today, of which the record (records and record) is 2,677, the strip
+// table's removals 2,044 and the patch 2,002.
+const runtimePodBudget = 9_000
+
+// intsAsInt64 turns encoding/json's float64 numbers into int64 where they are whole, as the API
+// server's unstructured objects hold them.
+func intsAsInt64(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = intsAsInt64(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = intsAsInt64(x)
+		}
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v)
+		}
+	}
+	return v
+}
