@@ -17,8 +17,11 @@
 // pods using those images show the builds wincompat reads from the registry: a 2022 image on the 2025
 // node, a multi-platform image allowed on every build that runs it, a 2019 image on the 2019 node, a
 // Linux-only sidecar warned about; and `wincompat mutate` on the first pod without and with
-// --resolve-images. Then mixed clusters both ways (mixed.go), warn mode (warnmode.go), the policy
-// guard (policy.go), hostile input (hostile.go) and admission while wincompat is down (down.go).
+// --resolve-images. Then MCR's images read from a mirror on loopback, air-gapped (mirrors.go), a private
+// ECR image read with IRSA against fake STS and ECR endpoints (cloud.go), mixed clusters both ways
+// (mixed.go), warn mode (warnmode.go), a pod failing on the wrong build reported and made again
+// (misplaced.go), the policy guard (policy.go), hostile input (hostile.go) and admission while
+// wincompat is down (down.go).
 //
 // By default each section prints a heading and a few lines (output.go); -v prints every detail. With
 // -keep it then leaves the control plane, kube-scheduler and wincompat serve running, writes a
