@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -54,22 +52,14 @@ func (d *demo) cloudRegistry(ctx context.Context) error {
 	}
 	for _, clouds := range []string{"ecr", ""} {
 		args := []string{"mutate", "-f", file, "--resolve-images", "--image-lookup-timeout", "10s", "--image-cloud-credentials=" + clouds}
-		d.detail("%s %s", d.rel(d.wincompatBin), strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, d.wincompatBin, args...)
-		cmd.Env = env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("wincompat %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		var out corev1.Pod
-		if err := yaml.Unmarshal(stdout.Bytes(), &out); err != nil {
-			return fmt.Errorf("wincompat %s printed no pod: %w", strings.Join(args, " "), err)
+		out, stderr, err := d.mutate(ctx, env, args)
+		if err != nil {
+			return err
 		}
 		build, source := out.Annotations[policy.AnnotationBuild], out.Annotations[policy.AnnotationBuildSource]
 		if clouds != "" {
 			if !strings.HasPrefix(build, build2022) || source != policy.SourceImageManifest {
-				return fmt.Errorf("with ECR credentials wincompat mutate gave build %q from %q, want %s from the manifest\n%s", build, source, build2022, stderr.String())
+				return fmt.Errorf("with ECR credentials wincompat mutate gave build %q from %q, want %s from the manifest\n%s", build, source, build2022, stderr)
 			}
 			if cloud.STS.Load() != 1 || cloud.ECRToken.Load() != 1 {
 				return fmt.Errorf("STS asked %d times and ECR %d, want once each", cloud.STS.Load(), cloud.ECRToken.Load())
@@ -80,7 +70,7 @@ func (d *demo) cloudRegistry(ctx context.Context) error {
 			d.say("--image-cloud-credentials=ecr: build %s, from %s", strings.ReplaceAll(build, ",", " or "), source)
 			continue
 		}
-		warning := strings.TrimSpace(stderr.String())
+		warning := strings.TrimSpace(stderr)
 		if build != "" || !strings.Contains(warning, "not readable") {
 			return fmt.Errorf("without cloud credentials wincompat mutate gave build %q, warning %q: want none, and the image unreadable", build, warning)
 		}

@@ -398,16 +398,9 @@ func (d *demo) offline(ctx context.Context) error {
 		if resolve {
 			args = append(args, "--resolve-images", "--image-lookup-timeout", "5s")
 		}
-		cmd := exec.CommandContext(ctx, d.wincompatBin, args...)
-		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("wincompat %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		var out corev1.Pod
-		if err := yaml.Unmarshal(stdout.Bytes(), &out); err != nil {
-			return fmt.Errorf("wincompat %s printed no pod: %w", strings.Join(args, " "), err)
+		out, _, err := d.mutate(ctx, append(os.Environ(), "DOCKER_CONFIG="+dockerConfig), args)
+		if err != nil {
+			return err
 		}
 		build, source := out.Annotations[policy.AnnotationBuild], out.Annotations[policy.AnnotationBuildSource]
 		what := fmt.Sprintf("no build (the tag %s names none)", sp.containers[0].img.tag)
@@ -471,4 +464,22 @@ func (d *demo) auditLinuxOnly(ctx context.Context) error {
 		return fmt.Errorf("the audit does not report the Linux-only sidecar of pod api-with-exporter from admission's record")
 	}
 	return nil
+}
+
+// mutate runs wincompat mutate with env and args and reads back the one object it printed, a pod; its
+// warnings are on stderr.
+func (d *demo) mutate(ctx context.Context, env, args []string) (corev1.Pod, string, error) {
+	d.detail("%s %s", d.rel(d.wincompatBin), strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, d.wincompatBin, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return corev1.Pod{}, "", fmt.Errorf("wincompat %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var out corev1.Pod
+	if err := yaml.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return corev1.Pod{}, "", fmt.Errorf("wincompat %s printed no pod: %w", strings.Join(args, " "), err)
+	}
+	return out, stderr.String(), nil
 }
