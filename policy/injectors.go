@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -69,14 +70,14 @@ func injectorNamed(name string) (Injector, bool) {
 // optOutOfInjectors gives a Windows pod or template the opt-out of each injector the policy names,
 // unless the object already says something under that key (as a label or an annotation: the user's
 // word, even "true", stands). The opt-outs are recorded as one change per form, labels and annotations,
-// so that a pod carries two warnings rather than one per injector.
+// so that a pod carries two warnings rather than one per injector. Each names its injectors in the
+// table's order, whatever the policy's, so that the record derives the reason from what was set.
 func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 	labels, annotations := map[string]string{}, map[string]string{}
 	var labelled, annotated []string
-	for _, name := range p.InjectorOptOuts {
-		in, ok := injectorNamed(name)
-		if !ok {
-			continue // validated at load
+	for _, in := range linuxOnlyInjectors {
+		if !slices.Contains(p.InjectorOptOuts, in.Name) {
+			continue
 		}
 		if _, set := meta.Labels[in.Key]; set {
 			continue
@@ -112,4 +113,44 @@ func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 // order.
 func InjectorOptOutReason(names []string) string {
 	return "opts out of Linux-only sidecar injectors (" + strings.Join(names, ", ") + ")"
+}
+
+// injectorOptOutReasonOf is InjectorOptOutReason of the injectors whose keys an opt-out change set (its
+// To, a map of key to value), in the injector table's order; "" when a key is no injector's.
+func injectorOptOutReasonOf(to json.RawMessage) string {
+	names, ok := injectorsSet(to)
+	if !ok {
+		return ""
+	}
+	return InjectorOptOutReason(names)
+}
+
+// injectorsSet names, in the table's order, the injectors whose opt-outs to (a map of key to value)
+// holds, when it holds exactly those.
+func injectorsSet(to json.RawMessage) ([]string, bool) {
+	var set map[string]string
+	if json.Unmarshal(to, &set) != nil || len(set) == 0 {
+		return nil, false
+	}
+	var names []string
+	for _, in := range linuxOnlyInjectors {
+		if v, ok := set[in.Key]; ok && v == in.Value {
+			names = append(names, in.Name)
+		}
+	}
+	return names, len(names) == len(set)
+}
+
+// injectorOptOutsOf is the map of key to value that opts out of the named injectors, as an opt-out
+// change's To; false when a name is none of the table's.
+func injectorOptOutsOf(names []string) (json.RawMessage, bool) {
+	set := make(map[string]string, len(names))
+	for _, name := range names {
+		in, ok := injectorNamed(name)
+		if !ok {
+			return nil, false
+		}
+		set[in.Key] = in.Value
+	}
+	return jsonValue(set), len(set) > 0
 }
