@@ -30,17 +30,34 @@ const RecordPrefix = `{"v":2,`
 // a reason no rule has): "" rather than null, which would mean the strip-table row of its path.
 const noRule = `""`
 
-// stripRules are the strip table's rules by the field they remove: a strip change records no rule code,
-// its field says it.
-var stripRules = func() map[string]Rule {
-	m := map[string]Rule{}
-	for _, f := range LinuxOnlyFields() {
-		for _, field := range rulesByCode[f.Rule()].fields {
-			m[field] = f.Rule()
+// stripFields are the strip table's rows, listed once.
+var stripFields = LinuxOnlyFields()
+
+// stripRuleOf is the strip-table row whose removal path is: "spec.<name>" or
+// "spec.securityContext.<name>" for the pod's rows, a container list's "spec.<list>[" then
+// "].securityContext.<name>" for the containers' rows; "" for any other path. It reads the path's ends
+// only, which the row writes after the container's name, so a name holding brackets or dots (before
+// validation a pod author's name can hold anything) cannot make it another row.
+func stripRuleOf(path string) Rule {
+	for _, f := range stripFields {
+		switch f.Scope {
+		case ContainerSecurityContextScope:
+			if !strings.HasSuffix(path, "].securityContext."+f.Name) {
+				continue
+			}
+			for _, list := range []string{"spec.containers[", "spec.initContainers[", "spec.ephemeralContainers["} {
+				if strings.HasPrefix(path, list) && len(path) >= len(list)+len("].securityContext.")+len(f.Name) {
+					return f.Rule()
+				}
+			}
+		default:
+			if path == f.Path() {
+				return f.Rule()
+			}
 		}
 	}
-	return m
-}()
+	return ""
+}
 
 // derivedReason is the reason a change of rule r records when its reason is left out: what the rules
 // table says of the rule, or for the rules whose reason names what they set, the reason rendered from
@@ -111,7 +128,7 @@ func encodeRecord(v1 string, changes []Change) string {
 func writeEntry(b *strings.Builder, c Change) {
 	r := RuleOf(c)
 	var rule, reason string
-	if RuleWritten(c.Action, r) || stripRules[c.Field()] != r {
+	if RuleWritten(c.Action, r) || stripRuleOf(c.Path) != r {
 		rule = noRule
 		if r != "" {
 			var q strings.Builder // a code read back from a record is its author's
@@ -226,7 +243,7 @@ func decodeEntry(raw json.RawMessage) (Change, error) {
 		}
 		c.Rule = Rule(r)
 	} else if c.Action == Strip {
-		c.Rule = stripRules[c.Field()]
+		c.Rule = stripRuleOf(c.Path)
 	}
 	if c.Rule == RuleInjectorOptOuts && bytes.HasPrefix(c.To, []byte("[")) {
 		var names []string
