@@ -198,3 +198,44 @@ func TestRecordKeepsEveryReworded(t *testing.T) {
 		t.Error("an empty record has no version")
 	}
 }
+
+// Any annotation value reads without a panic, and what reads re-encodes to a record that reads back as
+// the same changes: a merge never alters what an earlier pass, or a pod's author, recorded.
+func FuzzRecord(f *testing.F) {
+	for _, tc := range recordCases {
+		f.Add(EncodeChanges([]Change{tc.change}))
+	}
+	f.Add(`[{"action":"strip","path":"spec.hostPID","from":null,"reason":"not supported on Windows"}]`)
+	f.Add(`{"v":2,"v1":[{"action":"warn","path":"x","reason":"r"}],"c":[["inject","metadata.labels",null,["istio","gone"],"injector-opt-outs"]]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		v1, old, changes, err := decodeRecord(s)
+		if err != nil {
+			return
+		}
+		again, err := DecodeChanges(encodeRecord(v1, changes))
+		if err != nil {
+			t.Fatalf("%s re-encodes to a record that does not read: %v", s, err)
+		}
+		want := append(old, changes...)
+		if len(again) != len(want) {
+			t.Fatalf("%d changes, %d read back", len(want), len(again))
+		}
+		for i := range want {
+			w, g := comparable(want[i]), comparable(again[i])
+			if !reflect.DeepEqual(w, g) {
+				t.Fatalf("change %d of %s:\n was %+v\nreads %+v", i, s, w, g)
+			}
+		}
+	})
+}
+
+// comparable is a change as the record keeps it: its rule as RuleOf finds it, a null value as none.
+func comparable(c Change) Change {
+	c.Rule = RuleOf(c)
+	for _, v := range []*json.RawMessage{&c.From, &c.To} {
+		if len(*v) == 0 || string(*v) == "null" {
+			*v = nil
+		}
+	}
+	return c
+}
