@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -118,39 +119,125 @@ func InjectorOptOutReason(names []string) string {
 // injectorOptOutReasonOf is InjectorOptOutReason of the injectors whose keys an opt-out change set (its
 // To, a map of key to value), in the injector table's order; "" when a key is no injector's.
 func injectorOptOutReasonOf(to json.RawMessage) string {
-	names, ok := injectorsSet(to)
+	set, ok := optOutsSet(to)
 	if !ok {
 		return ""
 	}
-	return InjectorOptOutReason(names)
+	return InjectorOptOutReason(set.names())
 }
 
-// injectorsSet names, in the table's order, the injectors whose opt-outs to (a map of key to value)
-// holds, when it holds exactly those.
-func injectorsSet(to json.RawMessage) ([]string, bool) {
-	var set map[string]string
-	if json.Unmarshal(to, &set) != nil || len(set) == 0 {
-		return nil, false
-	}
+// injectorSet is a set of the injector table's rows, bit i for row i (TestInjectorSetHoldsTheTable
+// keeps the table within its 64 bits).
+type injectorSet uint64
+
+func (s injectorSet) names() []string {
 	var names []string
-	for _, in := range linuxOnlyInjectors {
-		if v, ok := set[in.Key]; ok && v == in.Value {
+	for i, in := range linuxOnlyInjectors {
+		if s&(1<<i) != 0 {
 			names = append(names, in.Name)
 		}
 	}
-	return names, len(names) == len(set)
+	return names
 }
 
-// injectorOptOutsOf is the map of key to value that opts out of the named injectors, as an opt-out
-// change's To; false when a name is none of the table's.
-func injectorOptOutsOf(names []string) (json.RawMessage, bool) {
-	set := make(map[string]string, len(names))
-	for _, name := range names {
-		in, ok := injectorNamed(name)
-		if !ok {
-			return nil, false
-		}
-		set[in.Key] = in.Value
+// optOutMembers are each injector's opt-out as a member of a JSON object, `"key":"value"`; byKey the
+// rows in the order of their keys, as encoding/json writes a map.
+var optOutMembers, optOutsByKey = func() ([][]byte, []int) {
+	members := make([][]byte, len(linuxOnlyInjectors))
+	byKey := make([]int, len(linuxOnlyInjectors))
+	for i, in := range linuxOnlyInjectors {
+		members[i] = []byte(string(jsonValue(in.Key)) + ":" + string(jsonValue(in.Value)))
+		byKey[i] = i
 	}
-	return jsonValue(set), len(set) > 0
+	slices.SortFunc(byKey, func(a, b int) int { return strings.Compare(linuxOnlyInjectors[a].Key, linuxOnlyInjectors[b].Key) })
+	return members, byKey
+}()
+
+// appendOptOuts appends the opt-outs of set as jsonValue renders the map of their keys and values.
+func appendOptOuts(dst []byte, set injectorSet) []byte {
+	dst = append(dst, '{')
+	first := true
+	for _, i := range optOutsByKey {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, optOutMembers[i]...)
+	}
+	return append(dst, '}')
+}
+
+// optOutsSet is the set of injectors whose opt-outs to (an opt-out change's To) holds, when it holds
+// exactly those, written as appendOptOuts writes them. It allocates nothing: it runs for every record
+// written.
+func optOutsSet(to json.RawMessage) (injectorSet, bool) {
+	var set injectorSet
+	rest, ok := cutPrefix(to, "{")
+	if !ok {
+		return 0, false
+	}
+	for _, i := range optOutsByKey {
+		next := rest
+		if set != 0 {
+			if next, ok = cutPrefix(next, ","); !ok {
+				continue
+			}
+		}
+		if bytes.HasPrefix(next, optOutMembers[i]) {
+			set |= 1 << i
+			rest = next[len(optOutMembers[i]):]
+		}
+	}
+	return set, set != 0 && string(rest) == "}"
+}
+
+// cutPrefix is bytes.CutPrefix for a string prefix, without converting it.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// optOutReasonIs says whether reason is InjectorOptOutReason of set's names, without building it.
+func optOutReasonIs(reason string, set injectorSet) bool {
+	rest, ok := strings.CutPrefix(reason, optOutReasonBefore)
+	if !ok {
+		return false
+	}
+	sep := ""
+	for i, in := range linuxOnlyInjectors {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		if rest, ok = strings.CutPrefix(rest, sep); !ok {
+			return false
+		}
+		if rest, ok = strings.CutPrefix(rest, in.Name); !ok {
+			return false
+		}
+		sep = ", "
+	}
+	return rest == optOutReasonAfter
+}
+
+// optOutReasonBefore and optOutReasonAfter are what InjectorOptOutReason writes around the names.
+var optOutReasonBefore, optOutReasonAfter, _ = strings.Cut(InjectorOptOutReason([]string{"\x00"}), "\x00")
+
+// optOutsNamed is the set of the named injectors; false when a name is none of the table's.
+func optOutsNamed(names []byte) (injectorSet, bool) {
+	var set injectorSet
+	ok := elements(names, func(e []byte) bool {
+		name, isString := entryString(e)
+		i := slices.IndexFunc(linuxOnlyInjectors, func(in Injector) bool { return in.Name == name })
+		if !isString || i < 0 {
+			return false
+		}
+		set |= 1 << i
+		return true
+	})
+	return set, ok && set != 0
 }

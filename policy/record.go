@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -30,30 +31,52 @@ const RecordPrefix = `{"v":2,`
 // a reason no rule has): "" rather than null, which would mean the strip-table row of its path.
 const noRule = `""`
 
-// stripFields are the strip table's rows, listed once.
-var stripFields = LinuxOnlyFields()
+// stripRow is what stripRuleOf compares of a strip-table row, worked out once: it runs for every strip
+// entry written or read.
+type stripRow struct {
+	rule Rule
+	// path is the whole path of a pod row; name the field of a containers' row ("" for a pod row).
+	path, name string
+}
+
+var stripRows = func() []stripRow {
+	var rows []stripRow
+	for _, f := range LinuxOnlyFields() {
+		if f.Scope == ContainerSecurityContextScope {
+			rows = append(rows, stripRow{rule: f.Rule(), name: f.Name})
+		} else {
+			rows = append(rows, stripRow{rule: f.Rule(), path: f.Path()})
+		}
+	}
+	return rows
+}()
+
+// containerLists are the container lists' path prefixes, as a strip of a container's field starts.
+var containerLists = [...]string{"spec.containers[", "spec.initContainers[", "spec.ephemeralContainers["}
 
 // stripRuleOf is the strip-table row whose removal path is: "spec.<name>" or
 // "spec.securityContext.<name>" for the pod's rows, a container list's "spec.<list>[" then
 // "].securityContext.<name>" for the containers' rows; "" for any other path. It reads the path's ends
-// only, which the row writes after the container's name, so a name holding brackets or dots (before
+// only, which the row writes around the container's name, so a name holding brackets or dots (before
 // validation a pod author's name can hold anything) cannot make it another row.
 func stripRuleOf(path string) Rule {
-	for _, f := range stripFields {
-		switch f.Scope {
-		case ContainerSecurityContextScope:
-			if !strings.HasSuffix(path, "].securityContext."+f.Name) {
-				continue
+	const mid = "].securityContext."
+	list := ""
+	for _, l := range containerLists {
+		if strings.HasPrefix(path, l) {
+			list = l
+			break
+		}
+	}
+	for _, r := range stripRows {
+		switch {
+		case r.name == "":
+			if path == r.path {
+				return r.rule
 			}
-			for _, list := range []string{"spec.containers[", "spec.initContainers[", "spec.ephemeralContainers["} {
-				if strings.HasPrefix(path, list) && len(path) >= len(list)+len("].securityContext.")+len(f.Name) {
-					return f.Rule()
-				}
-			}
-		default:
-			if path == f.Path() {
-				return f.Rule()
-			}
+		case list != "" && strings.HasSuffix(path, r.name) && len(path) >= len(list)+len(mid)+len(r.name) &&
+			strings.HasSuffix(path[:len(path)-len(r.name)], mid):
+			return r.rule
 		}
 	}
 	return ""
@@ -68,6 +91,9 @@ func derivedReason(c Change, r Rule) string {
 	case RuleInjectorOptOuts:
 		return injectorOptOutReasonOf(c.To)
 	case RuleWindowsTolerations:
+		if !strings.HasPrefix(c.Reason, windowsTaintReasonPrefix) && c.Reason != "" { // cannot be it: no need to read the value
+			return ""
+		}
 		var t corev1.Toleration
 		if json.Unmarshal(c.To, &t) != nil {
 			return ""
@@ -101,8 +127,12 @@ func EncodeChanges(changes []Change) string { return encodeRecord("", changes) }
 func encodeRecord(v1 string, changes []Change) string {
 	size := len(RecordPrefix) + len(v1) + 12
 	for _, c := range changes {
-		// Brackets, quotes, commas and nulls take 20 bytes; a string that needs escaping grows it once more.
-		size += 24 + len(c.Action) + len(c.Path) + len(c.From) + len(c.To) + len(c.Rule) + len(c.Reason)
+		// Brackets, quotes, commas and nulls take up to 20 bytes. Most reasons and opt-outs' keys are left
+		// out; one that is written, or a string that needs escaping, grows the buffer once more.
+		size += 20 + len(c.Action) + len(c.Path) + len(c.From) + len(c.Rule)
+		if c.Rule != RuleInjectorOptOuts {
+			size += len(c.To)
+		}
 	}
 	var b strings.Builder // its String shares the buffer: the record is not copied
 	b.Grow(size)
@@ -127,42 +157,68 @@ func encodeRecord(v1 string, changes []Change) string {
 // A rule left out (null) reads back as the strip-table row of the path; a reason left out as the rule's.
 func writeEntry(b *strings.Builder, c Change) {
 	r := RuleOf(c)
-	var rule, reason string
-	if RuleWritten(c.Action, r) || stripRuleOf(c.Path) != r {
-		rule = noRule
-		if r != "" {
-			var q strings.Builder // a code read back from a record is its author's
-			writeJSONString(&q, string(r))
-			rule = q.String()
-		}
-	}
-	if r == "" || c.Reason != derivedReason(c, r) {
-		var q strings.Builder
-		writeJSONString(&q, c.Reason)
-		reason = q.String()
-	}
-	// From and To are valid JSON: rendered by jsonValue, or read back from a record.
-	elems := [4]string{string(c.From), string(c.To), rule, reason}
+	hasRule := RuleWritten(c.Action, r) || stripRuleOf(c.Path) != r
+	var hasReason bool
+	var optOuts injectorSet // the injectors named instead of To
 	if r == RuleInjectorOptOuts {
-		// The names of the injectors, from which the table gives the keys and values set.
-		if names, ok := injectorsSet(c.To); ok {
-			elems[1] = string(jsonValue(names))
+		set, ok := optOutsSet(c.To)
+		if ok {
+			optOuts = set
 		}
+		hasReason = !ok || !optOutReasonIs(c.Reason, set)
+	} else if r == RuleWindowsTolerations {
+		hasReason = !tolerationReasonIs(c.Reason, c.To)
+	} else {
+		hasReason = r == "" || c.Reason != derivedReason(c, r)
 	}
-	n := len(elems)
-	for n > 0 && elems[n-1] == "" {
-		n--
+	to := c.To
+	if optOuts != 0 {
+		to = json.RawMessage("[]") // a placeholder: the names are written below
+	}
+	n := 0 // the elements after the path written: from, to, rule, reason
+	switch {
+	case hasReason:
+		n = 4
+	case hasRule:
+		n = 3
+	case len(to) > 0:
+		n = 2
+	case len(c.From) > 0:
+		n = 1
 	}
 	b.WriteByte('[')
 	writeJSONString(b, string(c.Action))
 	b.WriteByte(',')
 	writeJSONString(b, c.Path)
-	for _, e := range elems[:n] {
-		b.WriteByte(',')
-		if e == "" {
-			e = "null"
+	// From and To are valid JSON: rendered by jsonValue, or read back from a record.
+	for i, v := range [2]json.RawMessage{c.From, to} {
+		if i >= n {
+			break
 		}
-		b.WriteString(e)
+		b.WriteByte(',')
+		switch {
+		case i == 1 && optOuts != 0:
+			writeNames(b, optOuts)
+		case len(v) == 0:
+			b.WriteString("null")
+		default:
+			b.Write(v)
+		}
+	}
+	if n >= 3 {
+		switch {
+		case !hasRule:
+			b.WriteString(",null")
+		case r == "":
+			b.WriteString(",\"\"")
+		default:
+			b.WriteByte(',')
+			writeJSONString(b, string(r)) // a code read back from a record is its author's
+		}
+	}
+	if n == 4 {
+		b.WriteByte(',')
+		writeJSONString(b, c.Reason)
 	}
 	b.WriteByte(']')
 }
@@ -187,58 +243,85 @@ func decodeRecord(s string) (v1 string, old, changes []Change, err error) {
 		}
 		return s, old, nil, nil
 	}
-	var rec struct {
-		V  int               `json:"v"`
-		V1 json.RawMessage   `json:"v1"`
-		C  []json.RawMessage `json:"c"`
+	b := []byte(s) // the changes' values are spans of it
+	if !json.Valid(b) {
+		return "", nil, nil, errors.New("annotation is not a change record: not JSON")
 	}
-	if err := json.Unmarshal([]byte(s), &rec); err != nil {
-		return "", nil, nil, fmt.Errorf("annotation is not a change record: %w", err)
+	var version, v1raw, entries []byte
+	if !members(b, func(key, value []byte) {
+		switch string(key) {
+		case `"v"`:
+			version = value
+		case `"v1"`:
+			v1raw = value
+		case `"c"`:
+			entries = value
+		}
+	}) {
+		return "", nil, nil, errors.New("annotation is not a change record: not an object")
 	}
-	if rec.V != RecordVersion {
-		return "", nil, nil, fmt.Errorf("change record of version %d; this wincompat reads versions 1 and %d", rec.V, RecordVersion)
+	if string(version) != "2" {
+		return "", nil, nil, fmt.Errorf("change record of version %.20q; this wincompat reads versions 1 and %d", version, RecordVersion)
 	}
-	if len(rec.V1) > 0 {
-		if err := json.Unmarshal(rec.V1, &old); err != nil {
+	if len(v1raw) > 0 {
+		if err := json.Unmarshal(v1raw, &old); err != nil {
 			return "", nil, nil, fmt.Errorf("change record: v1 is not a JSON array of changes: %w", err)
 		}
-		v1 = string(rec.V1)
+		v1 = string(v1raw)
 	}
-	changes = make([]Change, 0, len(rec.C))
-	for i, e := range rec.C {
-		c, err := decodeEntry(e)
-		if err != nil {
-			return "", nil, nil, fmt.Errorf("change record: entry %d: %w", i, err)
+	if len(entries) > 0 && !elements(entries, func(e []byte) bool {
+		var c Change
+		if c, err = decodeEntry(e); err != nil {
+			err = fmt.Errorf("change record: entry %d: %w", len(changes), err)
+			return false
 		}
 		changes = append(changes, c)
+		return true
+	}) {
+		if err == nil {
+			err = errors.New("change record: c is not a list of entries")
+		}
+		return "", nil, nil, err
 	}
 	return v1, old, changes, nil
 }
 
 var errEntry = errors.New("not an array of action, path, from, to, rule and reason")
 
-// decodeEntry expands one version 2 entry.
-func decodeEntry(raw json.RawMessage) (Change, error) {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil || len(elems) < 2 || len(elems) > 6 {
+// decodeEntry expands one version 2 entry, an array of two to six JSON values.
+func decodeEntry(entry []byte) (Change, error) {
+	var spans [6][]byte
+	n := 0
+	if !elements(entry, func(e []byte) bool {
+		if n == len(spans) {
+			n++
+			return false
+		}
+		spans[n] = e
+		n++
+		return true
+	}) || n < 2 || n > len(spans) {
 		return Change{}, errEntry
 	}
+	elems := spans[:n]
 	var c Change
-	var action string
-	if json.Unmarshal(elems[0], &action) != nil || json.Unmarshal(elems[1], &c.Path) != nil {
+	action, ok1 := entryString(elems[0])
+	path, ok2 := entryString(elems[1])
+	if !ok1 || !ok2 {
 		return Change{}, errEntry
 	}
-	c.Action = Action(action)
-	present := func(i int) bool { return i < len(elems) && !bytes.Equal(elems[i], []byte("null")) }
+	c.Action, c.Path = Action(action), path
+	present := func(i int) bool { return i < len(elems) && string(elems[i]) != "null" }
+	value := func(i int) json.RawMessage { return json.RawMessage(elems[i][:len(elems[i]):len(elems[i])]) }
 	if present(2) {
-		c.From = elems[2]
+		c.From = value(2)
 	}
 	if present(3) {
-		c.To = elems[3]
+		c.To = value(3)
 	}
 	if present(4) {
-		var r string
-		if json.Unmarshal(elems[4], &r) != nil {
+		r, ok := entryString(elems[4])
+		if !ok {
 			return Change{}, errEntry
 		}
 		c.Rule = Rule(r)
@@ -246,19 +329,97 @@ func decodeEntry(raw json.RawMessage) (Change, error) {
 		c.Rule = stripRuleOf(c.Path)
 	}
 	if c.Rule == RuleInjectorOptOuts && bytes.HasPrefix(c.To, []byte("[")) {
-		var names []string
-		if json.Unmarshal(c.To, &names) == nil {
-			if to, ok := injectorOptOutsOf(names); ok {
-				c.To = to
-			}
+		// The injectors' names: the table gives the keys and values set.
+		if set, ok := optOutsNamed(c.To); ok {
+			c.To = appendOptOuts(nil, set)
 		}
 	}
 	if present(5) {
-		if json.Unmarshal(elems[5], &c.Reason) != nil {
+		reason, ok := entryString(elems[5])
+		if !ok {
 			return Change{}, errEntry
 		}
+		c.Reason = reason
 	} else {
 		c.Reason = derivedReason(c, c.Rule)
 	}
 	return c, nil
+}
+
+// entryString reads a JSON string; one without escapes, as most paths and every code and action are,
+// without encoding/json. Actions and rule codes of the tables come back as the tables' own strings.
+func entryString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) {
+		if known, ok := knownStrings[string(inner)]; ok { // no allocation: a map index by a converted []byte
+			return known, true
+		}
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// knownStrings are the actions and rule codes, so that reading them allocates nothing.
+var knownStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, a := range []Action{Strip, Rewrite, Inject, Warn} {
+		m[string(a)] = string(a)
+	}
+	for _, r := range rulesTable {
+		m[string(r.rule)] = string(r.rule)
+	}
+	return m
+}()
+
+// writeNames writes the names of the injectors of set, in the table's order, as a JSON list: the table's
+// names need no escaping.
+func writeNames(b *strings.Builder, set injectorSet) {
+	b.WriteByte('[')
+	sep := ""
+	for i, in := range linuxOnlyInjectors {
+		if set&(1<<i) != 0 {
+			b.WriteString(sep + `"` + in.Name + `"`)
+			sep = ","
+		}
+	}
+	b.WriteByte(']')
+}
+
+// tolerationReasonIs says whether reason is what derivedReason gives for the toleration to, without
+// reading it: the reason names the taint (windowsTaintReason, corev1.Taint's ToString), and to must be
+// the toleration of that taint as jsonValue writes it. It allocates nothing: it runs for every record
+// written. A taint whose parts would need escaping is not recognised, and its reason is written.
+func tolerationReasonIs(reason string, to json.RawMessage) bool {
+	rest, ok := strings.CutPrefix(reason, windowsTaintReasonPrefix)
+	if !ok {
+		return false
+	}
+	kv, effect, _ := strings.Cut(rest, ":")
+	key, value, _ := strings.Cut(kv, "=")
+	b, ok := cutPrefix(to, `{"key":"`)
+	for _, part := range []struct{ before, s string }{{"", key}, {`","operator":"Equal`, ""}, {`","value":"`, value}, {`","effect":"`, effect}} {
+		if !ok || part.before != `","operator":"Equal` && part.s == "" { // omitempty
+			continue
+		}
+		if b, ok = cutPrefix(b, part.before); ok && plainJSON(part.s) {
+			b, ok = cutPrefix(b, part.s)
+		} else {
+			ok = false
+		}
+	}
+	return ok && key != "" && string(b) == `"}`
+}
+
+// plainJSON says whether s is written in JSON as it is.
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

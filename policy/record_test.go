@@ -239,3 +239,50 @@ func comparable(c Change) Change {
 	}
 	return c
 }
+
+// An injectorSet has a bit for each row of the injector table.
+func TestInjectorSetHoldsTheTable(t *testing.T) {
+	if len(linuxOnlyInjectors) > 64 {
+		t.Fatalf("%d injectors: injectorSet holds 64", len(linuxOnlyInjectors))
+	}
+	all := injectorSet(1<<len(linuxOnlyInjectors) - 1)
+	want := map[string]string{}
+	for _, in := range linuxOnlyInjectors {
+		want[in.Key] = in.Value
+	}
+	if got, w := string(appendOptOuts(nil, all)), string(jsonValue(want)); got != w {
+		t.Errorf("appendOptOuts writes %s, jsonValue %s", got, w)
+	}
+	if set, ok := optOutsSet(jsonValue(want)); !ok || set != all {
+		t.Errorf("optOutsSet of every opt-out: %b, %v", set, ok)
+	}
+	if !optOutReasonIs(InjectorOptOutReason(all.names()), all) || optOutReasonIs(InjectorOptOutReason(all.names()[1:]), all) {
+		t.Error("optOutReasonIs disagrees with InjectorOptOutReason")
+	}
+}
+
+// tolerationReasonIs agrees with derivedReason on every shape of taint, and the odd ones.
+func TestTolerationReasonIs(t *testing.T) {
+	for _, taint := range []corev1.Taint{
+		{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "os", Effect: corev1.TaintEffectNoExecute},
+		{Key: "os", Value: "windows"},
+		{Key: "node.kubernetes.io/os"},
+		{Key: "a", Value: "b=c", Effect: "x:y"},
+		{Key: "a<b", Value: "w", Effect: corev1.TaintEffectNoSchedule},
+		{Value: "w", Effect: corev1.TaintEffectNoSchedule},
+	} {
+		to := jsonValue(corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect})
+		c := Change{To: to, Reason: windowsTaintReason(taint), Rule: RuleWindowsTolerations}
+		derived := derivedReason(c, RuleWindowsTolerations) == c.Reason
+		if got := tolerationReasonIs(c.Reason, to); got && !derived {
+			t.Errorf("%+v: recognised, but the record would read back %q", taint, derivedReason(c, RuleWindowsTolerations))
+		}
+		if plainJSON(taint.Key+taint.Value+string(taint.Effect)) && taint.Key != "" && !strings.Contains(taint.Value, ":") && !tolerationReasonIs(c.Reason, to) {
+			t.Errorf("%+v: not recognised (%s, %q)", taint, to, c.Reason)
+		}
+		if tolerationReasonIs(c.Reason+"x", to) || tolerationReasonIs("tolerates the taint os=windows:NoSchedule found on Windows nodes", to) {
+			t.Errorf("%+v: another reason recognised", taint)
+		}
+	}
+}

@@ -72,5 +72,7 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 // windowsTaintReason is the reason recorded with the toleration of a taint of the policy's
 // windowsNodeTaints; a record derives it from the toleration (record.go).
 func windowsTaintReason(t corev1.Taint) string {
-	return "tolerates the Windows node taint " + t.ToString()
+	return windowsTaintReasonPrefix + t.ToString()
 }
+
+const windowsTaintReasonPrefix = "tolerates the Windows node taint "
