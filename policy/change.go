@@ -31,8 +31,9 @@ type Change struct {
 	From   json.RawMessage `json:"from,omitempty"`
 	To     json.RawMessage `json:"to,omitempty"`
 	Reason string          `json:"reason"`
-	// Rule is the rule the change was made by. It is not recorded (the annotations keep their format),
-	// so a change read back from one has none: RuleOf says what can still be told.
+	// Rule is the rule the change was made by. A version 2 record (record.go) keeps its code, so a change
+	// read back from one has it; one read back from a version 1 record has none, and RuleOf says what can
+	// still be told. Not a key of the version 1 objects, which this type still reads.
 	Rule Rule `json:"-"`
 }
 
@@ -110,43 +111,6 @@ func jsonValue(v any) json.RawMessage {
 	return b
 }
 
-// EncodeChanges renders the compact JSON stored in the changes annotations: what encoding/json writes
-// for []Change, written directly because it is rendered on every review (Decision.ChangesJSON reuses it
-// for the audit annotation) and the library re-validates each raw From and To value.
-func EncodeChanges(changes []Change) string {
-	size := 2
-	for _, c := range changes {
-		// Keys and quotes take 45 bytes; a string that needs escaping grows the buffer once more.
-		size += 48 + len(c.Action) + len(c.Path) + len(c.From) + len(c.To) + len(c.Reason)
-	}
-	var b strings.Builder // its String shares the buffer: a record of kilobytes is not copied
-	b.Grow(size)
-	b.WriteByte('[')
-	for i, c := range changes {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"action":`)
-		writeJSONString(&b, string(c.Action))
-		b.WriteString(`,"path":`)
-		writeJSONString(&b, c.Path)
-		// From and To are valid JSON: rendered by jsonValue, or parsed from an annotation.
-		if len(c.From) > 0 {
-			b.WriteString(`,"from":`)
-			b.Write(c.From)
-		}
-		if len(c.To) > 0 {
-			b.WriteString(`,"to":`)
-			b.Write(c.To)
-		}
-		b.WriteString(`,"reason":`)
-		writeJSONString(&b, c.Reason)
-		b.WriteByte('}')
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
 // writeJSONString writes s quoted as encoding/json quotes it; strings that need escaping are rare and
 // left to the library.
 func writeJSONString(b *strings.Builder, s string) {
@@ -160,15 +124,6 @@ func writeJSONString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 	b.WriteString(s)
 	b.WriteByte('"')
-}
-
-// DecodeChanges parses a changes annotation written by any wincompat version.
-func DecodeChanges(s string) ([]Change, error) {
-	var changes []Change
-	if err := json.Unmarshal([]byte(s), &changes); err != nil {
-		return nil, fmt.Errorf("annotation is not a JSON array of changes: %w", err)
-	}
-	return changes, nil
 }
 
 // mergeChanges appends to recorded the changes it does not already hold, so that reinvocation never

@@ -112,8 +112,8 @@ type Decision struct {
 // Handled reports whether wincompat decided on the object, as a Windows or as a Linux one.
 func (d Decision) Handled() bool { return d.Windows || d.Linux }
 
-// ChangesJSON renders Changes as EncodeChanges does. An object's first pass records exactly its changes,
-// and that rendering is reused, so the audit annotation costs no second one.
+// ChangesJSON renders Changes as EncodeChanges does, a version 2 record. An object's first pass records
+// exactly its changes, and that rendering is reused, so the audit annotation costs no second one.
 func (d Decision) ChangesJSON() string {
 	if d.changesJSON != "" {
 		return d.changesJSON
@@ -296,27 +296,33 @@ type recorder struct{ changes []Change }
 
 func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
 
-// recordChanges merges found into the JSON list under key. A list that does not parse (edited by hand)
-// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. It
-// returns the list written when that is found alone, and "" otherwise.
+// recordChanges merges found into the record under key. A record that does not parse (edited by hand)
+// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. A
+// version 1 list an earlier wincompat wrote is kept as it was inside the version 2 record, as the
+// admission policies keep it (they cannot rewrite it). It returns the record written when that is found
+// alone, and "" otherwise.
 func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	if len(found) == 0 {
 		return ""
 	}
-	var recorded []Change
+	var v1 string
+	var old, recorded []Change
 	if s, ok := meta.Annotations[key]; ok {
-		recorded, _ = DecodeChanges(s)
+		var err error
+		if v1, old, recorded, err = decodeRecord(s); err != nil {
+			v1, old, recorded = "", nil, nil
+		}
 	}
-	merged, added := mergeChanges(recorded, found)
+	merged, added := mergeChanges(append(old, recorded...), found)
 	if !added {
 		return ""
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	record := EncodeChanges(merged)
+	record := encodeRecord(v1, merged[len(old):])
 	meta.Annotations[key] = record
-	if len(recorded) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
+	if len(old)+len(recorded) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
 		return ""
 	}
 	return record

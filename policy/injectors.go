@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -69,14 +71,14 @@ func injectorNamed(name string) (Injector, bool) {
 // optOutOfInjectors gives a Windows pod or template the opt-out of each injector the policy names,
 // unless the object already says something under that key (as a label or an annotation: the user's
 // word, even "true", stands). The opt-outs are recorded as one change per form, labels and annotations,
-// so that a pod carries two warnings rather than one per injector.
+// so that a pod carries two warnings rather than one per injector. Each names its injectors in the
+// table's order, whatever the policy's, so that the record derives the reason from what was set.
 func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 	labels, annotations := map[string]string{}, map[string]string{}
 	var labelled, annotated []string
-	for _, name := range p.InjectorOptOuts {
-		in, ok := injectorNamed(name)
-		if !ok {
-			continue // validated at load
+	for _, in := range linuxOnlyInjectors {
+		if !slices.Contains(p.InjectorOptOuts, in.Name) {
+			continue
 		}
 		if _, set := meta.Labels[in.Key]; set {
 			continue
@@ -112,4 +114,130 @@ func (p *Policy) optOutOfInjectors(meta *metav1.ObjectMeta, rec *recorder) {
 // order.
 func InjectorOptOutReason(names []string) string {
 	return "opts out of Linux-only sidecar injectors (" + strings.Join(names, ", ") + ")"
+}
+
+// injectorOptOutReasonOf is InjectorOptOutReason of the injectors whose keys an opt-out change set (its
+// To, a map of key to value), in the injector table's order; "" when a key is no injector's.
+func injectorOptOutReasonOf(to json.RawMessage) string {
+	set, ok := optOutsSet(to)
+	if !ok {
+		return ""
+	}
+	return InjectorOptOutReason(set.names())
+}
+
+// injectorSet is a set of the injector table's rows, bit i for row i (TestInjectorSetHoldsTheTable
+// keeps the table within its 64 bits).
+type injectorSet uint64
+
+func (s injectorSet) names() []string {
+	var names []string
+	for i, in := range linuxOnlyInjectors {
+		if s&(1<<i) != 0 {
+			names = append(names, in.Name)
+		}
+	}
+	return names
+}
+
+// optOutMembers are each injector's opt-out as a member of a JSON object, `"key":"value"`; byKey the
+// rows in the order of their keys, as encoding/json writes a map.
+var optOutMembers, optOutsByKey = func() ([][]byte, []int) {
+	members := make([][]byte, len(linuxOnlyInjectors))
+	byKey := make([]int, len(linuxOnlyInjectors))
+	for i, in := range linuxOnlyInjectors {
+		members[i] = []byte(string(jsonValue(in.Key)) + ":" + string(jsonValue(in.Value)))
+		byKey[i] = i
+	}
+	slices.SortFunc(byKey, func(a, b int) int { return strings.Compare(linuxOnlyInjectors[a].Key, linuxOnlyInjectors[b].Key) })
+	return members, byKey
+}()
+
+// appendOptOuts appends the opt-outs of set as jsonValue renders the map of their keys and values.
+func appendOptOuts(dst []byte, set injectorSet) []byte {
+	dst = append(dst, '{')
+	first := true
+	for _, i := range optOutsByKey {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, optOutMembers[i]...)
+	}
+	return append(dst, '}')
+}
+
+// optOutsSet is the set of injectors whose opt-outs to (an opt-out change's To) holds, when it holds
+// exactly those, written as appendOptOuts writes them. It allocates nothing: it runs for every record
+// written.
+func optOutsSet(to json.RawMessage) (injectorSet, bool) {
+	var set injectorSet
+	rest, ok := cutPrefix(to, "{")
+	if !ok {
+		return 0, false
+	}
+	for _, i := range optOutsByKey {
+		next := rest
+		if set != 0 {
+			if next, ok = cutPrefix(next, ","); !ok {
+				continue
+			}
+		}
+		if bytes.HasPrefix(next, optOutMembers[i]) {
+			set |= 1 << i
+			rest = next[len(optOutMembers[i]):]
+		}
+	}
+	return set, set != 0 && string(rest) == "}"
+}
+
+// cutPrefix is bytes.CutPrefix for a string prefix, without converting it.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// optOutReasonIs says whether reason is InjectorOptOutReason of set's names, without building it.
+func optOutReasonIs(reason string, set injectorSet) bool {
+	rest, ok := strings.CutPrefix(reason, optOutReasonBefore)
+	if !ok {
+		return false
+	}
+	sep := ""
+	for i, in := range linuxOnlyInjectors {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		if rest, ok = strings.CutPrefix(rest, sep); !ok {
+			return false
+		}
+		if rest, ok = strings.CutPrefix(rest, in.Name); !ok {
+			return false
+		}
+		sep = ", "
+	}
+	return rest == optOutReasonAfter
+}
+
+// optOutReasonBefore and optOutReasonAfter are what InjectorOptOutReason writes around the names.
+var optOutReasonBefore, optOutReasonAfter, _ = strings.Cut(InjectorOptOutReason([]string{"\x00"}), "\x00")
+
+// optOutsNamed is the set of the named injectors; false when a name is none of the table's.
+func optOutsNamed(names []byte) (injectorSet, bool) {
+	var set injectorSet
+	ok := elements(names, func(e []byte) bool {
+		name, isString := entryString(e)
+		i := slices.IndexFunc(linuxOnlyInjectors, func(in Injector) bool { return in.Name == name })
+		if !isString || i < 0 {
+			return false
+		}
+		set |= 1 << i
+		return true
+	})
+	return set, ok && set != 0
 }

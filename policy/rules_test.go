@@ -138,11 +138,15 @@ func TestChangesCarryTheirRule(t *testing.T) {
 	}
 }
 
-// A change read back from an annotation has no code. Its rule is found only when its field and reason
-// are exactly those of a rule with a fixed reason; wording that merely resembles one gives none.
+// A change read back from a version 1 record has no code. Its rule is found only when its field and
+// reason are exactly those of a rule with a fixed reason; wording that merely resembles one gives none.
 func TestRuleOfRecordedChanges(t *testing.T) {
 	d := decideJSON(t, Default(), `{"spec":{"os":{"name":"windows"},"dnsPolicy":"ClusterFirstWithHostNet","containers":[{"name":"app","securityContext":{"runAsUser":1000}}]}}`, nil, nil)
-	recorded, err := DecodeChanges(d.ChangesJSON())
+	v1, err := json.Marshal(d.Changes) // Change's json tags are version 1's
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := DecodeChanges(string(v1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 	}
 	var taints []wanted
 	for _, t := range p.WindowsNodeTaints {
-		taints = append(taints, wanted{t, "tolerates the Windows node taint " + t.ToString()})
+		taints = append(taints, wanted{t, windowsTaintReason(t)})
 	}
 	if cluster != nil {
 		for _, t := range cluster.WindowsTaints {
@@ -68,3 +68,11 @@ func (p *Policy) tolerateWindowsTaints(spec *corev1.PodSpec, cluster *Cluster, r
 		rec.add(Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(t), Reason: w.reason, Rule: RuleWindowsTolerations})
 	}
 }
+
+// windowsTaintReason is the reason recorded with the toleration of a taint of the policy's
+// windowsNodeTaints; a record derives it from the toleration (record.go).
+func windowsTaintReason(t corev1.Taint) string {
+	return windowsTaintReasonPrefix + t.ToString()
+}
+
+const windowsTaintReasonPrefix = "tolerates the Windows node taint "

@@ -236,8 +236,13 @@ func quote(s string) string {
 // be homogeneous, so the two cannot share one map.
 type part struct{ records, ops string }
 
-func change(cond string, action policy.Action, path jsonText, from, to jsonValue, reason, ops string) part {
-	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry(action, path, from, to, text(reason))), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
+func change(cond string, action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why, ops string) part {
+	return changeWhy(cond, action, rule, path, from, to, fixed(rule, why, nil), ops)
+}
+
+// changeWhy is change with a reason the rules table may derive from the change's value.
+func changeWhy(cond string, action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why reason, ops string) part {
+	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry(action, rule, path, from, to, why)), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
 }
 
 // join concatenates parts into one part.
@@ -358,10 +363,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 	return append(vars, []admissionregistrationv1.Variable{
 		{Name: "records", Expression: all.records},
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
-		// The webhook's JSON list, the new changes after any recorded before.
-		{Name: "record", Expression: `variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
-  variables.recorded.substring(0, size(variables.recorded) - 1) + ',' + variables.records.join(',') + ']' :
-  '[' + variables.records.join(',') + ']'`},
+		{Name: "record", Expression: recordExpr},
 	}...), fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
 }
 
@@ -376,13 +378,13 @@ func restricted(s shape, user string) []part {
 	enforced := fmt.Sprintf("!variables.hostProcess && namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
 	nonRoot := sc + ".?runAsNonRoot"
 	podNonRoot := join(
-		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,
+		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, policy.RuleRestrictedNonRoot, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,
 			fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s, value: true}] : [JSONPatch{op: "add", path: %s, value: {"runAsNonRoot": true}}])`,
 				sc, quote(s.specPtr+"/securityContext/runAsNonRoot"), quote(s.specPtr+"/securityContext"))),
-		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), policy.Rewrite, text("spec.securityContext.runAsNonRoot"), value(false), value(true), policy.ReasonRestrictedNonRoot,
+		change(fmt.Sprintf("%s && %s.orValue(true) == false", enforced, nonRoot), policy.Rewrite, policy.RuleRestrictedNonRoot, text("spec.securityContext.runAsNonRoot"), value(false), value(true), policy.ReasonRestrictedNonRoot,
 			fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: true}]`, quote(s.specPtr+"/securityContext/runAsNonRoot"))))
 	containers := eachContainer(s, func(c, ptr string, path jsonText) part {
-		return change(fmt.Sprintf("%s && %s.?securityContext.?runAsNonRoot.orValue(true) == false", enforced, c), policy.Rewrite, concat(path, text(".securityContext.runAsNonRoot")), value(false), value(true),
+		return change(fmt.Sprintf("%s && %s.?securityContext.?runAsNonRoot.orValue(true) == false", enforced, c), policy.Rewrite, policy.RuleRestrictedNonRoot, concat(path, text(".securityContext.runAsNonRoot")), value(false), value(true),
 			policy.ReasonRestrictedNonRoot, fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + '/securityContext/runAsNonRoot', value: true}]`, ptr))
 	})
 	parts := []part{podNonRoot, containers}
@@ -397,7 +399,7 @@ func restricted(s shape, user string) []part {
 		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && (c.?securityContext.?windowsOptions.?runAsUserName.hasValue() || c.?securityContext.?runAsUser.orValue(0) != 0))", spec, l))
 	}
 	// The pod's securityContext exists by now when it did not before: runAsNonRoot was added with it.
-	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject,
+	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject, policy.RuleRestrictedUser,
 		text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRestrictedUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
@@ -429,8 +431,8 @@ func memoryVolumes(s shape) string {
 	if !s.pod {
 		return "[]"
 	}
-	entry := entry(policy.Rewrite, concat(text("spec.volumes["), escaped("v.name"), text("].emptyDir.medium")), value("Memory"), value(""),
-		text(policy.ReasonMemoryEmptyDir))
+	entry := entry(policy.Rewrite, policy.RuleMemoryEmptyDir, concat(text("spec.volumes["), escaped("v.name"), text("].emptyDir.medium")), value("Memory"), value(""),
+		fixed(policy.RuleMemoryEmptyDir, policy.ReasonMemoryEmptyDir, nil))
 	return fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, v.?emptyDir.?medium.orValue('') == 'Memory' ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
 		optional(s.spec), quote(s.specPtr), entry)
 }
@@ -450,8 +452,8 @@ func hugePages(s shape) string {
 	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		var lists []string
 		for _, l := range []string{"limits", "requests"} {
-			entry := entry(policy.Rewrite, concat(path, text(".resources."+l+"["), escaped("k"), text("]")),
-				escaped("string(c.resources."+l+"[k])").str(), none, text(policy.ReasonHugePages))
+			entry := entry(policy.Rewrite, policy.RuleHugePages, concat(path, text(".resources."+l+"["), escaped("k"), text("]")),
+				escaped("string(c.resources."+l+"[k])").str(), none, fixed(policy.RuleHugePages, policy.ReasonHugePages, nil))
 			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, k.startsWith('hugepages-')).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
 				l, ptr, entry, pointerEscaped("k")))
 		}
@@ -470,15 +472,15 @@ func deprecatedAnnotations(s shape) string {
 		match += " || k.startsWith(" + quote(p) + ")"
 	}
 	meta := optional(s.meta)
-	entry := entry(policy.Rewrite, concat(text("metadata.annotations["), escaped("k"), text("]")),
-		escaped(meta+".?annotations.orValue({})[k]").str(), none, text(policy.ReasonDeprecatedAnnotation))
+	entry := entry(policy.Rewrite, policy.RuleDeprecatedAnnotation, concat(text("metadata.annotations["), escaped("k"), text("]")),
+		escaped(meta+".?annotations.orValue({})[k]").str(), none, fixed(policy.RuleDeprecatedAnnotation, policy.ReasonDeprecatedAnnotation, nil))
 	return fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
 		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry)
 }
 
 // dnsPolicy rewrites ClusterFirstWithHostNet, which Windows does not support, to ClusterFirst.
 func dnsPolicy(s shape) part {
-	return change(fmt.Sprintf("%s.?dnsPolicy.orValue('') == 'ClusterFirstWithHostNet'", optional(s.spec)), policy.Rewrite, text("spec.dnsPolicy"),
+	return change(fmt.Sprintf("%s.?dnsPolicy.orValue('') == 'ClusterFirstWithHostNet'", optional(s.spec)), policy.Rewrite, policy.RuleDNSPolicy, text("spec.dnsPolicy"),
 		value("ClusterFirstWithHostNet"), value("ClusterFirst"), policy.ReasonDNSPolicy,
 		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s, value: "ClusterFirst"}]`, quote(s.specPtr+"/dnsPolicy")))
 }
@@ -492,16 +494,14 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		policy.Injector
 		missing string
 	}
+	// In the injector table's order, as the Go decision names them, whatever the policy's order.
 	byForm := map[bool][]optOut{}
-	for _, name := range names {
-		for _, in := range policy.Injectors() {
-			if in.Name == name {
-				missing := fmt.Sprintf("!%[1]s.?labels[?%[2]s].hasValue() && !%[1]s.?annotations[?%[2]s].hasValue()", meta, quote(in.Key))
-				byForm[in.Label] = append(byForm[in.Label], optOut{in, missing})
-			}
+	for _, in := range policy.Injectors() {
+		if slices.Contains(names, in.Name) {
+			missing := fmt.Sprintf("!%[1]s.?labels[?%[2]s].hasValue() && !%[1]s.?annotations[?%[2]s].hasValue()", meta, quote(in.Key))
+			byForm[in.Label] = append(byForm[in.Label], optOut{in, missing})
 		}
 	}
-	prefix, suffix, _ := strings.Cut(policy.InjectorOptOutReason([]string{"\x00"}), "\x00")
 	var parts []part
 	labelsNeeded := ""
 	for _, label := range []bool{true, false} {
@@ -513,24 +513,18 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		if label {
 			form = "labels"
 		}
-		var any, names, ops []string
+		var any, named, ops []string
 		for _, o := range outs {
 			any = append(any, "("+o.missing+")")
-			names = append(names, fmt.Sprintf("(%s ? [%s] : [])", o.missing, text(o.Name)))
+			named = append(named, fmt.Sprintf("(%s ? [%s] : [])", o.missing, value(o.Name).cel))
 			ops = append(ops, fmt.Sprintf(`(%s ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: %s}] : [])`,
 				o.missing, quote(s.metaPtr+"/"+form+"/"), quote(o.Key), quote(o.Value)))
 		}
-		// The record's "to" is the JSON of the keys added, in key order as encoding/json writes maps.
-		sorted := slices.Clone(outs)
-		slices.SortFunc(sorted, func(a, b optOut) int { return strings.Compare(a.Key, b.Key) })
-		var entries []string
-		for _, o := range sorted {
-			entries = append(entries, fmt.Sprintf("(%s ? [%s] : [])", o.missing, member(o.Key, o.Value)))
-		}
 		cond := strings.Join(any, " || ")
-		// The names joined are texts, and so is the list's join of them.
-		record := entry(policy.Inject, text("metadata."+form), none, object(strings.Join(entries, " + ")),
-			concat(text(prefix), escapedBefore("("+strings.Join(names, " + ")+").join(', ')"), text(suffix)))
+		// The record's "to" is the injectors' names, from which the webhook's record derives the keys
+		// set and the reason (policy.EncodeChanges); each name is a constant encoded now.
+		record := entry(policy.Inject, policy.RuleInjectorOptOuts, text("metadata."+form), none,
+			jsonValue{"'[' + (" + strings.Join(named, " + ") + ").join(',') + ']'"}, reason{omitted: "true"})
 		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")"})
 		if label {
 			labelsNeeded = cond
@@ -551,7 +545,12 @@ func hostProcessExpr(s shape) string {
 
 // inferOS sets spec.os for a pod that is a Windows pod by its node constraints or its namespace.
 func inferOS(s shape) part {
-	entry := entry(policy.Inject, text("spec.os.name"), none, value("windows"), escapedBefore("variables.inferred"))
+	derived := policy.Change{Rule: policy.RuleWindowsOS, Reason: policy.ReasonPinnedToWindows}
+	omitted := "false"
+	if !policy.ReasonWritten(derived) {
+		omitted = "variables.inferred == " + quote(derived.Reason)
+	}
+	entry := entry(policy.Inject, policy.RuleWindowsOS, text("spec.os.name"), none, value("windows"), reason{escapedBefore("variables.inferred"), omitted})
 	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry),
 		ops: fmt.Sprintf(`(variables.inferred != '' ? [JSONPatch{op: "add", path: %s, value: {"name": "windows"}}] : [])`, quote(s.specPtr+"/os"))}
 }
@@ -625,8 +624,8 @@ func strips(s shape) string {
 // privileged containers, which the strip table just ended, and Windows has none of it.
 func propagation(s shape) string {
 	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
-		entry := entry(policy.Rewrite, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
-			escaped("m.mountPropagation").str(), none, text(policy.ReasonMountPropagation))
+		entry := entry(policy.Rewrite, policy.RuleMountPropagation, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
+			escaped("m.mountPropagation").str(), none, fixed(policy.RuleMountPropagation, policy.ReasonMountPropagation, nil))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
 	}), " +\n")
 }
@@ -644,8 +643,8 @@ func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyF
 	default:
 		cond = value + ".hasValue()"
 	}
-	entry := entry(policy.Strip, concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), none,
-		text(policy.ReasonLinuxOnly))
+	entry := entry(policy.Strip, f.Rule(), concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), none,
+		fixed(f.Rule(), policy.ReasonLinuxOnly, nil))
 	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "record": %s}] : [])`, cond, parentPtr, f.Name, entry)
 }
 
@@ -659,7 +658,7 @@ func nonRootIntent(s shape, user string) []part {
 	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
 	to := value(user)
 	pod := change(fmt.Sprintf("!%s && !%s && %s.?runAsUser.orValue(0) != 0", hostProcess, podUser, sc),
-		policy.Inject, text("spec.securityContext.windowsOptions.runAsUserName"), none, to, reason,
+		policy.Inject, policy.RuleNonRootIntent, text("spec.securityContext.windowsOptions.runAsUserName"), none, to, reason,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
 	// A pod-level user, given or just set, covers every container without its own.
@@ -669,7 +668,7 @@ func nonRootIntent(s shape, user string) []part {
 			hostProcess, podCovers, c, c)
 		ops := fmt.Sprintf(`(%s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions/runAsUserName', value: %s}] : [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions', value: {"runAsUserName": %s}}])`,
 			c, ptr, quote(user), ptr, quote(user))
-		return change(cond, policy.Inject, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, to, reason, ops)
+		return change(cond, policy.Inject, policy.RuleNonRootIntent, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, to, reason, ops)
 	})
 	return []part{pod, containers}
 }
@@ -678,11 +677,11 @@ func nonRootIntent(s shape, user string) []part {
 func osNodeSelector(s shape) part {
 	ns := optional(s.spec) + ".?nodeSelector"
 	key := quote(corev1.LabelOSStable)
-	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), none, value("windows"),
+	add := change(fmt.Sprintf("!%s[?%s].hasValue()", ns, key), policy.Inject, policy.RuleWindowsNodeSelector, text("spec.nodeSelector["+corev1.LabelOSStable+"]"), none, value("windows"),
 		policy.ReasonPinned,
 		fmt.Sprintf(`(%s.hasValue() ? [JSONPatch{op: "add", path: %s + jsonpatch.escapeKey(%s), value: "windows"}] : [JSONPatch{op: "add", path: %s, value: {%s: "windows"}}])`,
 			ns, quote(s.specPtr+"/nodeSelector/"), key, quote(s.specPtr+"/nodeSelector"), key))
-	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), policy.Rewrite, text("spec.nodeSelector["+corev1.LabelOSStable+"]"),
+	replace := change(fmt.Sprintf("%s[?%s].orValue('windows') != 'windows'", ns, key), policy.Rewrite, policy.RuleWindowsNodeSelector, text("spec.nodeSelector["+corev1.LabelOSStable+"]"),
 		escaped(fmt.Sprintf("%s[?%s].value()", ns, key)).str(), value("windows"), "conflicted with a Windows pod",
 		fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + jsonpatch.escapeKey(%s), value: "windows"}]`, quote(s.specPtr+"/nodeSelector/"), key))
 	return join(add, replace)
@@ -699,7 +698,8 @@ func tolerates(s shape, t corev1.Taint) string {
 // the prelude in variables).
 func toleration(s shape, t corev1.Taint) part {
 	added := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
-	to := value(corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
-	return change("!"+tolerates(s, t), policy.Inject, text("spec.tolerations"), none, to, "tolerates the Windows node taint "+t.ToString(),
+	tol := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect}
+	return changeWhy("!"+tolerates(s, t), policy.Inject, policy.RuleWindowsTolerations, text("spec.tolerations"), none, value(tol),
+		fixed(policy.RuleWindowsTolerations, "tolerates the Windows node taint "+t.ToString(), tol),
 		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), added))
 }

@@ -122,7 +122,7 @@ func TestRenderNarrowsOnlyWhenAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marks := []string{"nonRootUserAt", "'512Mi'", "'/resources/limits/memory'", text(policy.ReasonMemoryLimitFromRequest).cel}
+	marks := []string{"nonRootUserAt", "'512Mi'", "'/resources/limits/memory'", value(string(policy.RuleMemoryLimitFromRequest)).cel}
 	for name, pol := range map[string]*policy.Policy{"off": policy.Default(), "on": on} {
 		policies, _ := Render(pol, Options{Version: "v1"})
 		for _, p := range policies {

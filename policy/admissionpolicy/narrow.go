@@ -74,14 +74,14 @@ func containerUser(c string) string {
 func runAsNonRootUser(s shape, pol *policy.Policy) part {
 	user := pol.NonRootUserName
 	sc := optional(s.spec) + ".?securityContext"
-	pod := change("variables.nonRootUserAt == 'pod'", policy.Inject, text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRunAsNonRootUser,
+	pod := change("variables.nonRootUserAt == 'pod'", policy.Inject, policy.RuleRunAsNonRootUser, text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRunAsNonRootUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
 			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
 	containers := eachStarted(s, func(c, ptr string, path jsonText) part {
 		cond := fmt.Sprintf("variables.nonRootUserAt == 'containers' && !%s && %s.?securityContext.?runAsNonRoot.orValue(false)", containerUser(c), c)
 		ops := fmt.Sprintf(`(%[1]s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %[2]s + '/securityContext/windowsOptions/runAsUserName', value: %[3]s}] : [JSONPatch{op: "add", path: %[2]s + '/securityContext/windowsOptions', value: {"runAsUserName": %[3]s}}])`,
 			c, ptr, quote(user))
-		return change(cond, policy.Inject, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, value(user), policy.ReasonRunAsNonRootUser, ops)
+		return change(cond, policy.Inject, policy.RuleRunAsNonRootUser, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, value(user), policy.ReasonRunAsNonRootUser, ops)
 	})
 	return join(pod, containers)
 }
@@ -98,11 +98,11 @@ func memoryLimits(s shape, pol *policy.Policy) part {
 		at := concat(path, text(".resources.limits[memory]"))
 		var parts []part
 		if pol.MemoryLimits.FromRequests {
-			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && %s.orValue('0') != '0'", limited, request), policy.Inject, at, none,
+			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && %s.orValue('0') != '0'", limited, request), policy.Inject, policy.RuleMemoryLimitFromRequest, at, none,
 				escaped(request+".value()").str(), policy.ReasonMemoryLimitFromRequest, addMemoryLimit(c, ptr, request+".value()")))
 		}
 		if def != "" {
-			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && !%s.hasValue()", limited, request), policy.Inject, at, none,
+			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && !%s.hasValue()", limited, request), policy.Inject, policy.RuleMemoryLimitDefault, at, none,
 				value(def), policy.ReasonMemoryLimitDefault, addMemoryLimit(c, ptr, quote(def))))
 		}
 		return join(parts...)

@@ -91,34 +91,66 @@ func scalar(expr string, kind reflect.Kind) jsonValue {
 	}
 }
 
-// object is a JSON object whose members are the constant key and value pairs that the CEL list
-// expression members yields, each rendered by member.
-func object(members string) jsonValue {
-	return jsonValue{"'{' + (" + members + ").join(',') + '}'"}
+// recordExpr is the record written: the webhook's version 2 record (policy.EncodeChanges), the new
+// entries after any recorded before. A version 1 list an earlier wincompat wrote is kept as it was, as
+// the record's "v1", where the webhook keeps it too; anything else is replaced, as the webhook replaces
+// a record it cannot read.
+var recordExpr = fmt.Sprintf(`variables.recorded.startsWith(%[1]s) && variables.recorded.endsWith(']}') ?
+  variables.recorded.substring(0, size(variables.recorded) - 2) + (variables.recorded.endsWith('[]}') ? '' : ',') + variables.records.join(',') + ']}' :
+  variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
+  %[2]s + variables.recorded + ',"c":[' + variables.records.join(',') + ']}' :
+  %[3]s + variables.records.join(',') + ']}'`, quote(policy.RecordPrefix), quote(policy.RecordPrefix+`"v1":`), quote(policy.RecordPrefix+`"c":[`))
+
+// reason is a record entry's reason: its text, and whether it is left out because the rules table
+// derives it (policy.ReasonWritten), a CEL bool: "true", "false" or a condition at admission time.
+type reason struct {
+	text    jsonText
+	omitted string
 }
 
-// member is one constant "key":"value" of an object.
-func member(key, val string) string {
-	k, _ := json.Marshal(key)
-	v, _ := json.Marshal(val)
-	return quote(string(k) + ":" + string(v))
+// fixed is the constant reason of a change of rule r whose "to" is the constant to (nil for none), left
+// out as the webhook leaves it out.
+func fixed(r policy.Rule, why string, to any) reason {
+	c := policy.Change{Rule: r, Reason: why}
+	if to != nil {
+		c.To, _ = json.Marshal(to)
+	}
+	return reason{text(why), fmt.Sprint(!policy.ReasonWritten(c))}
 }
 
-// entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges):
-// {"action","path","from","to","reason"}, from and to left out when "". It is the only place the
-// record's objects are written.
-func entry(action policy.Action, path jsonText, from, to jsonValue, reason jsonText) string {
+// entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges, version
+// 2): [action, path, from, to, rule, reason], trailing absent elements left out and null for an absent
+// one before a present one; a strip-table rule's code is left out (its path names the row), and so is
+// a reason the rules table derives. It is the only place the record's entries are written.
+func entry(action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why reason) string {
 	a, _ := json.Marshal(string(action))
-	out := quote(`{"action":`+string(a)+`,"path":"`) + " + " + path.cel
-	if from.cel != "" {
-		out += ` + '","from":' + ` + from.cel + ` + ','`
+	out := quote(`[`+string(a)+`,"`) + " + " + path.cel + " + '\"'"
+	var r jsonValue
+	if policy.RuleWritten(action, rule) {
+		r = value(string(rule))
+	}
+	// Each element written, with null for one absent before the last present one.
+	elems := []jsonValue{from, to, r}
+	n := len(elems)
+	if why.omitted != "true" {
+		elems = append(elems, why.text.str())
+		n = len(elems)
 	} else {
-		out += ` + '",'`
+		for n > 0 && elems[n-1].cel == "" {
+			n--
+		}
 	}
-	if to.cel != "" {
-		out += ` + '"to":' + ` + to.cel + ` + ','`
+	for i, e := range elems[:n] {
+		if e.cel == "" {
+			e = jsonValue{quote("null")}
+		}
+		if i == len(elems)-1 && why.omitted != "true" && why.omitted != "false" {
+			out += fmt.Sprintf(" + (%s ? '' : ',' + %s)", why.omitted, e.cel)
+			continue
+		}
+		out += " + ',' + " + e.cel
 	}
-	return out + ` + '"reason":"' + ` + reason.cel + ` + '"}'`
+	return out + " + ']'"
 }
 
 // jsonEscapes are the characters encoding/json escapes in a string and what it writes for each: the

@@ -41,11 +41,13 @@ import (
 
 const nsEscaping = "map-escaping"
 
-// hostile closes the string it lands in and forges an entry of its own, then carries every character
+// hostile closes the string it lands in and forges an entry of its own (in the record's version 2
+// shape, then in version 1's), then carries every character
 // encoding/json escapes (all of U+0000–U+001F, quote, backslash, <, >, &, U+2028, U+2029) and some it
 // does not (DEL, a bidi override, ']', '}', '~', '/').
 var hostile = func() string {
 	var b strings.Builder
+	b.WriteString(`x"],["strip","spec.hostNetwork",true,null,null,"forged"],["inject","`)
 	b.WriteString(`x","action":"strip","path":"spec.hostNetwork","from":true,"reason":"forged"},{"action":"inject","path":"`)
 	for r := rune(0); r < 0x20; r++ {
 		b.WriteRune(r)
@@ -202,6 +204,10 @@ func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 		{hostilePod("printable-forgery", func(spec, meta map[string]any) {
 			spec["nodeSelector"] = map[string]any{corev1.LabelOSStable: `x","to":"windows","reason":"conflicted with a Windows pod"},` +
 				`{"action":"strip","path":"spec.hostNetwork","from":true,"reason":"forged"},{"action":"warn","path":"x","from":"`}
+		}), ""},
+		{hostilePod("printable-forgery-v2", func(spec, meta map[string]any) {
+			spec["nodeSelector"] = map[string]any{corev1.LabelOSStable: `x","windows","windows-node-selector","conflicted with a Windows pod"],` +
+				`["strip","spec.hostNetwork",true,null,null,"forged"],["warn","x","`}
 		}), ""},
 		// Cost: a plain value of 200 KiB skips the escaping and stays within the API server's CEL
 		// limits, as before escaping.

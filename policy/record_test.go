@@ -1,0 +1,288 @@
+package policy
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// recordCases are changes of every shape the version 2 record writes differently, with the entry each
+// gets: the format policy/README.md documents.
+var recordCases = []struct {
+	change Change
+	entry  string
+}{
+	{Change{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: jsonValue(int64(1001)), Reason: ReasonLinuxOnly, Rule: "strip:containers[*].securityContext.runAsUser"},
+		`["strip","spec.containers[app].securityContext.runAsUser",1001]`},
+	// A container name, unvalidated at admission, that holds brackets and another row's field: the row
+	// is the path's end, as the admission policies leave the code out for every strip too.
+	{Change{Action: Strip, Path: `spec.initContainers[a].securityContext.privileged]"[].securityContext.runAsUser`, From: jsonValue(int64(7)), Reason: ReasonLinuxOnly, Rule: "strip:containers[*].securityContext.runAsUser"},
+		`["strip","spec.initContainers[a].securityContext.privileged]\"[].securityContext.runAsUser",7]`},
+	{Change{Action: Strip, Path: "spec.securityContext.seccompProfile", Reason: ReasonLinuxOnly, Rule: "strip:spec.securityContext.seccompProfile"},
+		`["strip","spec.securityContext.seccompProfile"]`},
+	{Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue("ClusterFirstWithHostNet"), To: jsonValue("ClusterFirst"), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy},
+		`["rewrite","spec.dnsPolicy","ClusterFirstWithHostNet","ClusterFirst","dns-policy"]`},
+	{Change{Action: Inject, Path: "spec.os.name", To: jsonValue("windows"), Reason: ReasonDefaultOSWindows, Rule: RuleWindowsOS},
+		`["inject","spec.os.name",null,"windows","windows-os","` + ReasonDefaultOSWindows + `"]`},
+	{Change{Action: Inject, Path: "metadata.labels", To: jsonValue(map[string]string{"sidecar.istio.io/inject": "false", "instana-autotrace": "false"}), Reason: InjectorOptOutReason([]string{"istio", "instana"}), Rule: RuleInjectorOptOuts},
+		`["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs"]`},
+	// Named in another order than the table's: the reason is written, the keys derived.
+	{Change{Action: Inject, Path: "metadata.labels", To: jsonValue(map[string]string{"sidecar.istio.io/inject": "false", "instana-autotrace": "false"}), Reason: InjectorOptOutReason([]string{"instana", "istio"}), Rule: RuleInjectorOptOuts},
+		`["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs","opts out of Linux-only sidecar injectors (instana, istio)"]`},
+	// A key no injector of the table sets: the map as it is.
+	{Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(map[string]string{"example.com/inject": "false"}), Reason: "opts out", Rule: RuleInjectorOptOuts},
+		`["inject","metadata.annotations",null,{"example.com/inject":"false"},"injector-opt-outs","opts out"]`},
+	{Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(corev1.Toleration{Key: "os", Operator: corev1.TolerationOpEqual, Value: "windows", Effect: corev1.TaintEffectNoSchedule}),
+		Reason: windowsTaintReason(corev1.Taint{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}), Rule: RuleWindowsTolerations},
+		`["inject","spec.tolerations",null,{"key":"os","operator":"Equal","value":"windows","effect":"NoSchedule"},"windows-tolerations"]`},
+	{Change{Action: Warn, Path: "spec.containers[x].image", Reason: "example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node", Rule: RuleLinuxOnlyImage},
+		`["warn","spec.containers[x].image",null,null,"linux-only-image","example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node"]`},
+	// Read back from a version 1 record with a reason no rule has: no rule, the reason kept.
+	{Change{Action: Rewrite, Path: `spec.volumes[a"b\c].emptyDir.medium`, From: jsonValue("Memory"), To: jsonValue(""), Reason: "<disk> & more\n"},
+		`["rewrite","spec.volumes[a\"b\\c].emptyDir.medium","Memory","","","\u003cdisk\u003e \u0026 more\n"]`},
+	// A strip-table row's field with another reason (an earlier wording): the row's code, the reason.
+	{Change{Action: Strip, Path: "spec.hostPID", From: jsonValue(true), Reason: "ünïcode \u2028 \x01", Rule: "strip:spec.hostPID"},
+		`["strip","spec.hostPID",true,null,null,"ünïcode \u2028 \u0001"]`},
+	// A rule code read back from a record its author wrote is escaped like any string.
+	{Change{Action: Warn, Path: "spec.x", Reason: "r", Rule: `x"<y>`},
+		`["warn","spec.x",null,null,"x\"\u003cy\u003e","r"]`},
+}
+
+func TestRecordEntries(t *testing.T) {
+	for _, tc := range recordCases {
+		record := EncodeChanges([]Change{tc.change})
+		if want := RecordPrefix + `"c":[` + tc.entry + "]}"; record != want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.change.Path, record, want)
+		}
+		if !json.Valid([]byte(record)) {
+			t.Errorf("%s: not JSON: %s", tc.change.Path, record)
+		}
+		got, err := DecodeChanges(record)
+		if err != nil {
+			t.Fatalf("%s: %v", record, err)
+		}
+		want := tc.change
+		want.Rule = RuleOf(tc.change)
+		if len(got) != 1 || !reflect.DeepEqual(normalized(got[0]), normalized(want)) {
+			t.Errorf("%s reads back as\n %+v\nwant\n %+v", record, got, want)
+		}
+	}
+}
+
+// normalized compares JSON values by their text.
+func normalized(c Change) Change {
+	if len(c.From) == 0 {
+		c.From = nil
+	}
+	if len(c.To) == 0 {
+		c.To = nil
+	}
+	return c
+}
+
+// Every change a decision makes reads back from its record as it was made, rule and reason included:
+// the audit and `wincompat mutate --explain` lose nothing to the shorter record.
+func TestRecordRoundTripsDecisions(t *testing.T) {
+	for _, pod := range []string{
+		`{"metadata":{"annotations":{"seccomp.security.alpha.kubernetes.io/pod":"runtime/default"}},"spec":{"os":{"name":"windows"},"hostPID":true,"dnsPolicy":"ClusterFirstWithHostNet",
+		  "securityContext":{"runAsUser":1000,"fsGroup":2,"seccompProfile":{"type":"RuntimeDefault"}},
+		  "volumes":[{"name":"m","emptyDir":{"medium":"Memory"}}],
+		  "containers":[{"name":"app","image":"r.example/app:1","securityContext":{"privileged":true,"capabilities":{"add":["NET_ADMIN"]}},
+		    "resources":{"requests":{"memory":"1Gi","hugepages-2Mi":"2Mi"},"limits":{"hugepages-2Mi":"2Mi"}},
+		    "volumeMounts":[{"name":"m","mountPath":"C:\\m","mountPropagation":"HostToContainer","subPath":"x"}]}]}}`,
+		`{"spec":{"nodeSelector":{"kubernetes.io/os":"windows"},"containers":[{"name":"a","securityContext":{"runAsNonRoot":true}}]}}`,
+	} {
+		d := decideJSON(t, Default(), pod, nil, nil)
+		if len(d.Changes) < 3 {
+			t.Fatalf("only %d changes", len(d.Changes))
+		}
+		got, err := DecodeChanges(d.ChangesJSON())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(d.Changes) {
+			t.Fatalf("%d changes read back, %d made", len(got), len(d.Changes))
+		}
+		for i, c := range d.Changes {
+			if !reflect.DeepEqual(normalized(got[i]), normalized(c)) {
+				t.Errorf("change %d reads back as\n %+v\nwas\n %+v", i, got[i], c)
+			}
+		}
+	}
+}
+
+// A record of version 1, as every wincompat before version 2 wrote it, still reads; a new change merges
+// after it, and the list is kept as it was, inside the version 2 record.
+func TestRecordVersion1(t *testing.T) {
+	const v1 = `[{"action":"inject","path":"spec.nodeSelector[kubernetes.io/os]","to":"windows","reason":"schedules onto Windows nodes"},` +
+		`{"action":"strip","path":"spec.containers[app].securityContext.runAsUser","from":1000,"reason":"not supported on Windows"}]`
+	got, err := DecodeChanges(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{
+		{Action: Inject, Path: "spec.nodeSelector[kubernetes.io/os]", To: json.RawMessage(`"windows"`), Reason: ReasonPinned},
+		{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: json.RawMessage(`1000`), Reason: ReasonLinuxOnly},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 1 reads as\n %+v\nwant\n %+v", got, want)
+	}
+	if r := RuleOf(got[1]); r != "strip:containers[*].securityContext.runAsUser" {
+		t.Errorf("a version 1 strip's rule: %q", r)
+	}
+
+	meta := metav1.ObjectMeta{Annotations: map[string]string{AnnotationChanges: v1}}
+	found := []Change{
+		{Action: Inject, Path: "spec.nodeSelector[kubernetes.io/os]", To: jsonValue("windows"), Reason: ReasonPinned, Rule: RuleWindowsNodeSelector}, // recorded already
+		{Action: Strip, Path: "spec.hostPID", From: jsonValue(true), Reason: ReasonLinuxOnly, Rule: "strip:spec.hostPID"},
+	}
+	if written := recordChanges(&meta, AnnotationChanges, found); written != "" {
+		t.Errorf("a merged record is returned as this pass's alone: %s", written)
+	}
+	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["strip","spec.hostPID",true]]}`; got != want {
+		t.Errorf("merged into version 1:\n got %s\nwant %s", got, want)
+	}
+	merged, err := DecodeChanges(meta.Annotations[AnnotationChanges])
+	if err != nil || len(merged) != 3 || merged[2].Path != "spec.hostPID" {
+		t.Fatalf("the merged record reads as %+v, %v", merged, err)
+	}
+	// Again, with one more change: the version 1 list stays, the version 2 entries grow.
+	more := []Change{{Action: Strip, Path: "spec.hostIPC", From: jsonValue(true), Reason: ReasonLinuxOnly, Rule: "strip:spec.hostIPC"}}
+	recordChanges(&meta, AnnotationChanges, append(found, more...))
+	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["strip","spec.hostPID",true],["strip","spec.hostIPC",true]]}`; got != want {
+		t.Errorf("merged again:\n got %s\nwant %s", got, want)
+	}
+}
+
+// What is not a record of a known version is an error (the audit reports it), never a panic or a guess.
+func TestRecordRefusesWhatItCannotRead(t *testing.T) {
+	for _, s := range []string{
+		`{"v":3,"c":[]}`,
+		`{"v":2,"c":[["strip"]]}`,
+		`{"v":2,"c":[[1,"spec.x"]]}`,
+		`{"v":2,"c":[["strip","spec.x",1,2,3]]}`,
+		`{"v":2,"c":[["strip","spec.x",1,2,"r","why","more"]]}`,
+		`{"v":2,"c":[{"action":"strip"}]}`,
+		`{"v":2,"v1":{},"c":[]}`,
+		`{"v":2,"c":[["inject","metadata.labels",null,[1],"injector-opt-outs"]]}`[:40],
+		`not json`,
+	} {
+		if got, err := DecodeChanges(s); err == nil {
+			t.Errorf("%s reads as %+v", s, got)
+		}
+	}
+	// Names no injector of this version has stay as they were written.
+	got, err := DecodeChanges(`{"v":2,"c":[["inject","metadata.labels",null,["gone"],"injector-opt-outs","opts out of gone"]]}`)
+	if err != nil || len(got) != 1 || string(got[0].To) != `["gone"]` || got[0].Reason != "opts out of gone" {
+		t.Errorf("unknown injector: %+v, %v", got, err)
+	}
+}
+
+// A reason is left out only when the table gives it back: every reason of every rule, reworded, is
+// written.
+func TestRecordKeepsEveryReworded(t *testing.T) {
+	for _, row := range rulesTable {
+		for _, why := range append([]string{"reworded"}, row.reasons...) {
+			c := Change{Action: Warn, Path: "spec.x", Reason: why, Rule: row.rule}
+			got, err := DecodeChanges(EncodeChanges([]Change{c}))
+			if err != nil || len(got) != 1 || got[0].Reason != why || got[0].Rule != row.rule {
+				t.Errorf("%s %q reads back as %+v, %v", row.rule, why, got, err)
+			}
+		}
+	}
+	if !strings.HasPrefix(EncodeChanges(nil), RecordPrefix) {
+		t.Error("an empty record has no version")
+	}
+}
+
+// Any annotation value reads without a panic, and what reads re-encodes to a record that reads back as
+// the same changes: a merge never alters what an earlier pass, or a pod's author, recorded.
+func FuzzRecord(f *testing.F) {
+	for _, tc := range recordCases {
+		f.Add(EncodeChanges([]Change{tc.change}))
+	}
+	f.Add(`[{"action":"strip","path":"spec.hostPID","from":null,"reason":"not supported on Windows"}]`)
+	f.Add(`{"v":2,"v1":[{"action":"warn","path":"x","reason":"r"}],"c":[["inject","metadata.labels",null,["istio","gone"],"injector-opt-outs"]]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		v1, old, changes, err := decodeRecord(s)
+		if err != nil {
+			return
+		}
+		again, err := DecodeChanges(encodeRecord(v1, changes))
+		if err != nil {
+			t.Fatalf("%s re-encodes to a record that does not read: %v", s, err)
+		}
+		want := append(old, changes...)
+		if len(again) != len(want) {
+			t.Fatalf("%d changes, %d read back", len(want), len(again))
+		}
+		for i := range want {
+			w, g := comparable(want[i]), comparable(again[i])
+			if !reflect.DeepEqual(w, g) {
+				t.Fatalf("change %d of %s:\n was %+v\nreads %+v", i, s, w, g)
+			}
+		}
+	})
+}
+
+// comparable is a change as the record keeps it: its rule as RuleOf finds it, a null value as none.
+func comparable(c Change) Change {
+	c.Rule = RuleOf(c)
+	for _, v := range []*json.RawMessage{&c.From, &c.To} {
+		if len(*v) == 0 || string(*v) == "null" {
+			*v = nil
+		}
+	}
+	return c
+}
+
+// An injectorSet has a bit for each row of the injector table.
+func TestInjectorSetHoldsTheTable(t *testing.T) {
+	if len(linuxOnlyInjectors) > 64 {
+		t.Fatalf("%d injectors: injectorSet holds 64", len(linuxOnlyInjectors))
+	}
+	all := injectorSet(1<<len(linuxOnlyInjectors) - 1)
+	want := map[string]string{}
+	for _, in := range linuxOnlyInjectors {
+		want[in.Key] = in.Value
+	}
+	if got, w := string(appendOptOuts(nil, all)), string(jsonValue(want)); got != w {
+		t.Errorf("appendOptOuts writes %s, jsonValue %s", got, w)
+	}
+	if set, ok := optOutsSet(jsonValue(want)); !ok || set != all {
+		t.Errorf("optOutsSet of every opt-out: %b, %v", set, ok)
+	}
+	if !optOutReasonIs(InjectorOptOutReason(all.names()), all) || optOutReasonIs(InjectorOptOutReason(all.names()[1:]), all) {
+		t.Error("optOutReasonIs disagrees with InjectorOptOutReason")
+	}
+}
+
+// tolerationReasonIs agrees with derivedReason on every shape of taint, and the odd ones.
+func TestTolerationReasonIs(t *testing.T) {
+	for _, taint := range []corev1.Taint{
+		{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "os", Effect: corev1.TaintEffectNoExecute},
+		{Key: "os", Value: "windows"},
+		{Key: "node.kubernetes.io/os"},
+		{Key: "a", Value: "b=c", Effect: "x:y"},
+		{Key: "a<b", Value: "w", Effect: corev1.TaintEffectNoSchedule},
+		{Value: "w", Effect: corev1.TaintEffectNoSchedule},
+	} {
+		to := jsonValue(corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect})
+		c := Change{To: to, Reason: windowsTaintReason(taint), Rule: RuleWindowsTolerations}
+		derived := derivedReason(c, RuleWindowsTolerations) == c.Reason
+		if got := tolerationReasonIs(c.Reason, to); got && !derived {
+			t.Errorf("%+v: recognised, but the record would read back %q", taint, derivedReason(c, RuleWindowsTolerations))
+		}
+		if plainJSON(taint.Key+taint.Value+string(taint.Effect)) && taint.Key != "" && !strings.Contains(taint.Value, ":") && !tolerationReasonIs(c.Reason, to) {
+			t.Errorf("%+v: not recognised (%s, %q)", taint, to, c.Reason)
+		}
+		if tolerationReasonIs(c.Reason+"x", to) || tolerationReasonIs("tolerates the taint os=windows:NoSchedule found on Windows nodes", to) {
+			t.Errorf("%+v: another reason recognised", taint)
+		}
+	}
+}
