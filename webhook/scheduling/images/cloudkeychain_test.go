@@ -7,13 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -219,13 +217,8 @@ func TestCloudKeychainECRChain(t *testing.T) {
 func TestCloudIdentityFailure(t *testing.T) {
 	srv, n := metadataServer(t, http.StatusForbidden, nil)
 	googleEnv(t, srv)
-	var mu sync.Mutex
-	var logged []string
-	log := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, args)
-	}, funcr.Options{})
+	var capture logCapture
+	log := capture.logger()
 	r, err := New(Config{CloudCredentials: []Cloud{CloudGAR}, Log: log, Timeout: 10 * time.Second,
 		CloudHint: "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s"})
 	if err != nil {
@@ -246,8 +239,7 @@ func TestCloudIdentityFailure(t *testing.T) {
 	if first == 0 || n.Load() != first {
 		t.Errorf("metadata server asked %d times for the first image and %d for the second, want none", first, n.Load()-first)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	logged := capture.logged()
 	if len(logged) == 0 || !strings.Contains(logged[0], "Cloud registry credentials unavailable") || !strings.Contains(logged[0], `"cloud"="gar"`) {
 		t.Errorf("log %q, want the failure with its cloud", logged)
 	}

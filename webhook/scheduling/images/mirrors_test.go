@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
@@ -264,13 +263,8 @@ func TestRouteBounded(t *testing.T) {
 // was unreachable.
 func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
 	upstream, mirror := newRegistry(t), newRegistry(t)
-	var mu sync.Mutex
-	var logged []string
-	log := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, args)
-	}, funcr.Options{})
+	var capture logCapture
+	log := capture.logger()
 	r, err := New(Config{Timeout: 5 * time.Second, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -279,8 +273,7 @@ func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
 	if want := "mirror " + mirror.host + ": " + msgUnreachable; img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	logged := capture.logged()
 	if !slices.ContainsFunc(logged, func(l string) bool {
 		return strings.Contains(l, "Registry mirror refused by the egress policy") && strings.Contains(l, "--image-allow-private-networks")
 	}) {
