@@ -10,11 +10,14 @@ export CGO_ENABLED ?= 0
 # kept between runs: rebuilt only when test/go.mod changes. garbagecollector is Kubernetes' own garbage
 # collector controller alone (test/cmd/garbagecollector): kube-controller-manager would need the kubelet's
 # and cAdvisor's modules too.
-K8S_DIR  := bin/k8s
-K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector
-# The version the Kubernetes release build stamps in, from test/go.mod: without it /version says
+# The version is the k8s.io/kubernetes requirement of test/go.mod, the one source of truth: the binaries go
+# to bin/k8s/<version>/, where test/controlplane looks for that same version (WINCOMPAT_K8S_VERSION picks
+# another directory already built), so that a build of another version is never taken for this one and
+# several versions can sit side by side. The version is also stamped in: without it /version says
 # v0.0.0-master and clients that check it (helm install of a chart with kubeVersion) refuse the cluster.
 K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' test/go.mod)
+K8S_DIR  := bin/k8s/$(K8S_VERSION)
+K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector
 K8S_VERSION_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_VERSION_MINOR) \
@@ -106,7 +109,7 @@ hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port,
 demo: build $(K8S_BINS) $(HELM) ## run it: a real control plane, the chart with helm (dry runs), wincompat serve, examples and a chart on fake Windows nodes (V=1: every detail; KEEP=1: keep it running to explore)
 	cd test && $(GO) run ./cmd/demo -root .. -wincompat ../bin/wincompat $(if $(filter 1,$(V)),-v) $(if $(filter 1,$(KEEP)),-keep)
 
-k8s: $(K8S_BINS) ## build the test control plane into bin/k8s
+k8s: $(K8S_BINS) ## build the test control plane into bin/k8s/<version of test/go.mod>
 
 $(KUSTOMIZE): test/go.mod test/go.sum
 	cd test && $(GO) build -trimpath -ldflags=-s -o ../$(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5

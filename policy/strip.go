@@ -75,10 +75,12 @@ func ptr[V any](p **V) (any, bool) {
 	return *v, true
 }
 
-// The strip table. Verified against kubernetes/kubernetes v1.36.3 pkg/apis/core/validation/validation.go:
-// validateWindows (pod and container securityContext, hostPID, hostIPC, hostUsers, shareProcessNamespace)
-// and validatePodResources (pod-level resources). Kept on purpose: runAsNonRoot, windowsOptions and
-// hostNetwork, which Windows pods use.
+// The strip table. Verified against kubernetes/kubernetes v1.36.3 and v1.37.2
+// pkg/apis/core/validation/validation.go: validateWindows (pod and container securityContext, hostPID,
+// hostIPC, hostUsers, shareProcessNamespace; 1.37 reads the four host fields from the internal pod spec
+// instead of its security context, with the same paths and the same refusals) and validatePodResources
+// (pod-level resources). Kept on purpose: runAsNonRoot, windowsOptions and hostNetwork, which Windows pods
+// use.
 var (
 	podRows = ruled([]row[corev1.PodSpec]{
 		{LinuxOnlyField{PodScope, "hostPID", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {

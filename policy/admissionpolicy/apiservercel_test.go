@@ -26,10 +26,10 @@ import (
 )
 
 // The harness that compiles wincompat's CEL with the API server's own compiler for admission
-// (k8s.io/apiserver v0.36.3, the version of the test control plane), the way kube-apiserver 1.36
-// validates a policy or webhook configuration when it is written
+// (k8s.io/apiserver v0.37.2, the version of the test control plane), the way kube-apiserver validates a
+// policy or webhook configuration when it is written
 // (k8s.io/kubernetes/pkg/apis/admissionregistration/validation): the base environment at the server's
-// DefaultCompatibilityVersion in NewExpressions mode, strict cost, the same variable declarations
+// DefaultCompatibilityVersion (here the oldest such version among the servers wincompat writes to) in NewExpressions mode, strict cost, the same variable declarations
 // (object, oldObject, request, namespaceObject, authorizer; JSONPatch types for mutations) and, for
 // policies, variables composed in order; then cel-go's cost estimate with the API server's cost model
 // (library.CostEstimator, as CustomResourceDefinitions and DRA use it where they do check statically),
@@ -60,23 +60,27 @@ type celExpression struct {
 	expr  string
 }
 
-// serverVersion is the Kubernetes version wincompat's CEL is compiled for: the test control plane's
-// (bin/k8s, built from test/go.mod) and the first with MutatingAdmissionPolicy v1.
-const serverVersion = "1.36"
+// serverVersion is the Kubernetes version of the compiler: go.mod's k8s.io modules, the test control
+// plane's (bin/k8s/<version>, built from test/go.mod).
+const serverVersion = "1.37"
 
-// compatibilityVersion is the environment kube-apiserver 1.36 checks new expressions with: its minimum
-// compatibility version, one minor below the binary, so that what is written still compiles after a
-// rollback to 1.35. Stricter than the 1.36 environment it evaluates stored expressions with.
+// oldestServer is the oldest kube-apiserver wincompat writes its policies to: the first with
+// MutatingAdmissionPolicy v1.
+const oldestServer = "1.36"
+
+// compatibilityVersion is the environment new expressions are checked with. A kube-apiserver checks them
+// at its minimum compatibility version, one minor below the binary, so that what is written still compiles
+// after a rollback: 1.35 for the oldest server wincompat writes to, stricter than the 1.36 of a 1.37
+// server (checked too, so that a bump of the libraries is noticed here).
 func compatibilityVersion(t *testing.T) *version.Version {
 	t.Helper()
 	if baseversion.DefaultKubeBinaryVersion != serverVersion {
 		t.Fatalf("k8s.io/component-base is built for Kubernetes %s, want %s: align go.mod's k8s.io modules with the test control plane", baseversion.DefaultKubeBinaryVersion, serverVersion)
 	}
-	v := environment.DefaultCompatibilityVersion()
-	if want := version.MajorMinor(1, 35); !v.EqualTo(want) {
+	if v, want := environment.DefaultCompatibilityVersion(), version.MajorMinor(1, 36); !v.EqualTo(want) {
 		t.Fatalf("the API server's compatibility version is %s, want %s", v, want)
 	}
-	return v
+	return version.MustParseMajorMinor(oldestServer).SubtractMinor(1)
 }
 
 // The budgets are the API server's own runtime limits: every expression within PerCallLimit
@@ -295,7 +299,7 @@ func compileProblems(t *testing.T, exprs []celExpression, isPolicy bool) []strin
 		}
 		cost, err := c.compile(e)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s does not compile on kube-apiserver %s: %v\n%s", e.where, serverVersion, err, e.expr))
+			problems = append(problems, fmt.Sprintf("%s does not compile on kube-apiserver %s and later: %v\n%s", e.where, oldestServer, err, e.expr))
 			continue
 		}
 		if testing.Verbose() {

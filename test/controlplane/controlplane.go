@@ -1,9 +1,10 @@
-// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s (DESIGN §8), and on
+// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s/<version> (DESIGN §8), and on
 // request the real kube-scheduler and Kubernetes' garbage collector controller, for tests (Start, StartWithWebhooks) and for programs such as the
 // demo (Launch).
 //
-// The binaries come from `make k8s`. A missing binary is a test failure, never a skip: a suite that
-// quietly skips its oracle proves nothing.
+// The binaries come from `make k8s`, one directory per Kubernetes version; the version is test/go.mod's
+// unless WINCOMPAT_K8S_VERSION names another (version.go). A missing binary is a test failure, never a
+// skip: a suite that quietly skips its oracle proves nothing.
 package controlplane
 
 import (
@@ -64,13 +65,18 @@ func moduleOf(gomod string) string {
 	return ""
 }
 
-// BinDir returns the absolute path of bin/k8s after checking that the binaries envtest runs are there.
+// BinDir returns the absolute path of bin/k8s/<Version> after checking that the binaries envtest runs are
+// there and that the API server was built from that release.
 func BinDir() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(root, "bin", "k8s")
+	version, err := Version(root)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "bin", "k8s", version)
 	var missing []string
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.IsDir() {
@@ -78,8 +84,14 @@ func BinDir() (string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("%s missing from %s: run `make k8s` in %s to build the test control plane",
-			strings.Join(missing, " and "), dir, root)
+		how := fmt.Sprintf("run `make k8s` in %s to build the test control plane", root)
+		if os.Getenv(VersionEnv) != "" {
+			how = fmt.Sprintf("%s names a version not built here; unset it for test/go.mod's", VersionEnv)
+		}
+		return "", fmt.Errorf("%s missing from %s: %s", strings.Join(missing, " and "), dir, how)
+	}
+	if err := checkBuiltFrom(filepath.Join(dir, "kube-apiserver"), version); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

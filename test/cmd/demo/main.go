@@ -396,7 +396,7 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		// The demo's registry is on loopback; a cluster's wincompat never reaches loopback or private
 		// addresses unless its operator allows it like this.
 		"--image-allow-private-networks",
-		"--engine=hybrid", // the chart's choice on Kubernetes 1.36: the static part also as admission policies
+		"--engine=hybrid", // the chart's choice on Kubernetes 1.36 and later: the static part also as admission policies
 		// Off by default (chart value misplacedPods.remediate.enabled): misplaced.go shows it.
 		"--remediate-misplaced",
 		"--policy", d.policyFile, "--policy-configmap", policyConfigMap,

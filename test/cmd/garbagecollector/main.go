@@ -3,7 +3,7 @@
 // what a real cluster deletes through ownerReferences is then deleted here too, by the same code.
 //
 // kube-controller-manager would bring it, but building that binary pulls in the kubelet's and cAdvisor's
-// modules; this hosts only the one controller, wired as kube-controller-manager v1.36.3 wires it
+// modules; this hosts only the one controller, wired as kube-controller-manager v1.37.2 wires it
 // (cmd/kube-controller-manager/app: CreateControllerContext and newGarbageCollectorController), with its
 // defaults (20 workers, events ignored, discovery every 30 s). It answers /readyz with 200 once the
 // collector's informers have synced, and stops on SIGTERM or SIGINT.
