@@ -88,18 +88,15 @@ func MisplacedCauses() []MisplacedCause {
 	return out
 }
 
-// maxFailureMessage bounds what is searched of one message: the runtime's text comes first (the kubelet
+// MaxFailureMessage bounds what is searched of one message: the runtime's text comes first (the kubelet
 // prefixes a few words), and what follows it, HCS's "extra info" JSON, can be kilobytes long. Anything
 // an Event or a container state holds past this is not read, so a hostile message costs bounded time.
-const maxFailureMessage = 4096
+const MaxFailureMessage = 4096
 
 // ClassifyFailure says which row a runtime's message matches, if any. Case-insensitive; the message is
-// read up to maxFailureMessage bytes.
+// read up to MaxFailureMessage bytes.
 func ClassifyFailure(message string) (MisplacedRow, bool) {
-	if len(message) > maxFailureMessage {
-		message = message[:maxFailureMessage]
-	}
-	lower := asciiLower(message)
+	lower := asciiLower(truncate(message))
 	for _, r := range misplacedTable {
 		for _, p := range r.Patterns {
 			if strings.Contains(lower, p) {
@@ -141,7 +138,7 @@ type PodFailure struct {
 	Row       MisplacedRow
 	Container string // "" for the sandbox (an Event)
 	Reason    string
-	Message   string // at most maxFailureMessage bytes
+	Message   string // at most MaxFailureMessage bytes
 }
 
 // PodStatusFailure finds the first container, init containers first, whose current or last state says
@@ -184,12 +181,7 @@ func EventFailure(reason, message string) (PodFailure, bool) {
 	return PodFailure{Row: r, Reason: reason, Message: truncate(message)}, true
 }
 
-func truncate(s string) string {
-	if len(s) > maxFailureMessage {
-		return s[:maxFailureMessage]
-	}
-	return s
-}
+func truncate(s string) string { return CutAtRune(s, MaxFailureMessage) }
 
 // Placement is what a misplaced pod needs: the builds its images can run on, the nodes of those builds,
 // and whether its node's build is among them.

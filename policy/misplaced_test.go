@@ -81,11 +81,11 @@ func TestMisplacedTable(t *testing.T) {
 // TestMisplacedHostileMessages: a pattern past the bound is not read, and megabytes of text cost
 // time linear in the bound, not the message.
 func TestMisplacedHostileMessages(t *testing.T) {
-	pad := strings.Repeat("x", maxFailureMessage)
+	pad := strings.Repeat("x", MaxFailureMessage)
 	if _, ok := ClassifyFailure(pad + "0xc0370101"); ok {
 		t.Error("a pattern beyond the bound was read")
 	}
-	if _, ok := ClassifyFailure(pad[:maxFailureMessage-10] + "0xc0370101"); !ok {
+	if _, ok := ClassifyFailure(pad[:MaxFailureMessage-10] + "0xc0370101"); !ok {
 		t.Error("a pattern that ends at the bound was not read")
 	}
 	huge := strings.Repeat("no matching manifest for windows", 1<<20/32*8) // 8 MiB of near misses
@@ -97,8 +97,8 @@ func TestMisplacedHostileMessages(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("100 hostile messages took %v", d)
 	}
-	if f, ok := EventFailure("Failed", huge[:10]+"0xc0370101"+huge); !ok || len(f.Message) != maxFailureMessage {
-		t.Errorf("kept message of %d bytes (ok %v), want %d", len(f.Message), ok, maxFailureMessage)
+	if f, ok := EventFailure("Failed", huge[:10]+"0xc0370101"+huge); !ok || len(f.Message) != MaxFailureMessage {
+		t.Errorf("kept message of %d bytes (ok %v), want %d", len(f.Message), ok, MaxFailureMessage)
 	}
 }
 

@@ -60,7 +60,7 @@ func clipRecorded(s string) string {
 	if len(s) <= maxRecordedBytes {
 		return s
 	}
-	return cutAtRune(s, maxRecordedBytes-len(clipMark)) + clipMark
+	return CutAtRune(s, maxRecordedBytes-len(clipMark)) + clipMark
 }
 
 // recordString is a found string as a finding's Value.

@@ -123,12 +123,12 @@ func clip(s string) string {
 	if len(s) <= maxProblemBytes {
 		return s
 	}
-	return cutAtRune(s, maxProblemBytes) + "..."
+	return CutAtRune(s, maxProblemBytes) + "..."
 }
 
-// cutAtRune is the longest prefix of s of at most n bytes that ends on a rune boundary: quoted text a
-// user chose is cut without splitting a character.
-func cutAtRune(s string, n int) string {
+// CutAtRune is the longest prefix of s of at most n bytes that ends on a rune boundary: quoted text a
+// user chose is cut without splitting a character. Everything that bounds such text uses it.
+func CutAtRune(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

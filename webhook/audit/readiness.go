@@ -3,7 +3,6 @@ package audit
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,9 +205,5 @@ func shorten(v string) string {
 	if len(v) <= maxShown {
 		return v
 	}
-	cut := maxShown
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "..."
+	return policy.CutAtRune(v, maxShown) + "..."
 }

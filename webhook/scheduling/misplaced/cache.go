@@ -10,7 +10,7 @@ import (
 )
 
 // maxKeptMessage bounds what the cache keeps of one message: what policy.ClassifyFailure reads.
-const maxKeptMessage = 4096
+const maxKeptMessage = policy.MaxFailureMessage
 
 // CacheOptions keep in the leader's memory only what the watcher reads. Pods: of a Windows pod its
 // owners, wincompat's annotations, node, scheduling, images and container states (messages cut to
@@ -95,9 +95,4 @@ func state(s corev1.ContainerState) corev1.ContainerState {
 	return out
 }
 
-func cut(s string) string {
-	if len(s) > maxKeptMessage {
-		return s[:maxKeptMessage]
-	}
-	return s
-}
+func cut(s string) string { return policy.CutAtRune(s, maxKeptMessage) }

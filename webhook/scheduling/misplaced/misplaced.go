@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
@@ -281,11 +280,7 @@ func eventNote(s string) string {
 		return s
 	}
 	const more = "..."
-	cut := maxNote - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
+	return policy.CutAtRune(s, maxNote-len(more)) + more
 }
 
 // deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
