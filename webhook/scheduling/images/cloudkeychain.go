@@ -195,7 +195,7 @@ func (k *cloudKeychain) ResolveContext(ctx context.Context, r authn.Resource) (a
 			err = &cloudError{name: p.name, err: err}
 			// Once per failure period: the operator's reason, whatever the pods' answers say.
 			k.log.Error(err, "Cloud registry credentials unavailable; its images are answered unauthorized until this is fixed",
-				"cloud", p.cloud, "registry", host, "fix", "set imageResolver.cloudCredentials and the ServiceAccount annotation for "+p.name+" (deploy/helm/wincompat/platforms.md)")
+				"cloud", p.cloud, "registry", host, "fix", "set imageResolver.cloudCredentials and the ServiceAccount annotation for "+p.name+" (deploy/helm/wincompat/cloud-registries.md)")
 			k.got.Add(key, cloudAnswer{err: err}, cloudFailureTTL)
 			return cloudAnswer{err: err}, nil
 		}
