@@ -14,11 +14,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -108,16 +106,12 @@ func (l *listener) seen(name string) (string, bool) {
 // listen installs l as a mutating webhook for the pods of ns, served over TLS on loopback.
 func listen(ctx context.Context, t *testing.T, c client.Client, ns string, l *listener) {
 	t.Helper()
-	srv := httptest.NewTLSServer(l)
-	t.Cleanup(srv.Close)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	url := srv.URL + "/listen"
 	none, never, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail
 	create(ctx, t, c, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "record-listener"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    "listener.e2e.wincompat.io",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			ClientConfig:            serveWebhook(t, l, "/listen"),
 			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			SideEffects:             &none,

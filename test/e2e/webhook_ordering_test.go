@@ -14,9 +14,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,14 +86,11 @@ func (v *vpcWebhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func installVPCWebhook(t *testing.T, c client.Client, probeNS string) *vpcWebhook {
 	t.Helper()
 	v := &vpcWebhook{}
-	srv := httptest.NewTLSServer(v)
-	t.Cleanup(srv.Close)
-	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: vpcWebhookConfig},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         vpcWebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/mutate-v1-pod"), CABundle: caBundle},
+			ClientConfig: serveWebhook(t, v, "/mutate-v1-pod"),
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},

@@ -68,14 +68,11 @@ func servePodReview(w http.ResponseWriter, req *http.Request, mutate func(*corev
 func (cl *cluster) installReadder(t *testing.T, ns string) *readder {
 	t.Helper()
 	r := &readder{}
-	srv := httptest.NewTLSServer(r)
-	t.Cleanup(srv.Close)
-	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "zz-readd-runasuser"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         "readd-runasuser.e2e.wincompat.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/readd"), CABundle: caBundle},
+			ClientConfig: serveWebhook(t, r, "/readd"),
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
@@ -161,5 +158,17 @@ func TestWebhookReinvocation(t *testing.T) {
 				t.Errorf("annotations: %v", pod.Annotations)
 			}
 		})
+	}
+}
+
+// serveWebhook serves h over TLS on loopback for the test's life and returns the client configuration
+// that reaches it at path: httptest's self-signed certificate, valid for 127.0.0.1, as the caBundle.
+func serveWebhook(t *testing.T, h http.Handler, path string) admissionregistrationv1.WebhookClientConfig {
+	t.Helper()
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	return admissionregistrationv1.WebhookClientConfig{
+		URL:      ptr.To(srv.URL + path),
+		CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}),
 	}
 }
