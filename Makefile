@@ -124,6 +124,24 @@ $(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go test/cmd/garbagecol
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd ./cmd/garbagecollector
 	touch $(K8S_BINS)
 
+# The other supported releases (test/k8s/README.md): test/k8s/<version>/go.mod builds that release's
+# kube-apiserver and kube-scheduler into bin/k8s/<version>/. etcd and the garbage collector are the
+# default release's, linked in: both talk to the API server only through APIs every supported release
+# serves. K8S_OLDEST is the one CI runs besides the default.
+K8S_OTHERS := $(sort $(notdir $(patsubst %/go.mod,%,$(wildcard test/k8s/v*/go.mod))))
+K8S_OLDEST := $(firstword $(K8S_OTHERS))
+k8s-%: bin/k8s/%/kube-apiserver ; @:
+.PRECIOUS: bin/k8s/%/kube-apiserver
+
+bin/k8s/%/kube-apiserver: test/k8s/%/go.mod test/k8s/%/go.sum $(K8S_BINS)
+	mkdir -p bin/k8s/$*
+	minor=$$(echo $* | cut -d. -f2); cd test/k8s/$* && $(GO) build -trimpath -ldflags="-s \
+		-X k8s.io/component-base/version.gitVersion=$* -X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=$$minor -X k8s.io/component-base/version.gitTreeState=clean" \
+		-o ../../../bin/k8s/$*/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
+	ln -f $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector bin/k8s/$*/
+	touch $@
+
 # The container image, built without a container engine (deploy/image/README.md): the binary of `make
 # build`, static and for linux, in one layer on an empty base. Every timestamp in it is the last commit's,
 # so building a commit again gives the same digest. IMAGE_ARCH=arm64 builds the arm64 image.
