@@ -208,6 +208,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	p.keepNonRootIntent(&tpl.Spec, rec)
 	stripLinuxOnly(&tpl.Spec, rec)
 	dropMountPropagation(&tpl.Spec, rec)
+	dropStopSignal(&tpl.Spec, rec)
 	// On the template, so that every pod carries the opt-outs when it is created: injectors' webhooks
 	// may run before wincompat's on the pod itself.
 	p.optOutOfInjectors(&tpl.ObjectMeta, rec)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 			To: jsonValue(corev1.DNSClusterFirst), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy})
 	}
 	dropMountPropagation(spec, rec)
+	dropStopSignal(spec, rec)
 	forEachContainer(spec, func(path string, c *corev1.Container) {
 		for _, list := range []struct {
 			name string
@@ -141,6 +143,29 @@ func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
 					From: jsonValue(*m.MountPropagation), Reason: ReasonMountPropagation, Rule: RuleMountPropagation})
 				m.MountPropagation = nil
 			}
+		}
+	})
+}
+
+// ReasonStopSignal is recorded when a container's stop signal is removed.
+const ReasonStopSignal = "Windows containers stop only with SIGTERM or SIGKILL"
+
+// windowsStopSignals are the stop signals the API server accepts on a Windows pod
+// (pkg/apis/core/validation, validateStopSignal; behind the ContainerStopSignals gate, alpha since 1.33).
+var windowsStopSignals = []corev1.Signal{corev1.SIGTERM, corev1.SIGKILL}
+
+// WindowsStopSignals returns the stop signals a Windows pod may name, for the admission policies.
+func WindowsStopSignals() []corev1.Signal { return slices.Clone(windowsStopSignals) }
+
+// dropStopSignal removes a stop signal Windows cannot send (SIGQUIT for a graceful nginx, say): the
+// container then stops as every Windows container does. Templates need it as much as pods: the API
+// server validates the signal against the template's operating system.
+func dropStopSignal(spec *corev1.PodSpec, rec *recorder) {
+	forEachContainer(spec, func(path string, c *corev1.Container) {
+		if l := c.Lifecycle; l != nil && l.StopSignal != nil && !slices.Contains(windowsStopSignals, *l.StopSignal) {
+			rec.add(Change{Action: Rewrite, Path: path + ".lifecycle.stopSignal",
+				From: jsonValue(*l.StopSignal), Reason: ReasonStopSignal, Rule: RuleStopSignal})
+			l.StopSignal = nil
 		}
 	})
 }

@@ -19,6 +19,7 @@ const (
 	RuleHugePages            Rule = "huge-pages"            // hugepages-* requests and limits removed
 	RuleDeprecatedAnnotation Rule = "deprecated-annotation" // deprecated seccomp and AppArmor annotations removed
 	RuleMountPropagation     Rule = "mount-propagation"     // volumeMounts[].mountPropagation removed
+	RuleStopSignal           Rule = "stop-signal"           // a lifecycle.stopSignal Windows cannot send removed
 	RuleVolumeDevices        Rule = "volume-devices"        // warning: raw block volumes
 	RuleHostNetwork          Rule = "host-network"          // warning: hostNetwork without HostProcess
 	RuleInjectorOptOuts      Rule = "injector-opt-outs"     // opt-outs of Linux-only sidecar injectors
@@ -106,6 +107,7 @@ var rulesTable = func() []ruleRow {
 			append(inContainers(".resources.requests[*]"), inContainers(".resources.limits[*]")...), []string{ReasonHugePages}},
 		{RuleDeprecatedAnnotation, fixed("rewrite: deprecated Linux security annotations"), []string{"metadata.annotations[*]"}, []string{ReasonDeprecatedAnnotation}},
 		{RuleMountPropagation, fixed("rewrite: mount propagation"), inContainers(".volumeMounts[*].mountPropagation"), []string{ReasonMountPropagation}},
+		{RuleStopSignal, fixed("rewrite: stop signal"), inContainers(".lifecycle.stopSignal"), []string{ReasonStopSignal}},
 		{RuleVolumeDevices, warning, inContainers(".volumeDevices"), []string{reasonVolumeDevices}},
 		{RuleHostNetwork, warning, []string{"spec.hostNetwork"}, []string{reasonHostNetwork}},
 		{RuleInjectorOptOuts, fixed("policy injectorOptOuts"), []string{"metadata.labels", "metadata.annotations"}, nil},

@@ -292,7 +292,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 			removeEach("memoryVolumes"),
 			dnsPolicy(s))
 	}
-	parts = append(parts, removeEach("propagation"))
+	parts = append(parts, removeEach("propagation"), removeEach("stopSignals"))
 	if s.pod {
 		parts = append(parts,
 			removeEach("hugePages"),
@@ -356,6 +356,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 		{Name: "removals", Expression: strips(s)},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
 		{Name: "propagation", Expression: propagation(s)},
+		{Name: "stopSignals", Expression: stopSignals(s)},
 		{Name: "hugePages", Expression: hugePages(s)},
 		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
 	}
@@ -627,6 +628,20 @@ func propagation(s shape) string {
 		entry := entry(policy.Rewrite, policy.RuleMountPropagation, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
 			escaped("m.mountPropagation").str(), none, fixed(policy.RuleMountPropagation, policy.ReasonMountPropagation, nil))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
+	}), " +\n")
+}
+
+// stopSignals lists the containers' stop signals Windows cannot send (policy.RuleStopSignal), to go.
+func stopSignals(s shape) string {
+	var windows []string
+	for _, sig := range policy.WindowsStopSignals() {
+		windows = append(windows, quote(string(sig)))
+	}
+	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
+		entry := entry(policy.Rewrite, policy.RuleStopSignal, concat(path, text(".lifecycle.stopSignal")),
+			escaped("c.lifecycle.stopSignal").str(), none, fixed(policy.RuleStopSignal, policy.ReasonStopSignal, nil))
+		return fmt.Sprintf(`(c.?lifecycle.?stopSignal.hasValue() && !(c.lifecycle.stopSignal in [%s]) ? [{"ptr": %s + '/lifecycle/stopSignal', "record": %s}] : [])`,
+			strings.Join(windows, ", "), ptr, entry)
 	}), " +\n")
 }
 
