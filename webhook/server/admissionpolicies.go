@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -48,6 +50,23 @@ type policyKeeper struct {
 	check, retry time.Duration
 	// owners is the UID of the binding each policy was last written with, "" when it was missing.
 	owners map[string]types.UID
+}
+
+// admissionPoliciesServed reports whether the API server serves MutatingAdmissionPolicy v1 (Kubernetes
+// 1.36 and later), asked of its discovery rather than inferred from its version. Where it does not, the
+// hybrid engine cannot install its policies: it says so once, at start-up, and the webhook, which does
+// the whole rewrite anyway, goes on alone. A discovery failure is not a "no": the keeper then runs and
+// retries as it would after any failed write.
+func admissionPoliciesServed(m interface{ GetRESTMapper() meta.RESTMapper }, log logr.Logger) bool {
+	gk := schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "MutatingAdmissionPolicy"}
+	_, err := m.GetRESTMapper().RESTMapping(gk, admissionregistrationv1.SchemeGroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		log.Error(err, "The API server does not serve MutatingAdmissionPolicy v1 (Kubernetes 1.36 and later): "+
+			"--engine=hybrid runs as the webhook alone here, and nothing mutates Windows pods while no replica answers. "+
+			"Use --engine=webhook (the chart's engine: auto or webhook) so that the Windows webhooks fail closed")
+		return false
+	}
+	return true
 }
 
 // fieldOwner is wincompat's name in the policies' managed fields (server-side apply).

@@ -345,7 +345,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				return err
 			}
 		}
-		if o.Engine == EngineHybrid {
+		// Where the API server serves no admission policies, admissionPoliciesServed says so and the webhook
+		// does the whole rewrite alone.
+		if o.Engine == EngineHybrid && admissionPoliciesServed(m, o.Log) {
 			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
 				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings,
 				bindings: m.GetAPIReader(), check: 30 * time.Second, retry: 2 * time.Second}

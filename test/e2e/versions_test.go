@@ -1,0 +1,136 @@
+package e2e
+
+// Issue 30: what a version serves decides what wincompat does on it. Tests that need an API a supported
+// version does not serve say so and stop (requireAdmissionPolicies); the behaviour on those versions is
+// tested here, against an API server that really does not serve it.
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/webhook/server"
+)
+
+// admissionPoliciesServed asks the API server's discovery whether it serves MutatingAdmissionPolicy v1.
+func admissionPoliciesServed(t *testing.T, cfg *rest.Config) bool {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == "MutatingAdmissionPolicy" {
+			return true
+		}
+	}
+	return false
+}
+
+// requireAdmissionPolicies stops a test that needs MutatingAdmissionPolicy v1 on an API server that does
+// not serve it (Kubernetes 1.34 and 1.35 in the matrix), saying so: TestHybridWhereAdmissionPoliciesAreNotServed
+// covers wincompat there.
+func requireAdmissionPolicies(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	if !admissionPoliciesServed(t, cfg) {
+		v, _ := controlplane.Version(mustRoot(t))
+		t.Skipf("kube-apiserver %s does not serve MutatingAdmissionPolicy v1: the admission-policy engines do not run there (TestHybridWhereAdmissionPoliciesAreNotServed)", v)
+	}
+}
+
+func mustRoot(t *testing.T) string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestHybridWhereAdmissionPoliciesAreNotServed: `serve --engine=hybrid` against an API server without
+// MutatingAdmissionPolicy v1 (1.34 and 1.35 as released; on later versions the resources are switched
+// off with --runtime-config) says so once at start-up, installs nothing, and the webhook alone still
+// rewrites Windows pods completely.
+func TestHybridWhereAdmissionPoliciesAreNotServed(t *testing.T) {
+	var opts []controlplane.Option
+	v, err := controlplane.Version(mustRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if semverCompare(v, "v1.36.0") >= 0 {
+		// The admission plugin goes too: it waits for the resources it reads, and the API server with it.
+		opts = append(opts, controlplane.WithAPIServerFlag("runtime-config",
+			"admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false"),
+			controlplane.WithAPIServerFlag("disable-admission-plugins", "MutatingAdmissionPolicy"))
+	}
+	cl := newCluster(t, opts...)
+	if admissionPoliciesServed(t, cl.cfg) {
+		t.Fatalf("kube-apiserver %s serves MutatingAdmissionPolicy v1 although asked not to", v)
+	}
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	capture := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs.WriteString(prefix + " " + args + "\n")
+	}, funcr.Options{})
+	cl.serve(t, func(o *server.Options) {
+		o.Engine = server.EngineHybrid
+		o.Log = logr.New(teeSink{o.Log.GetSink(), capture.GetSink()})
+	})
+	const ns = "hybrid-unserved"
+	cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
+	pod := windowsChartPod(ns, "chart", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", "app")
+	if err := cl.c.Create(context.Background(), pod); err != nil {
+		t.Fatalf("a Windows chart pod is refused: %v", err)
+	}
+	if pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsUser != nil || pod.Annotations[policy.AnnotationBuild] == "" || pod.Annotations[policy.AnnotationVersion] == "" {
+		t.Errorf("the webhook alone did not rewrite the pod: %v", pod.Annotations)
+	}
+	mu.Lock()
+	said := logs.String()
+	mu.Unlock()
+	if n := strings.Count(said, "does not serve MutatingAdmissionPolicy v1"); n != 1 {
+		t.Errorf("serve said %d times that the API server does not serve admission policies, want once at start-up:\n%s", n, said)
+	}
+	_, err = cl.c.RESTMapper().RESTMapping(schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "MutatingAdmissionPolicy"}, "v1")
+	if !apimeta.IsNoMatchError(err) {
+		t.Errorf("MutatingAdmissionPolicy v1 mapping: %v, want no match", err)
+	}
+}
+
+// teeSink logs to two sinks: the test's log and a capture.
+type teeSink struct{ a, b logr.LogSink }
+
+func (s teeSink) Init(info logr.RuntimeInfo) { s.a.Init(info); s.b.Init(info) }
+func (s teeSink) Enabled(level int) bool     { return s.a.Enabled(level) || s.b.Enabled(level) }
+func (s teeSink) Info(level int, msg string, kv ...any) {
+	s.a.Info(level, msg, kv...)
+	s.b.Info(level, msg, kv...)
+}
+func (s teeSink) Error(err error, msg string, kv ...any) {
+	s.a.Error(err, msg, kv...)
+	s.b.Error(err, msg, kv...)
+}
+func (s teeSink) WithValues(kv ...any) logr.LogSink {
+	return teeSink{s.a.WithValues(kv...), s.b.WithValues(kv...)}
+}
+func (s teeSink) WithName(name string) logr.LogSink {
+	return teeSink{s.a.WithName(name), s.b.WithName(name)}
+}
