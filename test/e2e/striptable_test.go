@@ -322,3 +322,128 @@ func firstLine(s string) string {
 	s = strings.TrimPrefix(s, `Pod "probe" is invalid: `)
 	return policy.CutAtRune(s, 160)
 }
+
+// TestStripTableDocs: the README's table of what each version refuses on a Windows pod and wincompat
+// rewrites is made from testdata/striptable, one column per version probed (UPDATE_GOLDEN=1 rewrites it).
+func TestStripTableDocs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(striptableDir, "v*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no probe reports in %s: %v", striptableDir, err)
+	}
+	var reports []probeReport
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r probeReport
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		reports = append(reports, r)
+	}
+	slices.SortFunc(reports, func(a, b probeReport) int { return semverCompare(a.Version, b.Version) })
+	table := versionsTable(reports)
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(root, "README.md")
+	raw, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- versions:begin -->\n", "<!-- versions:end -->"
+	before, rest, ok1 := strings.Cut(string(raw), begin)
+	_, after, ok2 := strings.Cut(rest, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("README.md has no %q ... %q section", begin, end)
+	}
+	if rest[:len(rest)-len(after)-len(end)] == table {
+		return
+	}
+	if updateGolden() {
+		if err := os.WriteFile(readme, []byte(before+begin+table+end+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's table of versions is stale (UPDATE_GOLDEN=1 go test ./e2e -run TestStripTableDocs):\n%s", table)
+}
+
+// versionsTable renders one row per rule (a strip-table row, or the field when it is not one: the
+// containers' and init containers' fields together) and one column per version: refused by default,
+// only with alpha or beta gates on, or not at all.
+func versionsTable(reports []probeReport) string {
+	type cell struct{ byDefault, gated bool }
+	rows := map[string]map[string]*cell{}
+	var order []string
+	for _, r := range reports {
+		for gates, refused := range r.Refused {
+			for _, f := range refused {
+				key := ruleOfField(f.Field)
+				if rows[key] == nil {
+					rows[key] = map[string]*cell{}
+					order = append(order, key)
+				}
+				c := rows[key][r.Version]
+				if c == nil {
+					c = &cell{}
+					rows[key][r.Version] = c
+				}
+				if gates == "default" {
+					c.byDefault = true
+				} else {
+					c.gated = true
+				}
+			}
+		}
+	}
+	slices.Sort(order)
+	var b strings.Builder
+	b.WriteString("| refused on a Windows pod, rewritten by wincompat |")
+	for _, r := range reports {
+		b.WriteString(" " + r.Version + " |")
+	}
+	b.WriteString("\n| --- |" + strings.Repeat(" :---: |", len(reports)) + "\n")
+	for _, key := range order {
+		b.WriteString("| `" + key + "` |")
+		for _, r := range reports {
+			switch c := rows[key][r.Version]; {
+			case c == nil:
+				b.WriteString(" – |")
+			case c.byDefault:
+				b.WriteString(" yes |")
+			default:
+				b.WriteString(" gate |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ruleOfField is the strip-table row a refused field belongs to, as the table's path, or the field itself.
+func ruleOfField(field string) string {
+	field = strings.Replace(field, "spec.initContainers[*].", "spec.containers[*].", 1)
+	for _, f := range policy.LinuxOnlyFields() {
+		if under(field, striptableField(f)) {
+			return f.Path()
+		}
+	}
+	return strings.TrimPrefix(field, "spec.")
+}
+
+// semverCompare orders Kubernetes versions vMAJOR.MINOR.PATCH numerically.
+func semverCompare(a, b string) int {
+	num := func(v string) []int {
+		var out []int
+		for _, p := range strings.Split(strings.TrimPrefix(strings.SplitN(v, "-", 2)[0], "v"), ".") {
+			n := 0
+			fmt.Sscan(p, &n)
+			out = append(out, n)
+		}
+		return out
+	}
+	return slices.Compare(num(a), num(b))
+}
