@@ -22,6 +22,12 @@ K8S_VERSION_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_VERSION_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
+# The other supported releases (test/k8s/README.md): test/k8s/<version>/go.mod builds that release's
+# kube-apiserver and kube-scheduler into bin/k8s/<version>/. etcd and the garbage collector are the
+# default release's, linked in: both talk to the API server only through APIs every supported release
+# serves. K8S_OLDEST is the one CI runs besides the default.
+K8S_OTHERS := $(sort $(notdir $(patsubst %/go.mod,%,$(wildcard test/k8s/v*/go.mod))))
+K8S_OLDEST := $(firstword $(K8S_OTHERS))
 # helm, pinned in test/go.mod, for the chart's lint, template and install tests.
 HELM     := bin/helm
 # kustomize, for the KRM function's test with the real thing (its version is pinned in test/go.mod).
@@ -36,7 +42,7 @@ FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzM
 	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e lint golden fuzz bench bench-audit perf perf-peers overload hostile k8s clean demo image release krew
+.PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit perf perf-peers overload hostile k8s clean demo image release krew
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,7 +51,7 @@ build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a 
 	$(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
 	ln -sf wincompat bin/kubectl-wincompat
 
-test: lint unit e2e ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server
+test: lint unit e2e e2e-oldest ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server (the default release, and the oldest supported one)
 
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
@@ -53,6 +59,24 @@ unit: ## unit, golden and fuzz-seed tests of the main module
 # The e2e package runs about 10 minutes on 2 cores, Go's default timeout for a test binary: give it room.
 e2e: $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and garbage collector (builds them once)
 	cd test && $(GO) test -count=1 -timeout 30m ./...
+
+# The e2e tests whose outcome depends on the Kubernetes release: what its API server refuses and serves,
+# the chart's engine there, admission of the corpus and placement by its scheduler. CI runs them on the
+# oldest supported release besides the whole suite on the default one; `make e2e-matrix` runs everything
+# on every release.
+E2E_VERSIONED := TestStripTableProbe|TestHybridWhereAdmissionPoliciesAreNotServed|TestHelmChartOnThisServer|TestCorpusAdmittedAfterMutation|TestWebhookStripsEveryLinuxOnlyField|TestWebhookWorkloadTemplates|TestPlacement|TestMixedClusterBothWays
+e2e-oldest: bin/k8s/$(K8S_OLDEST)/kube-apiserver $(HELM) ## the release-dependent e2e tests on the oldest supported release (test/k8s)
+	cd test && WINCOMPAT_K8S_VERSION=$(K8S_OLDEST) $(GO) test -count=1 -timeout 30m -run '^($(E2E_VERSIONED))$$' ./e2e/
+
+# Every release, one after the other, all reported before failing; then the next minor's pre-release,
+# when the module proxy has one (test/k8s/next.sh). Figures of the last run: test/e2e/README.md.
+e2e-matrix: $(K8S_BINS) $(foreach v,$(K8S_OTHERS),bin/k8s/$(v)/kube-apiserver) $(HELM) $(KUSTOMIZE) ## the whole e2e suite on every supported release (~15 min each), then the strip-table probe on the next release's pre-release
+	@failed=""; for v in $(K8S_OTHERS) $(K8S_VERSION); do \
+		echo "== e2e on $$v"; start=$$(date +%s); \
+		if (cd test && WINCOMPAT_K8S_VERSION=$$v $(GO) test -count=1 -timeout 60m ./e2e/); then r=ok; else r=FAILED; failed="$$failed $$v"; fi; \
+		echo "== $$v: $$r in $$(( $$(date +%s) - start )) s"; \
+	done; test/k8s/next.sh || failed="$$failed next"; \
+	if [ -n "$$failed" ]; then echo "e2e-matrix failed on:$$failed"; exit 1; fi
 
 lint: ## go vet and gofmt on both modules
 	$(GO) vet ./...
@@ -124,12 +148,6 @@ $(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go test/cmd/garbagecol
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd ./cmd/garbagecollector
 	touch $(K8S_BINS)
 
-# The other supported releases (test/k8s/README.md): test/k8s/<version>/go.mod builds that release's
-# kube-apiserver and kube-scheduler into bin/k8s/<version>/. etcd and the garbage collector are the
-# default release's, linked in: both talk to the API server only through APIs every supported release
-# serves. K8S_OLDEST is the one CI runs besides the default.
-K8S_OTHERS := $(sort $(notdir $(patsubst %/go.mod,%,$(wildcard test/k8s/v*/go.mod))))
-K8S_OLDEST := $(firstword $(K8S_OTHERS))
 k8s-%: bin/k8s/%/kube-apiserver ; @:
 .PRECIOUS: bin/k8s/%/kube-apiserver
 

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,12 @@ import (
 	"github.com/go-logr/logr/funcr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
@@ -133,4 +137,58 @@ func (s teeSink) WithValues(kv ...any) logr.LogSink {
 }
 func (s teeSink) WithName(name string) logr.LogSink {
 	return teeSink{s.a.WithName(name), s.b.WithName(name)}
+}
+
+// TestHelmChartOnThisServer: the chart rendered by helm against this API server (its own discovery, as
+// `helm install` sees it) picks the engine from what the server serves, hybrid exactly where it serves
+// MutatingAdmissionPolicy v1, and every object it renders is accepted there (server-side apply).
+func TestHelmChartOnThisServer(t *testing.T) {
+	cp := controlplane.LaunchBare(t)
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.WriteKubeConfig(kubeconfig, "helm", "system:masters"); err != nil {
+		t.Fatal(err)
+	}
+	certManager := filepath.Join(moduleDir(t, certManagerModule), "deploy", "crds")
+	crds, _ := filepath.Glob(filepath.Join(certManager, "cert-manager.io_*.yaml"))
+	installCRDs(ctx, t, cp.Client, crds)
+	setUpNamespace(ctx, t, cp.Client, ownNamespace, nil, nil)
+
+	// --validate makes helm read the server's API versions instead of its built-in list.
+	out := helm(t, "template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--validate", "--kubeconfig", kubeconfig)
+	var engine string
+	applied := 0
+	for _, doc := range strings.Split(string(out), "\n---") {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetKind() == "Deployment" {
+			for _, a := range deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--engine="); ok {
+					engine = v
+				}
+			}
+		}
+		if err := cp.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
+			t.Errorf("%s %s refused by the API server: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		applied++
+	}
+	v, _ := controlplane.Version(mustRoot(t))
+	want := "webhook"
+	if admissionPoliciesServed(t, cp.Config) {
+		want = "hybrid"
+	}
+	if engine != want {
+		t.Errorf("kube-apiserver %s: engine: auto rendered --engine=%q, want %q", v, engine, want)
+	}
+	t.Logf("kube-apiserver %s: engine auto is %s; %d objects applied", v, engine, applied)
 }

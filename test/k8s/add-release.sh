@@ -4,10 +4,10 @@
 # k8s.io/kubernetes points its staging modules at ./staging, which a consumer cannot follow, so each is
 # pinned here to the matching v0.<minor>.<patch>, read from that release's own go.mod.
 set -euo pipefail
-version=${1:?usage: add-release.sh vX.Y.Z (a k8s.io/kubernetes release on the module proxy)}
+version=${1:?usage: add-release.sh vX.Y.Z [DIR] (a k8s.io/kubernetes release on the module proxy; DIR defaults to test/k8s/vX.Y.Z)}
 [[ $version =~ ^v1\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.]+)?$ ]] || { echo "not a release: $version" >&2; exit 2; }
 staging=v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}${BASH_REMATCH[3]}
-dir=$(cd "$(dirname "$0")" && pwd)/$version
+dir=${2:-$(cd "$(dirname "$0")" && pwd)/$version}
 gomod=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
 [ -n "$gomod" ] || { echo "k8s.io/kubernetes@$version is not on the module proxy" >&2; exit 1; }
 mkdir -p "$dir"
@@ -29,4 +29,5 @@ mkdir -p "$dir"
   echo ")"
 } > "$dir/go.mod"
 (cd "$dir" && go mod tidy)
-echo "added $dir; build it with: make k8s-$version"
+echo "added $dir"
+if [ -z "${2:-}" ]; then echo "build it with: make k8s-$version"; fi
