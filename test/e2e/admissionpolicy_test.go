@@ -87,7 +87,8 @@ func sharedChange(c policy.Change) bool {
 
 func TestAdmissionPolicyEngine(t *testing.T) {
 	ctx := context.Background()
-	_, c := controlplane.Start(t)
+	cfg, c := controlplane.Start(t)
+	requireAdmissionPolicies(t, cfg)
 	pol := policy.Default()
 	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-map"})
 	for i := range policies {

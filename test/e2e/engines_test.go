@@ -61,6 +61,7 @@ var mapOnlyDifferences = map[string]string{
 func TestEnginesStoreTheSameObject(t *testing.T) {
 	ctx := context.Background()
 	cl := newCluster(t)
+	requireAdmissionPolicies(t, cl.cfg)
 	workloads := distinct(loadCorpus(t))
 	workloads = append(workloads, goldenWorkloads(t)...)
 	workloads = append(workloads, narrowWorkloads(t)...)

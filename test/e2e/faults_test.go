@@ -71,6 +71,7 @@ const (
 func TestFaultsUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	cl := newCluster(t)
+	requireAdmissionPolicies(t, cl.cfg) // phase e' rolls the replicas to hybrid
 	host := cl.webhook.Host
 
 	// The serving certificate as cert-manager would keep it: our own CA (so that the test can sign a

@@ -26,6 +26,7 @@ import (
 func TestHybridEngine(t *testing.T) {
 	ctx := context.Background()
 	cl := startClusterWith(t, []controlplane.Option{controlplane.WithScheduler()}, func(o *server.Options) { o.Engine = server.EngineHybrid })
+	requireAdmissionPolicies(t, cl.cfg)
 	cl.addNode(t, testNode{"linux-0", "linux", ""})
 	cl.addNode(t, testNode{"win2022-0", "windows", build2022})
 	const ns = "hybrid"

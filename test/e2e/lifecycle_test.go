@@ -39,6 +39,8 @@ import (
 func TestChartLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.LaunchBare(t, controlplane.WithGarbageCollector())
+	// It switches engines; where only the webhook runs, TestHelmChartOnThisServer installs the chart.
+	requireAdmissionPolicies(t, cp.Config)
 	cl := &cluster{cp: cp, cfg: cp.Config, c: cp.Client}
 	c := cp.Client
 	crds, _ := filepath.Glob(filepath.Join(moduleDir(t, certManagerModule), "deploy", "crds", "cert-manager.io_*.yaml"))

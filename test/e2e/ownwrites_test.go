@@ -92,6 +92,7 @@ func checkRefused(t *testing.T, what string, err error, want refusal) {
 func TestStolenTokenWidensNothing(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.LaunchBare(t)
+	requireAdmissionPolicies(t, cp.Config)
 	admin := cp.Client
 	setUpNamespace(ctx, t, admin, ownNamespace, nil, nil)
 	sa := asServiceAccount(t, cp.Config)

@@ -52,6 +52,7 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 		controlplane.WithAPIServerFlag("audit-log-path", auditLog),
 		controlplane.WithAPIServerFlag("audit-log-format", "json"),
 		controlplane.WithAPIServerFlag("audit-log-maxsize", "1024"))
+	requireAdmissionPolicies(t, cp.Config) // it installs the chart with engine hybrid
 	cl := &cluster{cp: cp, cfg: cp.Config, c: cp.Client}
 	c := cp.Client
 	setUpNamespace(ctx, t, c, ownNamespace, nil, nil)

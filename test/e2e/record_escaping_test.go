@@ -153,7 +153,8 @@ func hostilePod(name string, edit func(spec, meta map[string]any)) *unstructured
 
 func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 	ctx := context.Background()
-	_, c := controlplane.Start(t)
+	cfg, c := controlplane.Start(t)
+	requireAdmissionPolicies(t, cfg)
 	pol := policy.Default()
 	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-escaping"})
 	for i := range policies {

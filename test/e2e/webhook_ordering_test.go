@@ -170,6 +170,7 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 
 	t.Run("hybrid", func(t *testing.T) {
 		cl := startClusterWith(t, nil, func(o *server.Options) { o.Engine = server.EngineHybrid })
+		requireAdmissionPolicies(t, cl.cfg)
 		cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
 		waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, 8)
 		setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
@@ -184,7 +185,8 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 	})
 
 	t.Run("admission-policy", func(t *testing.T) {
-		_, c := controlplane.Start(t)
+		cfg, c := controlplane.Start(t)
+		requireAdmissionPolicies(t, cfg)
 		policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-map"})
 		for i := range policies {
 			create(ctx, t, c, &policies[i])
