@@ -35,6 +35,11 @@ type Change struct {
 	// read back from one has it; one read back from a version 1 record has none, and RuleOf says what can
 	// still be told. Not a key of the version 1 objects, which this type still reads.
 	Rule Rule `json:"-"`
+	// split marks a strip-table change that starts a group of its own in the record although the strip
+	// before it is of the same object: the first strip of a container named as the one before, which
+	// the API server refuses later, but whose record the admission policies write a group per
+	// container (record_v3.go). Not part of what a change is (equal and key leave it out).
+	split bool
 }
 
 // Field is Path with every bracketed name replaced by "*": a bounded key for metrics and summaries.

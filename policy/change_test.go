@@ -38,7 +38,7 @@ func TestJSONValueMatchesEncodingJSON(t *testing.T) {
 func TestRuleIsRecorded(t *testing.T) {
 	fresh := []Change{{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue("ClusterFirstWithHostNet"), To: jsonValue("ClusterFirst"), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy}}
 	record := EncodeChanges(fresh)
-	if want := `{"v":2,"c":[["rewrite","spec.dnsPolicy","ClusterFirstWithHostNet","ClusterFirst","dns-policy"]]}`; record != want {
+	if want := `{"v":3,"c":[["r",null,"ClusterFirstWithHostNet","ClusterFirst","dns-policy"]]}`; record != want {
 		t.Errorf("record %s, want %s", record, want)
 	}
 	recorded, err := DecodeChanges(record)

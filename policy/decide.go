@@ -297,32 +297,34 @@ type recorder struct{ changes []Change }
 func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
 
 // recordChanges merges found into the record under key. A record that does not parse (edited by hand)
-// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. A
-// version 1 list an earlier wincompat wrote is kept as it was inside the version 2 record, as the
+// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. An
+// earlier record is kept as it was, and the new changes written after it (appendRecord), as the
 // admission policies keep it (they cannot rewrite it). It returns the record written when that is found
 // alone, and "" otherwise.
 func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	if len(found) == 0 {
 		return ""
 	}
-	var v1 string
-	var old, recorded []Change
+	var prior string
+	kind := noRecord
+	var held []Change
 	if s, ok := meta.Annotations[key]; ok {
 		var err error
-		if v1, old, recorded, err = decodeRecord(s); err != nil {
-			v1, old, recorded = "", nil, nil
+		if kind, held, err = decodeRecord(s); err != nil || kind == noRecord {
+			kind, held = noRecord, nil
 		}
+		prior = s
 	}
-	merged, added := mergeChanges(append(old, recorded...), found)
+	merged, added := mergeChanges(held, found)
 	if !added {
 		return ""
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	record := encodeRecord(v1, merged[len(old):])
+	record := appendRecord(prior, kind, merged[len(held):])
 	meta.Annotations[key] = record
-	if len(old)+len(recorded) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
+	if len(held) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
 		return ""
 	}
 	return record
