@@ -112,7 +112,7 @@ type Decision struct {
 // Handled reports whether wincompat decided on the object, as a Windows or as a Linux one.
 func (d Decision) Handled() bool { return d.Windows || d.Linux }
 
-// ChangesJSON renders Changes as EncodeChanges does, a version 2 record. An object's first pass records
+// ChangesJSON renders Changes as EncodeChanges does, a version 3 record. An object's first pass records
 // exactly its changes, and that rendering is reused, so the audit annotation costs no second one.
 func (d Decision) ChangesJSON() string {
 	if d.changesJSON != "" {
