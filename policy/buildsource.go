@@ -308,8 +308,10 @@ func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
 // buildsReason is the reason of build's pin in the node affinity; the record gives it back from the
 // builds (record_v3.go).
 func buildsReason(builds []string) string {
-	return "the pod's images run on Windows builds " + strings.Join(builds, ", ")
+	return buildsReasonPrefix + strings.Join(builds, ", ")
 }
+
+const buildsReasonPrefix = "the pod's images run on Windows builds "
 
 // requireInEveryTerm adds req to every term of the pod's required node affinity (terms are
 // alternatives, so each must carry it), or makes it the only term when there is none.

@@ -277,7 +277,8 @@ func entryString(raw []byte) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-// knownStrings are the actions and rule codes, so that reading them allocates nothing.
+// knownStrings are the actions, rule codes and strip-table fields, so that reading them allocates
+// nothing.
 var knownStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, a := range []Action{Strip, Rewrite, Inject, Warn} {
@@ -286,6 +287,11 @@ var knownStrings = func() map[string]string {
 	for _, r := range rulesTable {
 		m[string(r.rule)] = string(r.rule)
 	}
+	// The fields of a group of strips (record_v3.go), and the objects of the pod they are removed from.
+	for _, r := range stripRows {
+		m[r.name] = r.name
+	}
+	m["spec"], m["spec.securityContext"] = "spec", "spec.securityContext"
 	return m
 }()
 

@@ -435,3 +435,24 @@ func TestRecordSplitsContainersOfOneName(t *testing.T) {
 		t.Errorf("read back and written again:\n got %s\nwant %s", again, record)
 	}
 }
+
+// A toleration written as its taint reads back as encoding/json writes the toleration, whether read
+// without it (a code that needs no escaping) or with it: the key before the first "=", the effect after
+// the last ":".
+func TestTolerationOfCode(t *testing.T) {
+	for _, code := range []string{"os=windows:NoSchedule", "os=:NoExecute", "os=w:", "os=:", "=w:e", "a=b=c:d:x", "a<b=é:\u2028", "k=v", "k:e"} {
+		got, ok := tolerationOfCode(jsonValue(code))
+		kv, effect, colon := cutLast(code, ":")
+		key, value, equals := strings.Cut(kv, "=")
+		if !colon || !equals {
+			if ok {
+				t.Errorf("%q reads back as %s", code, got)
+			}
+			continue
+		}
+		want := jsonValue(corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value, Effect: corev1.TaintEffect(effect)})
+		if !ok || string(got) != string(want) {
+			t.Errorf("%q reads back as %s (%v), want %s", code, got, ok, want)
+		}
+	}
+}

@@ -273,8 +273,10 @@ func writeEntry(b *strings.Builder, c Change) {
 		hasReason = optOuts == 0 || !optOutReasonIs(c.Reason, optOuts)
 	case r == RuleWindowsTolerations:
 		hasReason = !tolerationReasonIs(c.Reason, c.To)
+	case r == RuleBuild && bytes.HasPrefix(to, []byte("[")):
+		hasReason = !buildsReasonIs(c.Reason, to)
 	default:
-		hasReason = r == "" || c.Reason != derivedReasonV3(c, r, to)
+		hasReason = r == "" || c.Reason != derivedReason(c, r)
 	}
 	if optOuts != 0 {
 		to = json.RawMessage("[]") // a placeholder: the names are written below

@@ -100,50 +100,56 @@ func decodeGroup(elems [][]byte, changes []Change, prev group) ([]Change, group,
 	if !ok {
 		return changes, group{}, errGroup
 	}
-	var prefix string
+	g := group{parent: parent}
 	switch {
 	case parent == "spec" || parent == "spec.securityContext":
-		prefix = parent + "."
 	case isContainerPath(parent):
-		prefix = parent + inContainerSecurityContext
 	default:
 		return changes, group{}, errGroup
 	}
 	start := len(changes)
 	// A group of the object of the group before starts apart from it: two containers of one name.
 	split := len(prev.changes) > 0 && prev.parent == parent
-	add := func(field string, from json.RawMessage) {
-		c := Change{Action: Strip, Path: prefix + field, From: from, Reason: ReasonLinuxOnly}
-		c.Rule = stripRuleOf(c.Path)
-		c.split = split && len(changes) == start
-		changes = append(changes, c)
-	}
 	if string(elems[2]) == "-1" {
 		if len(prev.changes) == 0 {
 			return changes, group{}, errors.New("-1 after an entry that is no group of strips")
 		}
+		skip := len(prev.prefix())
 		for _, p := range prev.changes {
-			add(p.Path[len(prev.prefix()):], p.From)
+			changes = append(changes, g.strip(p.Path[skip:], p.From))
 		}
-		return changes, group{parent, changes[start:len(changes):len(changes)]}, nil
+	} else {
+		var err error
+		members(elems[2], func(key, value []byte) {
+			field, ok := entryString(key)
+			if !ok || err != nil {
+				err = errGroup
+				return
+			}
+			var from json.RawMessage
+			if string(value) != "null" {
+				from = value[:len(value):len(value)]
+			}
+			changes = append(changes, g.strip(field, from))
+		})
+		if err != nil || len(changes) == start {
+			return changes[:start], group{}, errGroup
+		}
 	}
-	var err error
-	members(elems[2], func(key, value []byte) {
-		field, ok := entryString(key)
-		if !ok || err != nil {
-			err = errGroup
-			return
-		}
-		var from json.RawMessage
-		if string(value) != "null" {
-			from = value[:len(value):len(value)]
-		}
-		add(field, from)
-	})
-	if err != nil || len(changes) == start {
-		return changes[:start], group{}, errGroup
+	changes[start].split = split
+	g.changes = changes[start:len(changes):len(changes)]
+	return changes, g, nil
+}
+
+// strip is the change of the group's object that removed field, from its value.
+func (g group) strip(field string, from json.RawMessage) Change {
+	var path string
+	if isContainerPath(g.parent) {
+		path = g.parent + inContainerSecurityContext + field
+	} else {
+		path = g.parent + "." + field
 	}
-	return changes, group{parent, changes[start:len(changes):len(changes)]}, nil
+	return Change{Action: Strip, Path: path, From: from, Reason: ReasonLinuxOnly, Rule: stripRuleOf(path)}
 }
 
 // prefix is what the paths of the group's strips start with: the object's path and the dot, or the

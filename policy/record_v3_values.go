@@ -61,24 +61,82 @@ func recordedTo(r Rule, path string, to json.RawMessage) json.RawMessage {
 }
 
 // tolerationCode is the toleration to, as windowsNodeTaints makes it from a taint, written as the
-// taint: "key=value:effect". false when to is not exactly the toleration that reads back from it.
+// taint: "key=value:effect". false when to is not exactly the toleration that reads back from it: it
+// reads to's own bytes in the one form jsonValue writes, with strings that need no escaping, and it runs
+// for every record written, so it allocates only the code.
 func tolerationCode(to json.RawMessage) (json.RawMessage, bool) {
-	if !bytes.HasPrefix(to, []byte(`{"key":`)) {
+	rest, ok := cutPrefix(to, `{"key":"`)
+	if !ok {
 		return nil, false
 	}
-	var t corev1.Toleration
-	if json.Unmarshal(to, &t) != nil || strings.ContainsAny(t.Key, "=:") || strings.Contains(t.Value, ":") || strings.Contains(string(t.Effect), ":") {
+	var key, value, effect []byte
+	key, rest, ok = cutPlainString(rest)
+	if !ok {
 		return nil, false
 	}
-	code := jsonValue(t.Key + "=" + t.Value + ":" + string(t.Effect))
-	if back, ok := tolerationOfCode(code); !ok || !bytes.Equal(back, to) {
+	if rest, ok = cutPrefix(rest, `,"operator":"Equal"`); !ok {
 		return nil, false
 	}
-	return code, true
+	if r, ok := cutPrefix(rest, `,"value":"`); ok {
+		if value, rest, ok = cutPlainString(r); !ok {
+			return nil, false
+		}
+	}
+	if r, ok := cutPrefix(rest, `,"effect":"`); ok {
+		if effect, rest, ok = cutPlainString(r); !ok {
+			return nil, false
+		}
+	}
+	if string(rest) != "}" || bytes.ContainsAny(key, "=:") || bytes.IndexByte(value, ':') >= 0 || bytes.IndexByte(effect, ':') >= 0 {
+		return nil, false
+	}
+	code := make([]byte, 0, len(key)+len(value)+len(effect)+4)
+	code = append(append(append(code, '"'), key...), '=')
+	code = append(append(append(code, value...), ':'), effect...)
+	return append(code, '"'), true
 }
 
-// tolerationOfCode reads a toleration written as its taint back.
+// cutPlainString cuts a JSON string's text, up to its closing quote, off b, when it needs no escaping
+// (plainJSON): what jsonValue writes as it is.
+func cutPlainString(b []byte) (s, rest []byte, ok bool) {
+	for i, c := range b {
+		if c == '"' {
+			return b[:i], b[i+1:], true
+		}
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return nil, b, false
+		}
+	}
+	return nil, b, false
+}
+
+// tolerationOfCode reads a toleration written as its taint back. The record of every Windows pod has
+// one, read on each later review, so a code that needs no escaping is read without encoding/json.
 func tolerationOfCode(code json.RawMessage) (json.RawMessage, bool) {
+	if inner, rest, ok := cutPlainString(code[min(1, len(code)):]); ok && len(rest) == 0 && code[0] == '"' {
+		kv, effect, ok := bytes.Cut(inner, []byte(":"))
+		for ok && bytes.IndexByte(effect, ':') >= 0 { // the effect follows the last colon
+			var more []byte
+			more, effect, _ = bytes.Cut(effect, []byte(":"))
+			kv = inner[:len(kv)+1+len(more)]
+		}
+		key, value, ok2 := bytes.Cut(kv, []byte("="))
+		if !ok || !ok2 {
+			return nil, false
+		}
+		if len(key) == 0 {
+			return jsonValue(corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: string(value), Effect: corev1.TaintEffect(effect)}), true
+		}
+		out := make([]byte, 0, len(code)+56)
+		out = append(append(append(out, `{"key":"`...), key...), `","operator":"Equal"`...)
+		if len(value) > 0 {
+			out = append(append(append(out, `,"value":"`...), value...), '"')
+		}
+		if len(effect) > 0 {
+			out = append(append(append(out, `,"effect":"`...), effect...), '"')
+		}
+		return append(out, '}'), true
+	}
 	var s string
 	if json.Unmarshal(code, &s) != nil {
 		return nil, false
@@ -99,47 +157,92 @@ func cutLast(s, sep string) (before, after string, found bool) {
 }
 
 // buildsOf is to, build's pin in the required node affinity (a term of its own, or an expression added
-// to a term of the pod's), written as the builds it requires. false when to is not exactly what reads
-// back from them.
+// to a term of the pod's), written as the builds it requires: the span of to that lists them. false when
+// to is not exactly what reads back from them (buildsPin): it reads to's own bytes in the one form
+// jsonValue writes, with builds that need no escaping, so it allocates nothing.
 func buildsOf(path string, to json.RawMessage) (json.RawMessage, bool) {
-	if !strings.HasPrefix(path, affinityTermsPath) || !bytes.HasPrefix(to, []byte(`{"`)) {
-		return nil, false
-	}
-	var req corev1.NodeSelectorRequirement
-	if path == affinityTermsPath {
-		var term corev1.NodeSelectorTerm
-		if json.Unmarshal(to, &term) != nil || len(term.MatchExpressions) != 1 {
+	before, after := buildTermBefore, "}]}"
+	if path != affinityTermsPath {
+		if !isTermExpressions(path) {
 			return nil, false
 		}
-		req = term.MatchExpressions[0]
-	} else if json.Unmarshal(to, &req) != nil {
+		before, after = buildRequirementBefore, "}"
+	}
+	rest, ok := cutPrefix(to, before)
+	if !ok || !bytes.HasSuffix(rest, []byte(after)) {
 		return nil, false
 	}
-	if len(req.Values) == 0 {
+	list := rest[: len(rest)-len(after) : len(rest)-len(after)]
+	if !plainStringList(list) {
 		return nil, false
 	}
-	builds := jsonValue(req.Values)
-	if back, ok := buildsPin(path, builds); !ok || !bytes.Equal(back, to) {
-		return nil, false
+	return json.RawMessage(list), true
+}
+
+// buildRequirementBefore and buildTermBefore are what jsonValue writes before the builds of build's
+// requirement and of its term (TestRecordGroups reads them back through buildsPin).
+const (
+	buildRequirementBefore = `{"key":"` + corev1.LabelWindowsBuild + `","operator":"In","values":`
+	buildTermBefore        = `{"matchExpressions":[` + buildRequirementBefore
+)
+
+// plainStringList: list is a JSON list of one or more strings that need no escaping, with no spaces.
+func plainStringList(list []byte) bool {
+	rest, ok := cutPrefix(list, `["`)
+	for ok {
+		if _, rest, ok = cutPlainString(rest); !ok {
+			return false
+		}
+		if string(rest) == "]" {
+			return true
+		}
+		rest, ok = cutPrefix(rest, `,"`)
 	}
-	return builds, true
+	return false
+}
+
+// buildsReasonIs says whether reason is buildsReason of the builds list (plainStringList), without
+// building it.
+func buildsReasonIs(reason string, list []byte) bool {
+	rest, ok := strings.CutPrefix(reason, buildsReasonPrefix)
+	sep := ""
+	for ok && len(list) > 1 {
+		var build []byte
+		list, _ = cutPrefix(list[1:], `"`) // past '[' or ','
+		build, list, _ = cutPlainString(list)
+		if rest, ok = strings.CutPrefix(rest, sep); ok && len(rest) >= len(build) && rest[:len(build)] == string(build) {
+			rest = rest[len(build):]
+		} else {
+			ok = false
+		}
+		sep = ", "
+	}
+	return ok && rest == ""
 }
 
 // buildsPin is the pin of the builds listed at path: the term at the affinity's terms, the expression
-// at a term's matchExpressions.
+// at a term's matchExpressions. A list that needs no escaping is written around as it is.
 func buildsPin(path string, builds json.RawMessage) (json.RawMessage, bool) {
+	before, after := buildTermBefore, "}]}"
+	switch {
+	case path == affinityTermsPath:
+	case isTermExpressions(path):
+		before, after = buildRequirementBefore, "}"
+	default:
+		return nil, false
+	}
+	if plainStringList(builds) {
+		return append(append(append(make([]byte, 0, len(before)+len(builds)+len(after)), before...), builds...), after...), true
+	}
 	var values []string
 	if json.Unmarshal(builds, &values) != nil || len(values) == 0 {
 		return nil, false
 	}
 	req := corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: values}
-	switch {
-	case path == affinityTermsPath:
+	if path == affinityTermsPath {
 		return jsonValue(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}}), true
-	case isTermExpressions(path):
-		return jsonValue(req), true
 	}
-	return nil, false
+	return jsonValue(req), true
 }
 
 // isTermExpressions: path is the matchExpressions of one term of the required node affinity.
@@ -156,11 +259,27 @@ func isTermExpressions(path string) bool {
 // derivedReasonV3 is derivedReason, and for build's pin in the node affinity written as its builds
 // (recorded, what the entry writes for to), the reason that names them.
 func derivedReasonV3(c Change, r Rule, recorded json.RawMessage) string {
-	if r == RuleBuild && bytes.HasPrefix(recorded, []byte("[")) {
-		var builds []string
-		if json.Unmarshal(recorded, &builds) == nil {
-			return buildsReason(builds)
+	if r != RuleBuild || !bytes.HasPrefix(recorded, []byte("[")) {
+		return derivedReason(c, r)
+	}
+	if plainStringList(recorded) {
+		var b strings.Builder
+		b.Grow(len(buildsReasonPrefix) + len(recorded))
+		b.WriteString(buildsReasonPrefix)
+		rest := recorded[1:]
+		for sep := ""; len(rest) > 1; sep = ", " {
+			var build []byte
+			rest, _ = cutPrefix(rest, `"`)
+			build, rest, _ = cutPlainString(rest)
+			b.WriteString(sep)
+			b.Write(build)
+			rest = rest[1:] // past ',' or ']'
 		}
+		return b.String()
+	}
+	var builds []string
+	if json.Unmarshal(recorded, &builds) == nil {
+		return buildsReason(builds)
 	}
 	return derivedReason(c, r)
 }
