@@ -108,12 +108,44 @@ func jsonValue(v any) json.RawMessage {
 		return strconv.AppendInt(make([]byte, 0, 20), x, 10)
 	case bool:
 		return strconv.AppendBool(nil, x)
+	case string:
+		if plainJSON(x) {
+			return append(append(append(make([]byte, 0, len(x)+2), '"'), x...), '"')
+		}
+	case map[string]string:
+		// The injector opt-outs: keys in order, as encoding/json writes a map.
+		if b, ok := plainStringMap(x); ok && x != nil {
+			return b
+		}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(v)))
 	}
 	return b
+}
+
+// plainStringMap renders m as encoding/json does when no key or value needs escaping; false otherwise.
+func plainStringMap(m map[string]string) (json.RawMessage, bool) {
+	var keys [8]string // opt-outs set a handful of keys
+	sorted := keys[:0]
+	size := 2
+	for k, v := range m {
+		if !plainJSON(k) || !plainJSON(v) {
+			return nil, false
+		}
+		sorted = append(sorted, k)
+		size += len(k) + len(v) + 6
+	}
+	slices.Sort(sorted)
+	b := append(make([]byte, 0, size), '{')
+	for i, k := range sorted {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(append(append(b, '"'), k...), `":"`...), m[k]...), '"')
+	}
+	return append(b, '}'), true
 }
 
 // writeJSONString writes s quoted as encoding/json quotes it; strings that need escaping are rare and
@@ -137,6 +169,7 @@ func writeJSONString(b *strings.Builder, s string) {
 // wrote, must cost time linear in its size.
 func mergeChanges(recorded, found []Change) ([]Change, bool) {
 	added := false
+	recorded = slices.Grow(recorded, len(found))
 	var held map[changeKey]bool
 	if len(recorded)+len(found) > manyChanges {
 		held = make(map[changeKey]bool, len(recorded)+len(found))

@@ -201,7 +201,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	if why := p.inScope(&tpl.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}
-	rec := &recorder{}
+	rec := newRecorder(&tpl.ObjectMeta, AnnotationTemplateChanges, &tpl.Spec)
 	if why := p.windowsTrigger(&tpl.Spec, facts.Namespace, rec); why != "" {
 		return Decision{Skipped: why}
 	}
@@ -223,7 +223,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	if why := p.inScope(&pod.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}
-	rec := &recorder{}
+	rec := newRecorder(&pod.ObjectMeta, AnnotationChanges, &pod.Spec)
 	if facts.Operation == Update {
 		// Only pods/ephemeralcontainers reaches us on UPDATE, and the API server ignores every other
 		// field there, so only new ephemeral containers can need (and take) a change.
@@ -293,6 +293,17 @@ func stripEphemeral(spec *corev1.PodSpec, rec *recorder) {
 
 // recorder collects changes in the order they are made.
 type recorder struct{ changes []Change }
+
+// newRecorder is a recorder for an object whose record is under key. One that wincompat has not
+// changed yet gets room for the changes a pod of spec's containers usually gets (a chart's pod of two:
+// 22), so that recording them does not grow the list again and again; one it changed before (hybrid's
+// pods, which the admission policies changed) usually gets a few, and no room ahead.
+func newRecorder(meta *metav1.ObjectMeta, key string, spec *corev1.PodSpec) *recorder {
+	if _, recorded := meta.Annotations[key]; recorded {
+		return &recorder{}
+	}
+	return &recorder{changes: make([]Change, 0, 16+4*(len(spec.InitContainers)+len(spec.Containers)))}
+}
 
 func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
 
