@@ -51,8 +51,18 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 	if p == nil {
 		return []byte("null"), nil
 	}
+	// Sized once: the record annotation alone is a string of about a kilobyte.
+	size := 2
+	for i := range p {
+		size += 32 + len(p[i].Path)
+		if s, ok := p[i].Value.(string); ok {
+			size += len(s) + len(s)/8 // room for some escaping
+		} else {
+			size += 64
+		}
+	}
 	var buf bytes.Buffer
-	buf.Grow(64 * len(p))
+	buf.Grow(size)
 	enc := json.NewEncoder(&buf)
 	encode := func(v any) error {
 		if err := enc.Encode(v); err != nil {

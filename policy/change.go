@@ -226,7 +226,7 @@ func warnings(changes []Change, would bool) []string {
 	}
 	type group struct {
 		groupKey
-		first Change
+		first int // the change that opened it, in changes
 		// owners holds the second and later owners; most groups have one.
 		owner  string
 		owners []string
@@ -244,7 +244,7 @@ func warnings(changes []Change, would bool) []string {
 	if len(changes) > manyChanges {
 		index, owned = map[groupKey]int{}, map[ownerKey]bool{}
 	}
-	for _, c := range changes {
+	for n, c := range changes {
 		owner, field := splitOwner(c.Path)
 		k := groupKey{c.Action, field, c.Reason}
 		var i int
@@ -260,7 +260,7 @@ func warnings(changes []Change, would bool) []string {
 			if index != nil {
 				index[k] = len(groups)
 			}
-			groups = append(groups, group{groupKey: k, first: c, owner: owner})
+			groups = append(groups, group{groupKey: k, first: n, owner: owner})
 		case groups[i].owner == owner:
 		case owned != nil:
 			if o := (ownerKey{i, owner}); !owned[o] {
@@ -273,7 +273,7 @@ func warnings(changes []Change, would bool) []string {
 	}
 	out := make([]string, len(groups))
 	for i, g := range groups {
-		out[i] = describe(g.action, g.field, g.first, ownersPhrase(g.owner, g.owners), would)
+		out[i] = describe(g.action, g.field, changes[g.first], ownersPhrase(g.owner, g.owners), would)
 	}
 	return out
 }
