@@ -71,7 +71,8 @@ type walker struct {
 // a slice or a struct with anything set was in raw, and so were its ancestors; only a struct member left
 // zero may be rendered by the type without being in raw.
 func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncertain int) error {
-	var leaves []field
+	var held [4]field // most objects that differ differ in a member or two: no allocation for them
+	leaves := held[:0]
 	for _, f := range fields {
 		bf, af := b.FieldByIndex(f.index), a.FieldByIndex(f.index)
 		if f.descend == descendSlice && bf.Len() == af.Len() && bf.IsNil() == af.IsNil() {
