@@ -168,6 +168,9 @@ func writeJSONString(b *strings.Builder, s string) {
 // remembers what it holds in a map: a pod of thousands of containers, or a recorded list its author
 // wrote, must cost time linear in its size.
 func mergeChanges(recorded, found []Change) ([]Change, bool) {
+	if len(recorded) == 0 && noRepeats(found) { // an object's first record: found as it is, not copied
+		return found, len(found) > 0
+	}
 	added := false
 	recorded = slices.Grow(recorded, len(found))
 	var held map[changeKey]bool
@@ -196,6 +199,29 @@ next:
 		added = true
 	}
 	return recorded, added
+}
+
+// noRepeats says whether no change of changes equals another, with a map past manyChanges.
+func noRepeats(changes []Change) bool {
+	if len(changes) > manyChanges {
+		seen := make(map[changeKey]bool, len(changes))
+		for _, c := range changes {
+			k := c.key()
+			if seen[k] {
+				return false
+			}
+			seen[k] = true
+		}
+		return true
+	}
+	for i, c := range changes {
+		for _, o := range changes[:i] {
+			if o.equal(c) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // manyChanges is where searching a list stops being cheaper than a map.
