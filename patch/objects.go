@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -393,12 +394,20 @@ func memberNamed(fields []field, name string) *field {
 
 // finish sorts the operations like Diff and anchors adds under parents raw lacks, like Rebase.
 func (w *walker) finish(raw []byte) (Patch, error) {
-	order := sortedOrder(w.keys)
-	ops, paths, checks := make(Patch, len(order)), make([][]string, len(order)), make([]int, len(order))
-	for i, j := range order {
-		ops[i], paths[i], checks[i] = w.ops[j], w.paths[j], w.check[j]
-	}
-	return rebase(ops, raw, paths, checks)
+	sort.Stable((*byKey)(w)) // in place: the walker's lists are this patch's
+	return rebase(w.ops, raw, w.paths, w.check)
+}
+
+// byKey sorts a walker's operations, with their paths and checks, as sortedOrder orders keys.
+type byKey walker
+
+func (w *byKey) Len() int           { return len(w.ops) }
+func (w *byKey) Less(i, j int) bool { return compareSegments(w.keys[i], w.keys[j]) < 0 }
+func (w *byKey) Swap(i, j int) {
+	w.ops[i], w.ops[j] = w.ops[j], w.ops[i]
+	w.paths[i], w.paths[j] = w.paths[j], w.paths[i]
+	w.keys[i], w.keys[j] = w.keys[j], w.keys[i]
+	w.check[i], w.check[j] = w.check[j], w.check[i]
 }
 
 // renderMembers writes {"name":value,...} for the members that encoding/json would write.
