@@ -119,8 +119,9 @@ func derivedReason(c Change, r Rule) string {
 	return ""
 }
 
-// RuleWritten says whether a change of action whose rule is r writes the code in a version 2 record:
-// a strip-table rule does not, its path names the row. The admission policies shape their entries by it.
+// RuleWritten says whether a change of action whose rule is r writes the code in a version 2 or 3
+// record: a strip-table rule does not, its path names the row. The admission policies shape their
+// entries by it.
 func RuleWritten(action Action, r Rule) bool {
 	return !(action == Strip && strings.HasPrefix(string(r), "strip:"))
 }
