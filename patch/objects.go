@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,8 @@ type walker struct {
 // a slice or a struct with anything set was in raw, and so were its ancestors; only a struct member left
 // zero may be rendered by the type without being in raw.
 func (w *walker) object(fields []field, b, a reflect.Value, segs []string, uncertain int) error {
-	var leaves []field
+	var held [4]field // most objects that differ differ in a member or two: no allocation for them
+	leaves := held[:0]
 	for _, f := range fields {
 		bf, af := b.FieldByIndex(f.index), a.FieldByIndex(f.index)
 		if f.descend == descendSlice && bf.Len() == af.Len() && bf.IsNil() == af.IsNil() {
@@ -392,12 +394,20 @@ func memberNamed(fields []field, name string) *field {
 
 // finish sorts the operations like Diff and anchors adds under parents raw lacks, like Rebase.
 func (w *walker) finish(raw []byte) (Patch, error) {
-	order := sortedOrder(w.keys)
-	ops, paths, checks := make(Patch, len(order)), make([][]string, len(order)), make([]int, len(order))
-	for i, j := range order {
-		ops[i], paths[i], checks[i] = w.ops[j], w.paths[j], w.check[j]
-	}
-	return rebase(ops, raw, paths, checks)
+	sort.Stable((*byKey)(w)) // in place: the walker's lists are this patch's
+	return rebase(w.ops, raw, w.paths, w.check)
+}
+
+// byKey sorts a walker's operations, with their paths and checks, as sortedOrder orders keys.
+type byKey walker
+
+func (w *byKey) Len() int           { return len(w.ops) }
+func (w *byKey) Less(i, j int) bool { return compareSegments(w.keys[i], w.keys[j]) < 0 }
+func (w *byKey) Swap(i, j int) {
+	w.ops[i], w.ops[j] = w.ops[j], w.ops[i]
+	w.paths[i], w.paths[j] = w.paths[j], w.paths[i]
+	w.keys[i], w.keys[j] = w.keys[j], w.keys[i]
+	w.check[i], w.check[j] = w.check[j], w.check[i]
 }
 
 // renderMembers writes {"name":value,...} for the members that encoding/json would write.

@@ -51,8 +51,18 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 	if p == nil {
 		return []byte("null"), nil
 	}
+	// Sized once: the record annotation alone is a string of about a kilobyte.
+	size := 2
+	for i := range p {
+		size += 32 + len(p[i].Path)
+		if s, ok := p[i].Value.(string); ok {
+			size += len(s) + len(s)/8 // room for some escaping
+		} else {
+			size += 64
+		}
+	}
 	var buf bytes.Buffer
-	buf.Grow(64 * len(p))
+	buf.Grow(size)
 	enc := json.NewEncoder(&buf)
 	encode := func(v any) error {
 		if err := enc.Encode(v); err != nil {
@@ -376,20 +386,36 @@ func firstByte(v json.RawMessage) byte {
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // joinPointer writes segs as an RFC 6901 pointer in one allocation: a diff writes one per operation.
+// Each segment is read once to size the pointer and once to write it; most need no escaping.
 func joinPointer(segs []string) string {
-	size := 0
+	size, escapes := 0, false
 	for _, s := range segs {
-		size += 1 + len(s) + strings.Count(s, "~") + strings.Count(s, "/")
+		size += 1 + len(s)
+		for i := range len(s) {
+			if s[i] == '~' || s[i] == '/' {
+				size++
+				escapes = true
+			}
+		}
 	}
-	var b strings.Builder
+	var b strings.Builder // its String shares the buffer
 	b.Grow(size)
 	for _, s := range segs {
 		b.WriteByte('/')
-		if !strings.ContainsAny(s, "~/") {
+		if !escapes {
 			b.WriteString(s)
 			continue
 		}
-		_, _ = pointerEscaper.WriteString(&b, s) // a strings.Builder never fails a write
+		for i := range len(s) {
+			switch s[i] {
+			case '~':
+				b.WriteString("~0")
+			case '/':
+				b.WriteString("~1")
+			default:
+				b.WriteByte(s[i])
+			}
+		}
 	}
 	return b.String()
 }

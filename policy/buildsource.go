@@ -302,8 +302,16 @@ func numbers(builds []Build) []string {
 // terms and expressions are never dropped, edited or reordered.
 func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
 	requireInEveryTerm(spec, corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds},
-		"the pod's images run on Windows builds "+strings.Join(builds, ", "), RuleBuild, rec)
+		buildsReason(builds), RuleBuild, rec)
 }
+
+// buildsReason is the reason of build's pin in the node affinity; the record gives it back from the
+// builds (record_v3.go).
+func buildsReason(builds []string) string {
+	return buildsReasonPrefix + strings.Join(builds, ", ")
+}
+
+const buildsReasonPrefix = "the pod's images run on Windows builds "
 
 // requireInEveryTerm adds req to every term of the pod's required node affinity (terms are
 // alternatives, so each must carry it), or makes it the only term when there is none.
@@ -319,7 +327,7 @@ func requireInEveryTerm(spec *corev1.PodSpec, req corev1.NodeSelectorRequirement
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
 	}
 	terms := &na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	const path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+	const path = affinityTermsPath
 	if len(*terms) == 0 {
 		*terms = append(*terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}})
 		rec.add(Change{Action: Inject, Path: path, To: jsonValue((*terms)[0]), Reason: reason, Rule: rule})

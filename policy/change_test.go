@@ -22,7 +22,8 @@ func TestChangeField(t *testing.T) {
 // jsonValue writes some values itself; they must read as encoding/json writes them.
 func TestJSONValueMatchesEncodingJSON(t *testing.T) {
 	n, yes := int64(-9007199254740993), true
-	for _, v := range []any{&n, n, &yes, false, (*int64)(nil), (*bool)(nil), "a\"<b>", map[string]string{"k": "v"}, []int{1}} {
+	for _, v := range []any{&n, n, &yes, false, (*int64)(nil), (*bool)(nil), "a\"<b>", map[string]string{"k": "v"}, []int{1},
+		"", "plain", "é", "\u2028", map[string]string{}, map[string]string(nil), map[string]string{"b": "2", "a": "1", "c/d.e": "x"}, map[string]string{"a": "<"}} {
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +39,7 @@ func TestJSONValueMatchesEncodingJSON(t *testing.T) {
 func TestRuleIsRecorded(t *testing.T) {
 	fresh := []Change{{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue("ClusterFirstWithHostNet"), To: jsonValue("ClusterFirst"), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy}}
 	record := EncodeChanges(fresh)
-	if want := `{"v":2,"c":[["rewrite","spec.dnsPolicy","ClusterFirstWithHostNet","ClusterFirst","dns-policy"]]}`; record != want {
+	if want := `{"v":3,"c":[["r",null,"ClusterFirstWithHostNet","ClusterFirst","dns-policy"]]}`; record != want {
 		t.Errorf("record %s, want %s", record, want)
 	}
 	recorded, err := DecodeChanges(record)

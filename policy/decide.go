@@ -112,7 +112,7 @@ type Decision struct {
 // Handled reports whether wincompat decided on the object, as a Windows or as a Linux one.
 func (d Decision) Handled() bool { return d.Windows || d.Linux }
 
-// ChangesJSON renders Changes as EncodeChanges does, a version 2 record. An object's first pass records
+// ChangesJSON renders Changes as EncodeChanges does, a version 3 record. An object's first pass records
 // exactly its changes, and that rendering is reused, so the audit annotation costs no second one.
 func (d Decision) ChangesJSON() string {
 	if d.changesJSON != "" {
@@ -201,7 +201,7 @@ func (p *Policy) decideTemplate(tpl *corev1.PodTemplateSpec, facts Facts) Decisi
 	if why := p.inScope(&tpl.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}
-	rec := &recorder{}
+	rec := newRecorder(&tpl.ObjectMeta, AnnotationTemplateChanges, &tpl.Spec)
 	if why := p.windowsTrigger(&tpl.Spec, facts.Namespace, rec); why != "" {
 		return Decision{Skipped: why}
 	}
@@ -224,7 +224,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	if why := p.inScope(&pod.ObjectMeta, facts.Namespace); why != "" {
 		return Decision{Skipped: why}
 	}
-	rec := &recorder{}
+	rec := newRecorder(&pod.ObjectMeta, AnnotationChanges, &pod.Spec)
 	if facts.Operation == Update {
 		// Only pods/ephemeralcontainers reaches us on UPDATE, and the API server ignores every other
 		// field there, so only new ephemeral containers can need (and take) a change.
@@ -295,35 +295,48 @@ func stripEphemeral(spec *corev1.PodSpec, rec *recorder) {
 // recorder collects changes in the order they are made.
 type recorder struct{ changes []Change }
 
+// newRecorder is a recorder for an object whose record is under key. One that wincompat has not
+// changed yet gets room for the changes a pod of spec's containers usually gets (a chart's pod of two:
+// 22), so that recording them does not grow the list again and again; one it changed before (hybrid's
+// pods, which the admission policies changed) usually gets a few, and no room ahead.
+func newRecorder(meta *metav1.ObjectMeta, key string, spec *corev1.PodSpec) *recorder {
+	if _, recorded := meta.Annotations[key]; recorded {
+		return &recorder{}
+	}
+	return &recorder{changes: make([]Change, 0, 16+4*(len(spec.InitContainers)+len(spec.Containers)))}
+}
+
 func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
 
 // recordChanges merges found into the record under key. A record that does not parse (edited by hand)
-// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. A
-// version 1 list an earlier wincompat wrote is kept as it was inside the version 2 record, as the
+// is replaced rather than trusted; the lost entries are past decisions, not state we depend on. An
+// earlier record is kept as it was, and the new changes written after it (appendRecord), as the
 // admission policies keep it (they cannot rewrite it). It returns the record written when that is found
 // alone, and "" otherwise.
 func recordChanges(meta *metav1.ObjectMeta, key string, found []Change) string {
 	if len(found) == 0 {
 		return ""
 	}
-	var v1 string
-	var old, recorded []Change
+	var prior string
+	kind := noRecord
+	var held []Change
 	if s, ok := meta.Annotations[key]; ok {
 		var err error
-		if v1, old, recorded, err = decodeRecord(s); err != nil {
-			v1, old, recorded = "", nil, nil
+		if kind, held, err = decodeRecord(s); err != nil || kind == noRecord {
+			kind, held = noRecord, nil
 		}
+		prior = s
 	}
-	merged, added := mergeChanges(append(old, recorded...), found)
+	merged, added := mergeChanges(held, found)
 	if !added {
 		return ""
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	record := encodeRecord(v1, merged[len(old):])
+	record := appendRecord(prior, kind, merged[len(held):])
 	meta.Annotations[key] = record
-	if len(old)+len(recorded) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
+	if len(held) > 0 || len(merged) != len(found) { // an earlier record, or one change found twice
 		return ""
 	}
 	return record

@@ -11,31 +11,33 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// RecordVersion is the version of the change record this wincompat writes. Version 1 (wincompat before
-// issue 29) is a JSON array of {"action","path","from","to","reason"} objects; version 2 is an object
-// {"v":2,"c":[entry,...]} whose entries are arrays
-//
-//	[action, path, from, to, rule, reason]
-//
-// with trailing absent elements left out and null for an absent one before a present one. The rule is
-// a code of the rules table, and a reason equal to the rule's fixed reason is left out: the prose is
-// the table's, not the record's. A strip-table change leaves its rule out too (its path names the row).
-// Both formats are JSON, so `kubectl get -o jsonpath` and jq read either; DecodeChanges reads both.
-const RecordVersion = 2
+// RecordVersion is the version of the change record this wincompat writes (policy/README.md, "The
+// change record"). Version 1 (wincompat before issue 29) is a JSON array of
+// {"action","path","from","to","reason"} objects; version 2 an object {"v":2,"c":[entry,...]} whose
+// entries are arrays [action, path, from, to, rule, reason], the reason left out where the rules table
+// gives it back. Version 3 (record_v3.go) keeps that entry and writes less of it: one-letter actions, a
+// path left out where the rule names it, the strips of one securityContext as one entry, and values
+// the tables give back written by what they are made from. All three are JSON, so `kubectl get -o
+// jsonpath` and jq read them; DecodeChanges reads all three, as pods and templates keep the record they
+// were admitted with.
+const RecordVersion = 3
 
-// RecordPrefix opens every version 2 record; a version 1 record opens with '['. The admission policies
-// tell the versions apart by it.
-const RecordPrefix = `{"v":2,`
+// RecordPrefix opens every version 3 record; a version 2 record opens with RecordPrefixV2, a version 1
+// record with '['. The admission policies tell the versions apart by it.
+const RecordPrefix = `{"v":3,`
+
+// RecordPrefixV2 opens a version 2 record, which a version 3 record keeps as it was (its "v2").
+const RecordPrefixV2 = `{"v":2,`
 
 // noRule is the rule element of a change whose rule is unknown (read back from a version 1 record with
 // a reason no rule has): "" rather than null, which would mean the strip-table row of its path.
 const noRule = `""`
 
-// stripRow is what stripRuleOf compares of a strip-table row, worked out once: it runs for every strip
+// stripRow is what stripRowOf compares of a strip-table row, worked out once: it runs for every strip
 // entry written or read.
 type stripRow struct {
 	rule Rule
-	// path is the whole path of a pod row; name the field of a containers' row ("" for a pod row).
+	// name is the row's field; path the whole path of a pod row ("" for a containers' row).
 	path, name string
 }
 
@@ -45,7 +47,7 @@ var stripRows = func() []stripRow {
 		if f.Scope == ContainerSecurityContextScope {
 			rows = append(rows, stripRow{rule: f.Rule(), name: f.Name})
 		} else {
-			rows = append(rows, stripRow{rule: f.Rule(), path: f.Path()})
+			rows = append(rows, stripRow{rule: f.Rule(), path: f.Path(), name: f.Name})
 		}
 	}
 	return rows
@@ -54,13 +56,24 @@ var stripRows = func() []stripRow {
 // containerLists are the container lists' path prefixes, as a strip of a container's field starts.
 var containerLists = [...]string{"spec.containers[", "spec.initContainers[", "spec.ephemeralContainers["}
 
-// stripRuleOf is the strip-table row whose removal path is: "spec.<name>" or
-// "spec.securityContext.<name>" for the pod's rows, a container list's "spec.<list>[" then
-// "].securityContext.<name>" for the containers' rows; "" for any other path. It reads the path's ends
-// only, which the row writes around the container's name, so a name holding brackets or dots (before
-// validation a pod author's name can hold anything) cannot make it another row.
+// inContainerSecurityContext is what a containers' row writes between the container and its field.
+const inContainerSecurityContext = ".securityContext."
+
+// stripRuleOf is the rule of the strip-table row whose removal path is (stripRowOf); "" for none.
 func stripRuleOf(path string) Rule {
-	const mid = "].securityContext."
+	if row, _, ok := stripRowOf(path); ok {
+		return row.rule
+	}
+	return ""
+}
+
+// stripRowOf is the strip-table row whose removal path is, and the path of the object the row removes
+// the field from: "spec.<name>" (parent "spec") or "spec.securityContext.<name>" for the pod's rows, a
+// container list's "spec.<list>[" then "].securityContext.<name>" for the containers' rows (parent the
+// container, "spec.<list>[NAME]"). It reads the path's ends only, which the row writes around the
+// container's name, so a name holding brackets or dots (before validation a pod author's name can hold
+// anything) cannot make it another row.
+func stripRowOf(path string) (row stripRow, parent string, ok bool) {
 	list := ""
 	for _, l := range containerLists {
 		if strings.HasPrefix(path, l) {
@@ -70,16 +83,16 @@ func stripRuleOf(path string) Rule {
 	}
 	for _, r := range stripRows {
 		switch {
-		case r.name == "":
+		case r.path != "":
 			if path == r.path {
-				return r.rule
+				return r, path[:len(path)-len(r.name)-1], true
 			}
-		case list != "" && strings.HasSuffix(path, r.name) && len(path) >= len(list)+len(mid)+len(r.name) &&
-			strings.HasSuffix(path[:len(path)-len(r.name)], mid):
-			return r.rule
+		case list != "" && strings.HasSuffix(path, r.name) && len(path) > len(list)+len(inContainerSecurityContext)+len(r.name) &&
+			strings.HasSuffix(path[:len(path)-len(r.name)], "]"+inContainerSecurityContext):
+			return r, path[:len(path)-len(r.name)-len(inContainerSecurityContext)], true
 		}
 	}
-	return ""
+	return stripRow{}, "", false
 }
 
 // derivedReason is the reason a change of rule r records when its reason is left out: what the rules
@@ -106,8 +119,9 @@ func derivedReason(c Change, r Rule) string {
 	return ""
 }
 
-// RuleWritten says whether a change of action whose rule is r writes the code in a version 2 record:
-// a strip-table rule does not, its path names the row. The admission policies shape their entries by it.
+// RuleWritten says whether a change of action whose rule is r writes the code in a version 2 or 3
+// record: a strip-table rule does not, its path names the row. The admission policies shape their
+// entries by it.
 func RuleWritten(action Action, r Rule) bool {
 	return !(action == Strip && strings.HasPrefix(string(r), "strip:"))
 }
@@ -119,231 +133,132 @@ func ReasonWritten(c Change) bool {
 	return r == "" || c.Reason != derivedReason(c, r)
 }
 
-// EncodeChanges renders changes as a version 2 record.
-func EncodeChanges(changes []Change) string { return encodeRecord("", changes) }
-
-// encodeRecord renders a version 2 record; v1, when not "", is a version 1 list kept as it was (the
-// record of an object an earlier wincompat changed), written before the new entries.
-func encodeRecord(v1 string, changes []Change) string {
-	size := len(RecordPrefix) + len(v1) + 12
-	for _, c := range changes {
-		// Brackets, quotes, commas and nulls take up to 20 bytes. Most reasons and opt-outs' keys are left
-		// out; one that is written, or a string that needs escaping, grows the buffer once more.
-		size += 20 + len(c.Action) + len(c.Path) + len(c.From) + len(c.Rule)
-		if c.Rule != RuleInjectorOptOuts {
-			size += len(c.To)
-		}
-	}
-	var b strings.Builder // its String shares the buffer: the record is not copied
-	b.Grow(size)
-	b.WriteString(RecordPrefix)
-	if v1 != "" {
-		b.WriteString(`"v1":`)
-		b.WriteString(v1)
-		b.WriteByte(',')
-	}
-	b.WriteString(`"c":[`)
-	for i, c := range changes {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeEntry(&b, c)
-	}
-	b.WriteString("]}")
-	return b.String()
-}
-
-// writeEntry writes one change as [action, path, from, to, rule, reason], trailing absent ones left out.
-// A rule left out (null) reads back as the strip-table row of the path; a reason left out as the rule's.
-func writeEntry(b *strings.Builder, c Change) {
-	r := RuleOf(c)
-	hasRule := RuleWritten(c.Action, r) || stripRuleOf(c.Path) != r
-	var hasReason bool
-	var optOuts injectorSet // the injectors named instead of To
-	if r == RuleInjectorOptOuts {
-		set, ok := optOutsSet(c.To)
-		if ok {
-			optOuts = set
-		}
-		hasReason = !ok || !optOutReasonIs(c.Reason, set)
-	} else if r == RuleWindowsTolerations {
-		hasReason = !tolerationReasonIs(c.Reason, c.To)
-	} else {
-		hasReason = r == "" || c.Reason != derivedReason(c, r)
-	}
-	to := c.To
-	if optOuts != 0 {
-		to = json.RawMessage("[]") // a placeholder: the names are written below
-	}
-	n := 0 // the elements after the path written: from, to, rule, reason
-	switch {
-	case hasReason:
-		n = 4
-	case hasRule:
-		n = 3
-	case len(to) > 0:
-		n = 2
-	case len(c.From) > 0:
-		n = 1
-	}
-	b.WriteByte('[')
-	writeJSONString(b, string(c.Action))
-	b.WriteByte(',')
-	writeJSONString(b, c.Path)
-	// From and To are valid JSON: rendered by jsonValue, or read back from a record.
-	for i, v := range [2]json.RawMessage{c.From, to} {
-		if i >= n {
-			break
-		}
-		b.WriteByte(',')
-		switch {
-		case i == 1 && optOuts != 0:
-			writeNames(b, optOuts)
-		case len(v) == 0:
-			b.WriteString("null")
-		default:
-			b.Write(v)
-		}
-	}
-	if n >= 3 {
-		switch {
-		case !hasRule:
-			b.WriteString(",null")
-		case r == "":
-			b.WriteString(",\"\"")
-		default:
-			b.WriteByte(',')
-			writeJSONString(b, string(r)) // a code read back from a record is its author's
-		}
-	}
-	if n == 4 {
-		b.WriteByte(',')
-		writeJSONString(b, c.Reason)
-	}
-	b.WriteByte(']')
-}
-
-// DecodeChanges parses a changes annotation written by any wincompat version: a version 1 list or a
-// version 2 record, whose entries are expanded with the rules table (each change has its Rule and its
-// reason's prose).
+// DecodeChanges parses a changes annotation written by any wincompat version: a version 1 list, or a
+// version 2 or 3 record, whose entries are expanded with the rules table (each change has its Rule and
+// its reason's prose). Records of every version stay readable: objects keep the one they were admitted
+// with.
 func DecodeChanges(s string) ([]Change, error) {
-	_, old, changes, err := decodeRecord(s)
-	if len(old) > 0 {
-		changes = append(old, changes...)
-	}
+	_, changes, err := decodeRecord(s)
 	return changes, err
 }
 
-// decodeRecord splits a record into its version 1 list (raw, as written, and decoded) and its version
-// 2 entries.
-func decodeRecord(s string) (v1 string, old, changes []Change, err error) {
+// recordKind is what a record read before this pass is, which says how new entries follow it.
+type recordKind int
+
+const (
+	noRecord   recordKind = iota // none, or one that is replaced
+	v1Record                     // a version 1 list: kept as "v1"
+	v2Record                     // a version 2 record: kept as "v2"
+	openRecord                   // a version 3 record ending in its entries: new ones are appended
+)
+
+// decodeRecord reads a record of any version: what kind it is and every change it holds, oldest first.
+func decodeRecord(s string) (recordKind, []Change, error) {
 	if !strings.HasPrefix(s, "{") {
+		var old []Change
 		if err := json.Unmarshal([]byte(s), &old); err != nil {
-			return "", nil, nil, fmt.Errorf("annotation is not a JSON array of changes: %w", err)
+			return noRecord, nil, fmt.Errorf("annotation is not a JSON array of changes: %w", err)
 		}
-		return s, old, nil, nil
+		if s == "[]" || !strings.HasSuffix(s, "]") { // the admission policies keep only a list, and not an empty one
+			return noRecord, old, nil
+		}
+		return v1Record, old, nil
 	}
 	b := []byte(s) // the changes' values are spans of it
 	if !json.Valid(b) {
-		return "", nil, nil, errors.New("annotation is not a change record: not JSON")
+		return noRecord, nil, errors.New("annotation is not a change record: not JSON")
 	}
-	var version, v1raw, entries []byte
+	changes, version, err := decodeObject(b, nil, 0)
+	if err != nil {
+		return noRecord, nil, err
+	}
+	// New entries go at the end of the record, which must be the end of its "c".
+	var entries []byte
+	members(b, func(key, value []byte) {
+		if string(key) == `"c"` {
+			entries = value
+		}
+	})
+	cLast := len(entries) > 0 && cap(b)-cap(entries)+len(entries) == len(b)-1
+	// What the admission policies keep, told apart as they tell it (by its ends), the webhook keeps.
+	switch {
+	case version == 2 && strings.HasPrefix(s, RecordPrefixV2) && strings.HasSuffix(s, "}"):
+		return v2Record, changes, nil
+	case version == 3 && strings.HasPrefix(s, RecordPrefix) && strings.HasSuffix(s, "]}") && cLast:
+		return openRecord, changes, nil
+	}
+	return noRecord, changes, nil
+}
+
+// decodeObject appends the changes of a version 2 or 3 record (valid JSON) to changes, in order: a
+// version 1 list it kept ("v1"), a version 2 record it kept ("v2", version 3 only), its entries ("c").
+// depth is 1 inside a version 3 record's "v2".
+func decodeObject(b []byte, changes []Change, depth int) ([]Change, int, error) {
+	var version, v1raw, v2raw, entries []byte
 	if !members(b, func(key, value []byte) {
 		switch string(key) {
 		case `"v"`:
 			version = value
 		case `"v1"`:
 			v1raw = value
+		case `"v2"`:
+			v2raw = value
 		case `"c"`:
 			entries = value
 		}
 	}) {
-		return "", nil, nil, errors.New("annotation is not a change record: not an object")
+		return nil, 0, errors.New("annotation is not a change record: not an object")
 	}
-	if string(version) != "2" {
-		return "", nil, nil, fmt.Errorf("change record of version %.20q; this wincompat reads versions 1 and %d", version, RecordVersion)
+	v := 0
+	switch string(version) {
+	case "2":
+		v = 2
+	case "3":
+		v = 3
+	}
+	if v == 0 || v == 3 && depth > 0 || v == 2 && len(v2raw) > 0 {
+		return nil, 0, fmt.Errorf("change record of version %.20q; this wincompat reads versions 1 to %d", version, RecordVersion)
 	}
 	if len(v1raw) > 0 {
+		var old []Change
 		if err := json.Unmarshal(v1raw, &old); err != nil {
-			return "", nil, nil, fmt.Errorf("change record: v1 is not a JSON array of changes: %w", err)
+			return nil, 0, fmt.Errorf("change record: v1 is not a JSON array of changes: %w", err)
 		}
-		v1 = string(v1raw)
+		changes = append(changes, old...)
 	}
+	if len(v2raw) > 0 {
+		var err error
+		if changes, _, err = decodeObject(v2raw, changes, depth+1); err != nil {
+			return nil, 0, fmt.Errorf("change record: v2: %w", err)
+		}
+	}
+	var err error
+	var spans [6][]byte
+	var prev group // the entry before, when a group of strips
 	if len(entries) > 0 && !elements(entries, func(e []byte) bool {
-		var c Change
-		if c, err = decodeEntry(e); err != nil {
+		elems, ok := entrySpans(e, &spans)
+		if !ok {
+			err = errEntry
+		} else if v == 2 {
+			var c Change
+			if c, err = decodeEntryV2(elems); err == nil {
+				changes = append(changes, c)
+			}
+		} else {
+			changes, prev, err = decodeEntryV3(elems, changes, prev)
+		}
+		if err != nil {
 			err = fmt.Errorf("change record: entry %d: %w", len(changes), err)
 			return false
 		}
-		changes = append(changes, c)
 		return true
 	}) {
 		if err == nil {
 			err = errors.New("change record: c is not a list of entries")
 		}
-		return "", nil, nil, err
+		return nil, 0, err
 	}
-	return v1, old, changes, nil
-}
-
-var errEntry = errors.New("not an array of action, path, from, to, rule and reason")
-
-// decodeEntry expands one version 2 entry, an array of two to six JSON values.
-func decodeEntry(entry []byte) (Change, error) {
-	var spans [6][]byte
-	n := 0
-	if !elements(entry, func(e []byte) bool {
-		if n == len(spans) {
-			n++
-			return false
-		}
-		spans[n] = e
-		n++
-		return true
-	}) || n < 2 || n > len(spans) {
-		return Change{}, errEntry
-	}
-	elems := spans[:n]
-	var c Change
-	action, ok1 := entryString(elems[0])
-	path, ok2 := entryString(elems[1])
-	if !ok1 || !ok2 {
-		return Change{}, errEntry
-	}
-	c.Action, c.Path = Action(action), path
-	present := func(i int) bool { return i < len(elems) && string(elems[i]) != "null" }
-	value := func(i int) json.RawMessage { return json.RawMessage(elems[i][:len(elems[i]):len(elems[i])]) }
-	if present(2) {
-		c.From = value(2)
-	}
-	if present(3) {
-		c.To = value(3)
-	}
-	if present(4) {
-		r, ok := entryString(elems[4])
-		if !ok {
-			return Change{}, errEntry
-		}
-		c.Rule = Rule(r)
-	} else if c.Action == Strip {
-		c.Rule = stripRuleOf(c.Path)
-	}
-	if c.Rule == RuleInjectorOptOuts && bytes.HasPrefix(c.To, []byte("[")) {
-		// The injectors' names: the table gives the keys and values set.
-		if set, ok := optOutsNamed(c.To); ok {
-			c.To = appendOptOuts(nil, set)
-		}
-	}
-	if present(5) {
-		reason, ok := entryString(elems[5])
-		if !ok {
-			return Change{}, errEntry
-		}
-		c.Reason = reason
-	} else {
-		c.Reason = derivedReason(c, c.Rule)
-	}
-	return c, nil
+	return changes, v, nil
 }
 
 // entryString reads a JSON string; one without escapes, as most paths and every code and action are,
@@ -363,7 +278,8 @@ func entryString(raw []byte) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-// knownStrings are the actions and rule codes, so that reading them allocates nothing.
+// knownStrings are the actions, rule codes and strip-table fields, so that reading them allocates
+// nothing.
 var knownStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, a := range []Action{Strip, Rewrite, Inject, Warn} {
@@ -372,6 +288,11 @@ var knownStrings = func() map[string]string {
 	for _, r := range rulesTable {
 		m[string(r.rule)] = string(r.rule)
 	}
+	// The fields of a group of strips (record_v3.go), and the objects of the pod they are removed from.
+	for _, r := range stripRows {
+		m[r.name] = r.name
+	}
+	m["spec"], m["spec.securityContext"] = "spec", "spec.securityContext"
 	return m
 }()
 

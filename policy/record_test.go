@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,46 +11,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// recordCases are changes of every shape the version 2 record writes differently, with the entry each
-// gets: the format policy/README.md documents.
+// recordCases are changes of every shape the records write differently, with the entry each gets in
+// version 3 and the one version 2 wrote: the format policy/README.md documents.
 var recordCases = []struct {
-	change Change
-	entry  string
+	change    Change
+	entry, v2 string
 }{
 	{Change{Action: Strip, Path: "spec.containers[app].securityContext.runAsUser", From: jsonValue(int64(1001)), Reason: ReasonLinuxOnly, Rule: "strip:containers[*].securityContext.runAsUser"},
-		`["strip","spec.containers[app].securityContext.runAsUser",1001]`},
+		`["s","spec.containers[app]",{"runAsUser":1001}]`, `["strip","spec.containers[app].securityContext.runAsUser",1001]`},
 	// A container name, unvalidated at admission, that holds brackets and another row's field: the row
 	// is the path's end, as the admission policies leave the code out for every strip too.
 	{Change{Action: Strip, Path: `spec.initContainers[a].securityContext.privileged]"[].securityContext.runAsUser`, From: jsonValue(int64(7)), Reason: ReasonLinuxOnly, Rule: "strip:containers[*].securityContext.runAsUser"},
-		`["strip","spec.initContainers[a].securityContext.privileged]\"[].securityContext.runAsUser",7]`},
+		`["s","spec.initContainers[a].securityContext.privileged]\"[]",{"runAsUser":7}]`, `["strip","spec.initContainers[a].securityContext.privileged]\"[].securityContext.runAsUser",7]`},
 	{Change{Action: Strip, Path: "spec.securityContext.seccompProfile", Reason: ReasonLinuxOnly, Rule: "strip:spec.securityContext.seccompProfile"},
-		`["strip","spec.securityContext.seccompProfile"]`},
+		`["s","spec.securityContext",{"seccompProfile":null}]`, `["strip","spec.securityContext.seccompProfile"]`},
 	{Change{Action: Rewrite, Path: "spec.dnsPolicy", From: jsonValue("ClusterFirstWithHostNet"), To: jsonValue("ClusterFirst"), Reason: ReasonDNSPolicy, Rule: RuleDNSPolicy},
-		`["rewrite","spec.dnsPolicy","ClusterFirstWithHostNet","ClusterFirst","dns-policy"]`},
+		`["r",null,"ClusterFirstWithHostNet","ClusterFirst","dns-policy"]`, `["rewrite","spec.dnsPolicy","ClusterFirstWithHostNet","ClusterFirst","dns-policy"]`},
 	{Change{Action: Inject, Path: "spec.os.name", To: jsonValue("windows"), Reason: ReasonDefaultOSWindows, Rule: RuleWindowsOS},
-		`["inject","spec.os.name",null,"windows","windows-os","` + ReasonDefaultOSWindows + `"]`},
+		`["i",null,null,"windows","windows-os","namespace is labelled wincompat.io/default-os=windows"]`, `["inject","spec.os.name",null,"windows","windows-os","` + ReasonDefaultOSWindows + `"]`},
 	{Change{Action: Inject, Path: "metadata.labels", To: jsonValue(map[string]string{"sidecar.istio.io/inject": "false", "instana-autotrace": "false"}), Reason: InjectorOptOutReason([]string{"istio", "instana"}), Rule: RuleInjectorOptOuts},
-		`["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs"]`},
+		`["i",null,null,["istio","instana"],"injector-opt-outs"]`, `["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs"]`},
 	// Named in another order than the table's: the reason is written, the keys derived.
 	{Change{Action: Inject, Path: "metadata.labels", To: jsonValue(map[string]string{"sidecar.istio.io/inject": "false", "instana-autotrace": "false"}), Reason: InjectorOptOutReason([]string{"instana", "istio"}), Rule: RuleInjectorOptOuts},
-		`["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs","opts out of Linux-only sidecar injectors (instana, istio)"]`},
+		`["i",null,null,["istio","instana"],"injector-opt-outs","opts out of Linux-only sidecar injectors (instana, istio)"]`, `["inject","metadata.labels",null,["istio","instana"],"injector-opt-outs","opts out of Linux-only sidecar injectors (instana, istio)"]`},
 	// A key no injector of the table sets: the map as it is.
 	{Change{Action: Inject, Path: "metadata.annotations", To: jsonValue(map[string]string{"example.com/inject": "false"}), Reason: "opts out", Rule: RuleInjectorOptOuts},
-		`["inject","metadata.annotations",null,{"example.com/inject":"false"},"injector-opt-outs","opts out"]`},
+		`["i","metadata.annotations",null,{"example.com/inject":"false"},"injector-opt-outs","opts out"]`, `["inject","metadata.annotations",null,{"example.com/inject":"false"},"injector-opt-outs","opts out"]`},
 	{Change{Action: Inject, Path: "spec.tolerations", To: jsonValue(corev1.Toleration{Key: "os", Operator: corev1.TolerationOpEqual, Value: "windows", Effect: corev1.TaintEffectNoSchedule}),
 		Reason: windowsTaintReason(corev1.Taint{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}), Rule: RuleWindowsTolerations},
-		`["inject","spec.tolerations",null,{"key":"os","operator":"Equal","value":"windows","effect":"NoSchedule"},"windows-tolerations"]`},
+		`["i",null,null,"os=windows:NoSchedule","windows-tolerations"]`, `["inject","spec.tolerations",null,{"key":"os","operator":"Equal","value":"windows","effect":"NoSchedule"},"windows-tolerations"]`},
 	{Change{Action: Warn, Path: "spec.containers[x].image", Reason: "example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node", Rule: RuleLinuxOnlyImage},
-		`["warn","spec.containers[x].image",null,null,"linux-only-image","example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node"]`},
+		`["w","spec.containers[x].image",null,null,"linux-only-image","example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node"]`, `["warn","spec.containers[x].image",null,null,"linux-only-image","example.com/x:1 (linux/amd64) has no Windows entry: it cannot run on a Windows node"]`},
 	// Read back from a version 1 record with a reason no rule has: no rule, the reason kept.
 	{Change{Action: Rewrite, Path: `spec.volumes[a"b\c].emptyDir.medium`, From: jsonValue("Memory"), To: jsonValue(""), Reason: "<disk> & more\n"},
-		`["rewrite","spec.volumes[a\"b\\c].emptyDir.medium","Memory","","","\u003cdisk\u003e \u0026 more\n"]`},
+		`["r","spec.volumes[a\"b\\c].emptyDir.medium","Memory","","","\u003cdisk\u003e \u0026 more\n"]`, `["rewrite","spec.volumes[a\"b\\c].emptyDir.medium","Memory","","","\u003cdisk\u003e \u0026 more\n"]`},
 	// A strip-table row's field with another reason (an earlier wording): the row's code, the reason.
 	{Change{Action: Strip, Path: "spec.hostPID", From: jsonValue(true), Reason: "ünïcode \u2028 \x01", Rule: "strip:spec.hostPID"},
-		`["strip","spec.hostPID",true,null,null,"ünïcode \u2028 \u0001"]`},
+		`["s","spec.hostPID",true,null,null,"ünïcode \u2028 \u0001"]`, `["strip","spec.hostPID",true,null,null,"ünïcode \u2028 \u0001"]`},
 	// A rule code read back from a record its author wrote is escaped like any string.
 	{Change{Action: Warn, Path: "spec.x", Reason: "r", Rule: `x"<y>`},
-		`["warn","spec.x",null,null,"x\"\u003cy\u003e","r"]`},
+		`["w","spec.x",null,null,"x\"\u003cy\u003e","r"]`, `["warn","spec.x",null,null,"x\"\u003cy\u003e","r"]`},
 }
 
 func TestRecordEntries(t *testing.T) {
@@ -61,14 +62,17 @@ func TestRecordEntries(t *testing.T) {
 		if !json.Valid([]byte(record)) {
 			t.Errorf("%s: not JSON: %s", tc.change.Path, record)
 		}
-		got, err := DecodeChanges(record)
-		if err != nil {
-			t.Fatalf("%s: %v", record, err)
-		}
 		want := tc.change
 		want.Rule = RuleOf(tc.change)
-		if len(got) != 1 || !reflect.DeepEqual(normalized(got[0]), normalized(want)) {
-			t.Errorf("%s reads back as\n %+v\nwant\n %+v", record, got, want)
+		// Version 3 as written, and version 2 as the wincompat before it wrote it.
+		for _, record := range []string{record, RecordPrefixV2 + `"c":[` + tc.v2 + "]}"} {
+			got, err := DecodeChanges(record)
+			if err != nil {
+				t.Fatalf("%s: %v", record, err)
+			}
+			if len(got) != 1 || !reflect.DeepEqual(normalized(got[0]), normalized(want)) {
+				t.Errorf("%s reads back as\n %+v\nwant\n %+v", record, got, want)
+			}
 		}
 	}
 }
@@ -116,7 +120,7 @@ func TestRecordRoundTripsDecisions(t *testing.T) {
 }
 
 // A record of version 1, as every wincompat before version 2 wrote it, still reads; a new change merges
-// after it, and the list is kept as it was, inside the version 2 record.
+// after it, and the list is kept as it was, inside the version 3 record.
 func TestRecordVersion1(t *testing.T) {
 	const v1 = `[{"action":"inject","path":"spec.nodeSelector[kubernetes.io/os]","to":"windows","reason":"schedules onto Windows nodes"},` +
 		`{"action":"strip","path":"spec.containers[app].securityContext.runAsUser","from":1000,"reason":"not supported on Windows"}]`
@@ -143,32 +147,73 @@ func TestRecordVersion1(t *testing.T) {
 	if written := recordChanges(&meta, AnnotationChanges, found); written != "" {
 		t.Errorf("a merged record is returned as this pass's alone: %s", written)
 	}
-	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["strip","spec.hostPID",true]]}`; got != want {
+	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["s","spec",{"hostPID":true}]]}`; got != want {
 		t.Errorf("merged into version 1:\n got %s\nwant %s", got, want)
 	}
 	merged, err := DecodeChanges(meta.Annotations[AnnotationChanges])
 	if err != nil || len(merged) != 3 || merged[2].Path != "spec.hostPID" {
 		t.Fatalf("the merged record reads as %+v, %v", merged, err)
 	}
-	// Again, with one more change: the version 1 list stays, the version 2 entries grow.
+	// Again, with one more change: the version 1 list stays, the version 3 entries grow, the new one
+	// after them as the admission policies append it.
 	more := []Change{{Action: Strip, Path: "spec.hostIPC", From: jsonValue(true), Reason: ReasonLinuxOnly, Rule: "strip:spec.hostIPC"}}
 	recordChanges(&meta, AnnotationChanges, append(found, more...))
-	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["strip","spec.hostPID",true],["strip","spec.hostIPC",true]]}`; got != want {
+	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v1":`+v1+`,"c":[["s","spec",{"hostPID":true}],["s","spec",{"hostIPC":true}]]}`; got != want {
 		t.Errorf("merged again:\n got %s\nwant %s", got, want)
+	}
+	if merged, err := DecodeChanges(meta.Annotations[AnnotationChanges]); err != nil || len(merged) != 4 || merged[3].Path != "spec.hostIPC" {
+		t.Fatalf("the record merged again reads as %+v, %v", merged, err)
+	}
+}
+
+// A record of version 2, as wincompat wrote it from issue 29 until version 3, is kept as it was inside
+// the version 3 record, its own version 1 list with it, and new changes follow.
+func TestRecordVersion2(t *testing.T) {
+	const v2 = RecordPrefixV2 + `"v1":[{"action":"warn","path":"spec.x","reason":"r"}],"c":[["strip","spec.hostPID",true],["inject","spec.nodeSelector[kubernetes.io/os]",null,"windows","windows-node-selector"]]}`
+	meta := metav1.ObjectMeta{Annotations: map[string]string{AnnotationChanges: v2}}
+	found := []Change{
+		{Action: Inject, Path: "spec.nodeSelector[kubernetes.io/os]", To: jsonValue("windows"), Reason: ReasonPinned, Rule: RuleWindowsNodeSelector}, // recorded already
+		{Action: Strip, Path: "spec.hostIPC", From: jsonValue(true), Reason: ReasonLinuxOnly, Rule: "strip:spec.hostIPC"},
+	}
+	recordChanges(&meta, AnnotationChanges, found)
+	if got, want := meta.Annotations[AnnotationChanges], RecordPrefix+`"v2":`+v2+`,"c":[["s","spec",{"hostIPC":true}]]}`; got != want {
+		t.Errorf("merged into version 2:\n got %s\nwant %s", got, want)
+	}
+	merged, err := DecodeChanges(meta.Annotations[AnnotationChanges])
+	var paths []string
+	for _, c := range merged {
+		paths = append(paths, c.Path)
+	}
+	if want := []string{"spec.x", "spec.hostPID", "spec.nodeSelector[kubernetes.io/os]", "spec.hostIPC"}; err != nil || !reflect.DeepEqual(paths, want) {
+		t.Errorf("the merged record reads as %v (%v), want %v", paths, err, want)
 	}
 }
 
 // What is not a record of a known version is an error (the audit reports it), never a panic or a guess.
 func TestRecordRefusesWhatItCannotRead(t *testing.T) {
 	for _, s := range []string{
-		`{"v":3,"c":[]}`,
+		`{"v":4,"c":[]}`,
 		`{"v":2,"c":[["strip"]]}`,
 		`{"v":2,"c":[[1,"spec.x"]]}`,
 		`{"v":2,"c":[["strip","spec.x",1,2,3]]}`,
 		`{"v":2,"c":[["strip","spec.x",1,2,"r","why","more"]]}`,
 		`{"v":2,"c":[{"action":"strip"}]}`,
 		`{"v":2,"v1":{},"c":[]}`,
+		`{"v":2,"v2":{"v":2,"c":[]},"c":[]}`,
 		`{"v":2,"c":[["inject","metadata.labels",null,[1],"injector-opt-outs"]]}`[:40],
+		`{"v":3,"v2":{"v":3,"c":[]},"c":[]}`,
+		`{"v":3,"v2":[],"c":[]}`,
+		`{"v":3,"c":[["s","spec",-1]]}`,
+		`{"v":3,"c":[["s","spec.x",{"a":1}]]}`,
+		`{"v":3,"c":[["s","spec",{}]]}`,
+		`{"v":3,"c":[["s","spec",{"hostPID":true}],["s","spec.containers",-1]]}`,
+		`{"v":3,"c":[["i",null,null,"windows"]]}`,
+		`{"v":3,"c":[["i",null,null,"windows","memory-emptydir"]]}`,
+		`{"v":3,"c":[["i",null,null,["gone"],"injector-opt-outs"]]}`,
+		`{"v":3,"c":[["i",null,null,"os","windows-tolerations"]]}`,
+		`{"v":3,"c":[["i","spec.x",null,["1"],"build"]]}`,
+		`{"v":3,"c":[["w",null,null,null,"build",[]]]}`,
+		`{"v":3,"c":[["w",null,null,null,"dns-policy",["x"]]]}`,
 		`not json`,
 	} {
 		if got, err := DecodeChanges(s); err == nil {
@@ -200,30 +245,39 @@ func TestRecordKeepsEveryReworded(t *testing.T) {
 }
 
 // Any annotation value reads without a panic, and what reads re-encodes to a record that reads back as
-// the same changes: a merge never alters what an earlier pass, or a pod's author, recorded.
+// the same changes, whether written afresh or after it: a merge never alters what an earlier pass, or a
+// pod's author, recorded.
 func FuzzRecord(f *testing.F) {
 	for _, tc := range recordCases {
 		f.Add(EncodeChanges([]Change{tc.change}))
+		f.Add(RecordPrefixV2 + `"c":[` + tc.v2 + "]}")
 	}
 	f.Add(`[{"action":"strip","path":"spec.hostPID","from":null,"reason":"not supported on Windows"}]`)
 	f.Add(`{"v":2,"v1":[{"action":"warn","path":"x","reason":"r"}],"c":[["inject","metadata.labels",null,["istio","gone"],"injector-opt-outs"]]}`)
+	f.Add(`{"v":3,"v2":{"v":2,"c":[]},"c":[["s","spec.containers[a]",{"runAsUser":1,"x":null}],["s","spec.containers[a]",-1],["s","spec",{"hostPID":true}]]}`)
+	extra := Change{Action: Strip, Path: "spec.containers[a].securityContext.runAsUser", From: jsonValue(int64(1)), Reason: ReasonLinuxOnly, Rule: "strip:containers[*].securityContext.runAsUser"}
 	f.Fuzz(func(t *testing.T, s string) {
-		v1, old, changes, err := decodeRecord(s)
+		kind, held, err := decodeRecord(s)
 		if err != nil {
 			return
 		}
-		again, err := DecodeChanges(encodeRecord(v1, changes))
-		if err != nil {
-			t.Fatalf("%s re-encodes to a record that does not read: %v", s, err)
+		after := []Change{extra} // what a record written after s holds
+		if kind != noRecord {
+			after = append(slices.Clone(held), extra)
 		}
-		want := append(old, changes...)
-		if len(again) != len(want) {
-			t.Fatalf("%d changes, %d read back", len(want), len(again))
-		}
-		for i := range want {
-			w, g := comparable(want[i]), comparable(again[i])
-			if !reflect.DeepEqual(w, g) {
-				t.Fatalf("change %d of %s:\n was %+v\nreads %+v", i, s, w, g)
+		for record, want := range map[string][]Change{EncodeChanges(held): held, appendRecord(s, kind, []Change{extra}): after} {
+			again, err := DecodeChanges(record)
+			if err != nil {
+				t.Fatalf("%s re-encodes to %s, which does not read: %v", s, record, err)
+			}
+			if len(again) != len(want) {
+				t.Fatalf("%s as %s: %d changes, %d read back", s, record, len(want), len(again))
+			}
+			for i := range want {
+				w, g := comparable(want[i]), comparable(again[i])
+				if !reflect.DeepEqual(w, g) {
+					t.Fatalf("change %d of %s as %s:\n was %+v\nreads %+v", i, s, record, w, g)
+				}
 			}
 		}
 	})
@@ -232,6 +286,7 @@ func FuzzRecord(f *testing.F) {
 // comparable is a change as the record keeps it: its rule as RuleOf finds it, a null value as none.
 func comparable(c Change) Change {
 	c.Rule = RuleOf(c)
+	c.split = false // where a group starts: not what the change is
 	for _, v := range []*json.RawMessage{&c.From, &c.To} {
 		if len(*v) == 0 || string(*v) == "null" {
 			*v = nil
@@ -283,6 +338,121 @@ func TestTolerationReasonIs(t *testing.T) {
 		}
 		if tolerationReasonIs(c.Reason+"x", to) || tolerationReasonIs("tolerates the taint os=windows:NoSchedule found on Windows nodes", to) {
 			t.Errorf("%+v: another reason recognised", taint)
+		}
+	}
+}
+
+// The entries of several changes each: the strips of one object as one group, a group with the fields
+// and values of the one before as -1, and the values the tables give back written by what they are made
+// from, or as they are when the tables would not give them back exactly.
+func TestRecordGroups(t *testing.T) {
+	strip := func(path string, from any) Change {
+		rule := stripRuleOf(path)
+		if rule == "" {
+			t.Fatalf("%s: no strip-table row", path)
+		}
+		return Change{Action: Strip, Path: path, From: jsonValue(from), Reason: ReasonLinuxOnly, Rule: rule}
+	}
+	term := func(builds ...string) json.RawMessage {
+		return jsonValue(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: builds}}})
+	}
+	for _, tc := range []struct {
+		name    string
+		changes []Change
+		entries string
+	}{
+		{"two containers alike", []Change{
+			strip("spec.hostPID", true), strip("spec.securityContext.fsGroup", int64(1)), strip("spec.securityContext.runAsUser", int64(2)),
+			strip("spec.containers[a].securityContext.runAsUser", int64(2)), strip("spec.containers[a].securityContext.privileged", false),
+			strip("spec.containers[b].securityContext.runAsUser", int64(2)), strip("spec.containers[b].securityContext.privileged", false),
+			strip("spec.initContainers[b].securityContext.runAsUser", int64(3))},
+			`["s","spec",{"hostPID":true}],["s","spec.securityContext",{"fsGroup":1,"runAsUser":2}],` +
+				`["s","spec.containers[a]",{"runAsUser":2,"privileged":false}],["s","spec.containers[b]",-1],["s","spec.initContainers[b]",{"runAsUser":3}]`},
+		// Another change between two alike groups: the second is written whole.
+		{"apart", []Change{
+			strip("spec.containers[a].securityContext.runAsUser", int64(2)),
+			{Action: Warn, Path: "spec.x", Reason: "r", Rule: RuleVolumeDevices},
+			strip("spec.containers[b].securityContext.runAsUser", int64(2))},
+			`["s","spec.containers[a]",{"runAsUser":2}],["w","spec.x",null,null,"volume-devices","r"],["s","spec.containers[b]",{"runAsUser":2}]`},
+		// A strip with another reason, or a value the group would read back as none, is an entry of its own.
+		{"not in a group", []Change{
+			strip("spec.hostPID", true),
+			{Action: Strip, Path: "spec.hostIPC", From: jsonValue(true), Reason: "other", Rule: "strip:spec.hostIPC"},
+			{Action: Strip, Path: "spec.securityContext.fsGroup", From: json.RawMessage("null"), Reason: ReasonLinuxOnly, Rule: "strip:spec.securityContext.fsGroup"}},
+			`["s","spec",{"hostPID":true}],["s","spec.hostIPC",true,null,null,"other"],["s","spec.securityContext.fsGroup",null]`},
+		{"build pins", []Change{
+			{Action: Inject, Path: affinityTermsPath, To: term("10.0.20348", "10.0.26100"), Reason: buildsReason([]string{"10.0.20348", "10.0.26100"}), Rule: RuleBuild},
+			{Action: Inject, Path: affinityTermsPath + "[1].matchExpressions", To: jsonValue(corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{"10.0.17763"}}),
+				Reason: buildsReason([]string{"10.0.17763"}), Rule: RuleBuild},
+			{Action: Inject, Path: buildPinPath, To: jsonValue("10.0.20348"), Reason: ReasonPinned, Rule: RuleBuild},
+			{Action: Warn, Path: buildPinPath, Reason: noBuildNodeReason([]string{"10.0.20348", "10.0.26100"}), Rule: RuleBuild},
+			// Another key, or a reason that is not the builds': written as they are.
+			{Action: Inject, Path: affinityTermsPath, To: jsonValue(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "k", Operator: corev1.NodeSelectorOpIn, Values: []string{"v"}}}}), Reason: "r", Rule: RuleBuild},
+			{Action: Inject, Path: affinityTermsPath, To: term("1"), Reason: "r", Rule: RuleBuild}},
+			`["i",null,null,["10.0.20348","10.0.26100"],"build"],["i","` + affinityTermsPath + `[1].matchExpressions",null,["10.0.17763"],"build"],` +
+				`["i",null,null,"10.0.20348","build"],["w",null,null,null,"build",["10.0.20348","10.0.26100"]],` +
+				`["i","` + affinityTermsPath + `",null,{"matchExpressions":[{"key":"k","operator":"In","values":["v"]}]},"build","r"],["i",null,null,["1"],"build","r"]`},
+		{"tolerations", []Change{
+			{Action: Inject, Path: "spec.tolerations", To: jsonValue(corev1.Toleration{Key: "os", Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectNoExecute}),
+				Reason: windowsTaintReason(corev1.Taint{Key: "os", Effect: corev1.TaintEffectNoExecute}), Rule: RuleWindowsTolerations},
+			// Not of the form a taint makes: as it is.
+			{Action: Inject, Path: "spec.tolerations", To: jsonValue(corev1.Toleration{Key: "os", Operator: corev1.TolerationOpExists}), Reason: "r", Rule: RuleWindowsTolerations},
+			{Action: Inject, Path: "spec.tolerations", To: jsonValue(corev1.Toleration{Key: "a", Operator: corev1.TolerationOpEqual, Value: "b:c"}), Reason: "r", Rule: RuleWindowsTolerations}},
+			`["i",null,null,"os=:NoExecute","windows-tolerations"],["i",null,null,{"key":"os","operator":"Exists"},"windows-tolerations","r"],` +
+				`["i",null,null,{"key":"a","operator":"Equal","value":"b:c"},"windows-tolerations","r"]`},
+	} {
+		record := EncodeChanges(tc.changes)
+		if want := RecordPrefix + `"c":[` + tc.entries + "]}"; record != want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, record, want)
+		}
+		got, err := DecodeChanges(record)
+		if err != nil || len(got) != len(tc.changes) {
+			t.Fatalf("%s: %s reads back as %d changes, %v", tc.name, record, len(got), err)
+		}
+		for i, c := range tc.changes {
+			if !reflect.DeepEqual(comparable(got[i]), comparable(c)) {
+				t.Errorf("%s: change %d reads back as\n %+v\nwant\n %+v", tc.name, i, got[i], c)
+			}
+		}
+	}
+}
+
+// Two containers of one name (the API server refuses the pod, after the admission policies wrote its
+// record): their strips are two groups, as the admission policies write one per container, and read
+// back so.
+func TestRecordSplitsContainersOfOneName(t *testing.T) {
+	d := decideJSON(t, Default(), `{"spec":{"os":{"name":"windows"},"containers":[
+		{"name":"a","securityContext":{"runAsUser":0}},{"name":"a","securityContext":{"privileged":true}}]}}`, nil, nil)
+	record := d.ChangesJSON()
+	if !strings.Contains(record, `["s","spec.containers[a]",{"runAsUser":0}],["s","spec.containers[a]",{"privileged":true}]`) {
+		t.Fatalf("two containers of one name in one group: %s", record)
+	}
+	got, err := DecodeChanges(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := EncodeChanges(got); again != record {
+		t.Errorf("read back and written again:\n got %s\nwant %s", again, record)
+	}
+}
+
+// A toleration written as its taint reads back as encoding/json writes the toleration, whether read
+// without it (a code that needs no escaping) or with it: the key before the first "=", the effect after
+// the last ":".
+func TestTolerationOfCode(t *testing.T) {
+	for _, code := range []string{"os=windows:NoSchedule", "os=:NoExecute", "os=w:", "os=:", "=w:e", "a=b=c:d:x", "a<b=é:\u2028", "k=v", "k:e"} {
+		got, ok := tolerationOfCode(jsonValue(code))
+		kv, effect, colon := cutLast(code, ":")
+		key, value, equals := strings.Cut(kv, "=")
+		if !colon || !equals {
+			if ok {
+				t.Errorf("%q reads back as %s", code, got)
+			}
+			continue
+		}
+		want := jsonValue(corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value, Effect: corev1.TaintEffect(effect)})
+		if !ok || string(got) != string(want) {
+			t.Errorf("%q reads back as %s (%v), want %s", code, got, ok, want)
 		}
 	}
 }

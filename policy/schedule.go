@@ -92,10 +92,22 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	}
 	if c := facts.Cluster; c != nil && !slices.ContainsFunc(chosen, func(b string) bool { return slices.Contains(c.Builds, b) }) {
 		rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + corev1.LabelWindowsBuild + "]",
-			Reason: "no ready node runs Windows build " + strings.Join(chosen, " or ") + "; the pod will stay Pending until one joins", Rule: RuleBuild})
+			Reason: noBuildNodeReason(chosen), Rule: RuleBuild})
 	}
 	return strings.Join(chosen, ","), choice.source
 }
+
+// noBuildNodeReason is the warning that no ready node runs the builds chosen; the record writes the
+// builds alone (record_v3.go).
+func noBuildNodeReason(builds []string) string {
+	return noBuildNodeBefore + strings.Join(builds, noBuildNodeSep) + noBuildNodeAfter
+}
+
+const (
+	noBuildNodeBefore = "no ready node runs Windows build "
+	noBuildNodeSep    = " or "
+	noBuildNodeAfter  = "; the pod will stay Pending until one joins"
+)
 
 // heldByPod: builds from this source already bind the pod's scheduling (its RuntimeClass's selector, its
 // own required affinity), so pinning them again would only add a constraint to keep in step.

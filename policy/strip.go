@@ -215,13 +215,19 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 			}
 		}
 	}
+	last := "" // the container whose strips were recorded last
 	forEachContainer(spec, func(path string, c *corev1.Container) {
 		if c.SecurityContext == nil {
 			return
 		}
+		first := true
 		for _, r := range containerSecurityContextRows {
 			if v, ok := r.take(c.SecurityContext); ok {
-				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule})
+				// Two containers of one name: the record keeps their strips apart, as the admission
+				// policies write them.
+				split := first && path == last
+				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule, split: split})
+				first, last = false, path
 			}
 		}
 	})

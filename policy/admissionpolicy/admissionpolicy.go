@@ -20,6 +20,7 @@
 package admissionpolicy
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -286,7 +287,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 	if pol.NonRootUserName != "" {
 		parts = append(parts, nonRootIntent(s, pol.NonRootUserName)...)
 	}
-	parts = append(parts, removeEach("removals"))
+	parts = append(parts, stripGroups())
 	if s.pod {
 		parts = append(parts,
 			removeEach("memoryVolumes"),
@@ -354,6 +355,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
 		{Name: "removals", Expression: strips(s)},
+		{Name: "stripGroups", Expression: stripGroupsExpr},
 		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
 		{Name: "propagation", Expression: propagation(s)},
 		{Name: "stopSignals", Expression: stopSignals(s)},
@@ -597,28 +599,48 @@ func eachContainer(s shape, body func(c, ptr string, path jsonText) part) part {
 	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")"}
 }
 
-// strips is the strip table as a CEL list of removals, each a map of its JSON pointer ("ptr") and its
-// record entry ("record"): strings both, so one expression per row yields the patch and the record.
+// strips is the strip table as a CEL list of groups, one per object it removes fields from (the pod's
+// spec, its securityContext, each container's securityContext): a group is a list of maps of strings,
+// one per field removed: its JSON pointer ("ptr"), the object's record path ("p") and its member of the
+// record's group ("m", `"field":value`). One expression per row yields the patch and the record.
 func strips(s shape) string {
-	var out []string
+	var spec, podSC []string
 	for _, f := range policy.LinuxOnlyFields() {
 		switch f.Scope {
 		case policy.PodScope:
-			out = append(out, stripOne(optional(s.spec), quote(s.specPtr), text("spec"), f))
+			spec = append(spec, stripOne(optional(s.spec), quote(s.specPtr), text("spec"), f))
 		case policy.PodSecurityContextScope:
-			out = append(out, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
+			podSC = append(podSC, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
 		}
 	}
+	group := func(path jsonText, rows []string) string {
+		return fmt.Sprintf(`[%s]`, strings.Join(rows, " + "))
+	}
+	out := []string{group(text("spec"), spec), group(text("spec.securityContext"), podSC)}
 	out = append(out, perContainer(s, func(ptr string, path jsonText) string {
 		var rows []string
 		for _, f := range policy.LinuxOnlyFields() {
 			if f.Scope == policy.ContainerSecurityContextScope {
-				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", concat(path, text(".securityContext")), f))
+				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path, f))
 			}
 		}
-		return strings.Join(rows, " + ")
+		return group(path, rows)
 	})...)
 	return strings.Join(out, " +\n")
+}
+
+// stripGroupsExpr is the stripGroups variable: the groups of removals that remove anything, each with
+// its object's path ("p") and its members joined ("v"), for the record.
+const stripGroupsExpr = `variables.removals.filter(g, size(g) > 0).map(g, {"p": string(g[0].p), "v": g.map(r, string(r.m)).join(',')})`
+
+// stripGroups is the strip table's part: per group, its record entry ["s", object, {members}], or -1
+// for the members of the group before (policy.EncodeChanges writes the same), and the removals.
+func stripGroups() part {
+	code, _ := json.Marshal(policy.ActionCode(policy.Strip))
+	return part{
+		records: fmt.Sprintf(`variables.stripGroups.transformList(i, g, %s + g.p + '",' + (i > 0 && variables.stripGroups[i - 1].v == g.v ? '-1' : '{' + g.v + '}') + ']')`, quote("["+string(code)+`,"`)),
+		ops:     `variables.removals.map(g, g.map(r, JSONPatch{op: "remove", path: r.ptr})).flatten()`,
+	}
 }
 
 // propagation lists the containers' mount propagation, to go too: Bidirectional is valid only for
@@ -646,7 +668,8 @@ func stopSignals(s shape) string {
 }
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server
-// would reject it; parentPtr is a CEL string, parentPath the record's path of parent.
+// would reject it; parentPtr is a CEL string, parentPath the record's path of parent. Its member of the
+// record's group is the field and its value, or null for a value CEL cannot render (lists and objects).
 func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyField) string {
 	value := parent + ".?" + f.Name
 	var cond string
@@ -658,9 +681,12 @@ func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyF
 	default:
 		cond = value + ".hasValue()"
 	}
-	entry := entry(policy.Strip, f.Rule(), concat(parentPath, text("."+f.Name)), scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name)), none,
-		fixed(f.Rule(), policy.ReasonLinuxOnly, nil))
-	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "record": %s}] : [])`, cond, parentPtr, f.Name, entry)
+	from := scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name))
+	if from.cel == "" {
+		from = jsonValue{quote("null")}
+	}
+	field, _ := json.Marshal(f.Name)
+	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "p": %s, "m": %s + %s}] : [])`, cond, parentPtr, f.Name, parentPath.cel, quote(string(field)+":"), from.cel)
 }
 
 // nonRootIntent keeps a non-zero runAsUser's intent as windowsOptions.runAsUserName before the strip
@@ -714,7 +740,10 @@ func tolerates(s shape, t corev1.Taint) string {
 func toleration(s shape, t corev1.Taint) part {
 	added := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
 	tol := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect}
-	return changeWhy("!"+tolerates(s, t), policy.Inject, policy.RuleWindowsTolerations, text("spec.tolerations"), none, value(tol),
+	// The record writes the toleration as the taint it tolerates, as the webhook's does.
+	tolJSON, _ := json.Marshal(tol) // a toleration always marshals
+	recorded := policy.RecordedTo(policy.RuleWindowsTolerations, "spec.tolerations", tolJSON)
+	return changeWhy("!"+tolerates(s, t), policy.Inject, policy.RuleWindowsTolerations, text("spec.tolerations"), none, value(json.RawMessage(recorded)),
 		fixed(policy.RuleWindowsTolerations, "tolerates the Windows node taint "+t.ToString(), tol),
 		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), added))
 }

@@ -27,7 +27,11 @@ import (
 // jsonText is a CEL expression of type string whose value is already escaped for the inside of a JSON
 // string, exactly as encoding/json escapes it. A struct, so that not even an untyped constant converts
 // to one: only the functions here make them.
-type jsonText struct{ cel string }
+type jsonText struct {
+	cel string
+	// lit is the constant's own text, for a constant (text): what the record may leave out.
+	lit string
+}
 
 // jsonValue is a CEL expression of type string whose value is the text of one JSON value; the zero
 // value is none.
@@ -39,7 +43,7 @@ var none jsonValue
 // text is the constant s, escaped now.
 func text(s string) jsonText {
 	b, _ := json.Marshal(s) // a string always marshals
-	return jsonText{quote(string(b[1 : len(b)-1]))}
+	return jsonText{cel: quote(string(b[1 : len(b)-1])), lit: s}
 }
 
 // escaped is the CEL string expression expr, escaped at admission time. The regular expression first
@@ -48,12 +52,12 @@ func text(s string) jsonText {
 // however long, and the chain's price falls only on strings that need it.
 func escaped(expr string) jsonText {
 	e := "(" + expr + ")"
-	return jsonText{"(" + e + ".matches(" + quote(needsEscape) + ") ? " + e + escapeChain + " : " + e + ")"}
+	return jsonText{cel: "(" + e + ".matches(" + quote(needsEscape) + ") ? " + e + escapeChain + " : " + e + ")"}
 }
 
 // escapedBefore is a CEL expression whose value some earlier expression made with escaped or text: a
 // variable holding it, or a join of such texts with a separator that needs no escaping.
-func escapedBefore(expr string) jsonText { return jsonText{expr} }
+func escapedBefore(expr string) jsonText { return jsonText{cel: expr} }
 
 // concat joins escaped texts: the concatenation of escaped strings is the escaped concatenation.
 func concat(parts ...jsonText) jsonText {
@@ -61,7 +65,7 @@ func concat(parts ...jsonText) jsonText {
 	for i, p := range parts {
 		s[i] = p.cel
 	}
-	return jsonText{strings.Join(s, " + ")}
+	return jsonText{cel: strings.Join(s, " + ")}
 }
 
 // String is the CEL, for rendering it into larger expressions.
@@ -91,15 +95,18 @@ func scalar(expr string, kind reflect.Kind) jsonValue {
 	}
 }
 
-// recordExpr is the record written: the webhook's version 2 record (policy.EncodeChanges), the new
-// entries after any recorded before. A version 1 list an earlier wincompat wrote is kept as it was, as
-// the record's "v1", where the webhook keeps it too; anything else is replaced, as the webhook replaces
-// a record it cannot read.
+// recordExpr is the record written: the webhook's version 3 record (policy.EncodeChanges), the new
+// entries after any recorded before. A version 1 list or version 2 record an earlier wincompat wrote
+// is kept as it was, as the record's "v1" or "v2", where the webhook keeps it too; anything else is
+// replaced, as the webhook replaces a record it cannot read.
 var recordExpr = fmt.Sprintf(`variables.recorded.startsWith(%[1]s) && variables.recorded.endsWith(']}') ?
   variables.recorded.substring(0, size(variables.recorded) - 2) + (variables.recorded.endsWith('[]}') ? '' : ',') + variables.records.join(',') + ']}' :
+  variables.recorded.startsWith(%[4]s) && variables.recorded.endsWith('}') ?
+  %[5]s + variables.recorded + ',"c":[' + variables.records.join(',') + ']}' :
   variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
   %[2]s + variables.recorded + ',"c":[' + variables.records.join(',') + ']}' :
-  %[3]s + variables.records.join(',') + ']}'`, quote(policy.RecordPrefix), quote(policy.RecordPrefix+`"v1":`), quote(policy.RecordPrefix+`"c":[`))
+  %[3]s + variables.records.join(',') + ']}'`, quote(policy.RecordPrefix), quote(policy.RecordPrefix+`"v1":`), quote(policy.RecordPrefix+`"c":[`),
+	quote(policy.RecordPrefixV2), quote(policy.RecordPrefix+`"v2":`))
 
 // reason is a record entry's reason: its text, and whether it is left out because the rules table
 // derives it (policy.ReasonWritten), a CEL bool: "true", "false" or a condition at admission time.
@@ -119,12 +126,17 @@ func fixed(r policy.Rule, why string, to any) reason {
 }
 
 // entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges, version
-// 2): [action, path, from, to, rule, reason], trailing absent elements left out and null for an absent
-// one before a present one; a strip-table rule's code is left out (its path names the row), and so is
-// a reason the rules table derives. It is the only place the record's entries are written.
+// 3): [action, path, from, to, rule, reason], trailing absent elements left out and null for an absent
+// one before a present one; the action a letter, a constant path its rule names (policy.PathOmitted)
+// null, a strip-table rule's code left out (its path names the row), and so is a reason the rules
+// table derives. It is the only place the record's entries are written but the strip table's groups
+// (stripGroups).
 func entry(action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why reason) string {
-	a, _ := json.Marshal(string(action))
+	a, _ := json.Marshal(policy.ActionCode(action))
 	out := quote(`[`+string(a)+`,"`) + " + " + path.cel + " + '\"'"
+	if path.lit != "" && policy.RuleWritten(action, rule) && policy.PathOmitted(rule, path.lit) {
+		out = quote(`[` + string(a) + `,null`)
+	}
 	var r jsonValue
 	if policy.RuleWritten(action, rule) {
 		r = value(string(rule))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	corev1 "k8s.io/api/core/v1"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 
 	"github.com/wincompat/wincompat/policy"
@@ -92,6 +93,31 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 	}
 	if total > runtimePodBudget {
 		t.Errorf("%s costs %d for the chart pod, over the budget of %d", p.Name, total, runtimePodBudget)
+	}
+	// The record it writes is the webhook's for the same changes, byte for byte: the Go decision's but
+	// for what needs the cluster or a warning (the build, the readiness checks), with no old value for a
+	// list or an object, which CEL cannot render.
+	var typed corev1.Pod
+	if err := json.Unmarshal(raw, &typed); err != nil {
+		t.Fatal(err)
+	}
+	d, err := policy.Default().Decide(&typed, policy.Facts{Operation: policy.Create, Version: "v1.2.3",
+		Namespace: policy.Namespace{Name: "perf", Labels: map[string]string{policy.LabelEnabled: "true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared []policy.Change
+	for _, c := range d.Changes {
+		if c.Action == policy.Warn || c.Rule == policy.RuleBuild {
+			continue
+		}
+		if len(c.From) > 0 && (c.From[0] == '{' || c.From[0] == '[') {
+			c.From = nil
+		}
+		shared = append(shared, c)
+	}
+	if got, want := fmt.Sprint(variables["record"]), policy.EncodeChanges(shared); got != want {
+		t.Errorf("the admission policy records\n %s\nthe webhook, for the same changes,\n %s", got, want)
 	}
 }
 

@@ -56,8 +56,9 @@ func readyDeployment(t *testing.T) (*appsv1.Deployment, *appsv1.ReplicaSet) {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: meta("web", "uid-web"), Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: readySpec()}}}
 	admit(t, d)
-	if !strings.Contains(d.Spec.Template.Annotations[policy.AnnotationTemplateChanges], `"warn"`) {
-		t.Fatalf("no readiness warning recorded on the template: %v", d.Spec.Template.Annotations)
+	recorded, err := policy.DecodeChanges(d.Spec.Template.Annotations[policy.AnnotationTemplateChanges])
+	if err != nil || !slices.ContainsFunc(recorded, func(c policy.Change) bool { return c.Action == policy.Warn }) {
+		t.Fatalf("no readiness warning recorded on the template (%v): %v", err, d.Spec.Template.Annotations)
 	}
 	// The Deployment controller copies the template, annotations and all.
 	rs := &appsv1.ReplicaSet{ObjectMeta: owned(meta("web-1", "uid-rs"), "apps/v1", "Deployment", "web", "uid-web"),
