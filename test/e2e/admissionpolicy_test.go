@@ -72,7 +72,7 @@ func sharedChange(c policy.Change) bool {
 		c.Path == "spec.nodeSelector[kubernetes.io/os]" || c.Path == "spec.tolerations"):
 		return true
 	case c.Action == policy.Rewrite && (c.Path == "spec.nodeSelector[kubernetes.io/os]" || strings.HasSuffix(c.Path, ".mountPropagation") ||
-		strings.HasSuffix(c.Path, ".emptyDir.medium") || c.Path == "spec.dnsPolicy"):
+		strings.HasSuffix(c.Path, ".lifecycle.stopSignal") || strings.HasSuffix(c.Path, ".emptyDir.medium") || c.Path == "spec.dnsPolicy"):
 		return true
 	case c.Action == policy.Inject && (c.Path == "metadata.labels" || c.Path == "metadata.annotations"):
 		return true // the injector opt-outs
