@@ -292,6 +292,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.hostile(ctx); err != nil {
 		return err
 	}
+	if err := d.versions(ctx); err != nil {
+		return err
+	}
 	if err := d.whileDown(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// Kubernetes versions (issue 30): what this API server serves decides the engine, a field only some
+// releases refuse on Windows pods (a stop signal Windows cannot send) is rewritten, and the strip-table
+// probe's reports say what every supported release refuses.
+func (d *demo) versions(ctx context.Context) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(d.cp.Config)
+	if err != nil {
+		return err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return err
+	}
+	d.section("Kubernetes versions: this API server is %s", info.GitVersion)
+	resources, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		return err
+	}
+	engine := "webhook (it serves no MutatingAdmissionPolicy v1)"
+	if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Kind == "MutatingAdmissionPolicy" }) {
+		engine = "hybrid (it serves MutatingAdmissionPolicy v1)"
+	}
+	d.say("the chart's engine: auto installs %s", engine)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "graceful-nginx", Namespace: demoNamespace},
+		Spec: corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows}, Containers: []corev1.Container{{
+			Name: "nginx", Image: "mcr.microsoft.com/windows/servercore:ltsc2022",
+			Lifecycle: &corev1.Lifecycle{StopSignal: ptr.To(corev1.SIGQUIT)},
+		}}},
+	}
+	if err := d.c.Create(ctx, pod, client.DryRunAll); err != nil {
+		return fmt.Errorf("a Windows pod stopped by SIGQUIT: %w", err)
+	}
+	d.warnings.Take()
+	changes, err := policy.DecodeChanges(pod.Annotations[policy.AnnotationChanges])
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(changes, func(c policy.Change) bool { return c.Rule == policy.RuleStopSignal })
+	if i < 0 {
+		return fmt.Errorf("a Windows pod stopped by SIGQUIT was admitted without the stop-signal rewrite: %v", changes)
+	}
+	d.say("lifecycle.stopSignal SIGQUIT (a chart's graceful nginx) removed: %s", changes[i].Reason)
+
+	reports, _ := filepath.Glob(filepath.Join(d.root, "test", "e2e", "testdata", "striptable", "v*.json"))
+	if len(reports) == 0 {
+		return fmt.Errorf("no strip-table probe reports in test/e2e/testdata/striptable")
+	}
+	var versions []string
+	for _, path := range reports {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Version string         `json:"version"`
+			Probes  map[string]int `json:"probes"`
+			Refused map[string][]struct {
+				Handled bool `json:"handledByWincompat"`
+			} `json:"refused"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for gates, rs := range r.Refused {
+			for _, f := range rs {
+				if !f.Handled {
+					return fmt.Errorf("%s: %s with %s gates refuses a field wincompat does not rewrite", path, r.Version, gates)
+				}
+			}
+		}
+		versions = append(versions, fmt.Sprintf("%s (%d fields)", r.Version, len(r.Refused["all alpha and beta"])))
+	}
+	d.say("the strip-table probe's last reports: every field refused on Windows pods is rewritten, on %s", strings.Join(versions, ", "))
+	d.detail("the probes: every leaf of the pod spec each API server serves, alone on a pod, gates off and on (make e2e-matrix; test/e2e/testdata/striptable)")
+	return nil
+}
