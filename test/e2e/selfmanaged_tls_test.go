@@ -212,6 +212,26 @@ func caSince(t *testing.T, cl *cluster) time.Time {
 // configuration, failing if they differ.
 func webhookBundles(t *testing.T, cl *cluster) []byte {
 	t.Helper()
+	// wincompat writes the two configurations one after the other: a read between the writes sees them
+	// differ for a moment. They must agree again promptly, and stay apart never.
+	var differ string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		bundle, why := readWebhookBundles(t, cl)
+		if why == "" {
+			return bundle
+		}
+		differ = why
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Fatalf("%s for 5 s", differ)
+	return nil
+}
+
+// readWebhookBundles returns the caBundle of the webhooks of both configurations, or why they differ.
+func readWebhookBundles(t *testing.T, cl *cluster) ([]byte, string) {
+	t.Helper()
 	var m admissionregistrationv1.MutatingWebhookConfiguration
 	var v admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := cl.c.Get(context.Background(), client.ObjectKey{Name: webhookConfigName}, &m); err != nil {
@@ -223,15 +243,15 @@ func webhookBundles(t *testing.T, cl *cluster) []byte {
 	first := m.Webhooks[0].ClientConfig.CABundle
 	for _, w := range m.Webhooks[1:] {
 		if !bytes.Equal(w.ClientConfig.CABundle, first) {
-			t.Fatalf("webhook %s has another caBundle than %s", w.Name, m.Webhooks[0].Name)
+			return nil, fmt.Sprintf("webhook %s has another caBundle than %s", w.Name, m.Webhooks[0].Name)
 		}
 	}
 	for _, w := range v.Webhooks {
 		if !bytes.Equal(w.ClientConfig.CABundle, first) {
-			t.Fatalf("validating webhook %s has another caBundle than mutating webhook %s", w.Name, m.Webhooks[0].Name)
+			return nil, fmt.Sprintf("validating webhook %s has another caBundle than mutating webhook %s", w.Name, m.Webhooks[0].Name)
 		}
 	}
-	return first
+	return first, ""
 }
 
 func secretData(t *testing.T, cl *cluster, key string) []byte {
