@@ -968,9 +968,15 @@ func (g *goldenSet) compare(t *testing.T, name string, got []byte) {
 		g.compared = map[string]bool{}
 	}
 	g.compared[name] = true
-	path := filepath.Join(auditGoldenDir, name)
+	compareGolden(t, filepath.Join(auditGoldenDir, name), got, "TestAudit")
+}
+
+// compareGolden fails unless got equals the golden file at path; UPDATE_GOLDEN=1 writes it instead. test
+// names the test that rewrites it, for the message.
+func compareGolden(t *testing.T, path string, got []byte, test string) {
+	t.Helper()
 	if updateGolden() {
-		if err := os.MkdirAll(auditGoldenDir, 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -980,10 +986,10 @@ func (g *goldenSet) compare(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("missing golden %s (run UPDATE_GOLDEN=1 go test ./e2e -run TestAudit and review it): %v", path, err)
+		t.Fatalf("missing golden %s (run UPDATE_GOLDEN=1 go test ./e2e -run %s and review it): %v", path, test, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale (run UPDATE_GOLDEN=1 go test ./e2e -run TestAudit and review the diff)\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("%s is stale (run UPDATE_GOLDEN=1 go test ./e2e -run %s and review the diff)\n--- got\n%s\n--- want\n%s", path, test, got, want)
 	}
 }
 

@@ -132,8 +132,14 @@ func valuesFile(t *testing.T, values string) string {
 // renderChart renders the chart as `helm template` does for a release named wincompat.
 func renderChart(t *testing.T, valuesFile string) []*unstructured.Unstructured {
 	t.Helper()
+	return manifests(t, helm(t, templateArgs(valuesFile)...))
+}
+
+// manifests decodes helm's rendered YAML documents, leaving out empty ones.
+func manifests(t *testing.T, rendered []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(helm(t, templateArgs(valuesFile)...)), "\n---") {
+	for _, doc := range strings.Split(string(rendered), "\n---") {
 		js, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
 			t.Fatalf("rendered YAML: %v\n%s", err, doc)

@@ -16,12 +16,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
@@ -158,18 +156,7 @@ func TestHelmChartOnThisServer(t *testing.T) {
 	out := helm(t, "template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--validate", "--kubeconfig", kubeconfig)
 	var engine string
 	applied := 0
-	for _, doc := range strings.Split(string(out), "\n---") {
-		js, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatalf("rendered YAML: %v\n%s", err, doc)
-		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-			continue
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(js); err != nil {
-			t.Fatal(err)
-		}
+	for _, obj := range manifests(t, out) {
 		if obj.GetKind() == "Deployment" {
 			for _, a := range deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args {
 				if v, ok := strings.CutPrefix(a, "--engine="); ok {
