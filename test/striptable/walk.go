@@ -191,6 +191,9 @@ func (w *walker) required(s *Schema, path, except string) map[string]any {
 		if name == except || !slices.Contains(s.Required, name) && !companion(path, name) {
 			continue
 		}
+		if name == "exec" && slices.Contains(handlers, except) {
+			continue
+		}
 		if v, ok := w.least(s.Properties[name], path+"."+name, 0); ok {
 			obj[name] = v
 		}
@@ -201,11 +204,18 @@ func (w *walker) required(s *Schema, path, except string) map[string]any {
 // companions are fields the schema calls optional that validation requires (a reference's name, a
 // container's image), with the end of the path of the objects they are required in ("" for any):
 // filled in like required ones.
-var companions = map[string]string{"name": "", "secretName": "", "signerName": "", "targetWWNs": "", "image": "ontainers[*]"}
+var companions = map[string]string{"name": "", "secretName": "", "signerName": "", "targetWWNs": "", "image": "ontainers[*]",
+	// A probe needs a handler; an init container may carry probes and lifecycle hooks only as a sidecar.
+	"exec": "Probe", "command": "Probe.exec", "restartPolicy": "initContainers[*]", "accessModes": "volumeClaimTemplate.spec",
+	"volumeName": "scaleIO"}
+
+// handlers are a probe's handlers, of which it takes exactly one: the exec companion gives way to another.
+var handlers = []string{"exec", "httpGet", "tcpSocket", "grpc"}
 
 func companion(objectPath, name string) bool {
 	within, ok := companions[name]
-	return ok && strings.HasSuffix(objectPath, within)
+	// An embedded object's metadata takes no name (an ephemeral volume's claim template).
+	return ok && strings.HasSuffix(objectPath, within) && !(name == "name" && strings.HasSuffix(objectPath, ".metadata"))
 }
 
 // least is the smallest valid-looking value of a schema: a required field filled in.
@@ -316,7 +326,8 @@ var stringSamples = map[string]string{
 
 // pathSamples are values by the end of their field path: paths validation wants absolute, and a name
 // for init containers that is not the containers' own.
-var pathSamples = map[string]string{"hostPath.path": "/probe", "nfs.path": "/probe", "httpGet.path": "/probe", "initContainers[*].name": "init"}
+var pathSamples = map[string]string{"hostPath.path": "/probe", "nfs.path": "/probe", "httpGet.path": "/probe", "initContainers[*].name": "init",
+	"initContainers[*].restartPolicy": "Always"}
 
 var intSamples = map[string]int{
 	"expirationSeconds":    3600,
