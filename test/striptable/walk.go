@@ -131,7 +131,7 @@ func (w *walker) object(s *Schema, path string, depth int, place wrap) {
 		}
 		fieldSchema := s.Properties[name]
 		w.field(fieldSchema, p, name, depth, func(v any) map[string]any {
-			obj := w.required(s, path, name)
+			obj := w.required(s, path, name, 0)
 			obj[name] = v
 			return place(obj)
 		})
@@ -146,7 +146,7 @@ func (w *walker) field(raw *Schema, path, name string, depth int, place wrap) {
 		return
 	}
 	switch {
-	case typeName == quantity || typeName == intOrString || s.IntOrString || len(s.Properties) == 0 && s.Type != "array" && len(s.AdditionalProperties) == 0:
+	case isLeaf(s, typeName):
 		for _, v := range w.samples(s, typeName, path) {
 			w.add(path, v, place(v))
 		}
@@ -185,7 +185,7 @@ func (w *walker) add(path string, value any, spec map[string]any) {
 
 // required returns an object of s's required fields other than except, each at its least value: the
 // parents a probed field needs to be valid at all (a volume's name, a port's number).
-func (w *walker) required(s *Schema, path, except string) map[string]any {
+func (w *walker) required(s *Schema, path, except string, depth int) map[string]any {
 	obj := map[string]any{}
 	for name := range s.Properties {
 		if name == except || !slices.Contains(s.Required, name) && !companion(path, name) {
@@ -194,7 +194,7 @@ func (w *walker) required(s *Schema, path, except string) map[string]any {
 		if name == "exec" && slices.Contains(handlers, except) {
 			continue
 		}
-		if v, ok := w.least(s.Properties[name], path+"."+name, 0); ok {
+		if v, ok := w.least(s.Properties[name], path+"."+name, depth); ok {
 			obj[name] = v
 		}
 	}
@@ -226,7 +226,7 @@ func (w *walker) least(raw *Schema, path string, depth int) (any, bool) {
 		return nil, false
 	}
 	switch {
-	case typeName == quantity || typeName == intOrString || s.IntOrString || len(s.Properties) == 0 && s.Type != "array" && len(s.AdditionalProperties) == 0:
+	case isLeaf(s, typeName):
 		vs := w.samples(s, typeName, path)
 		if len(vs) == 0 {
 			return nil, false
@@ -245,17 +245,15 @@ func (w *walker) least(raw *Schema, path string, depth int) (any, bool) {
 	case len(s.AdditionalProperties) > 0:
 		return map[string]any{}, true
 	default:
-		obj := map[string]any{}
-		for r := range s.Properties {
-			if !slices.Contains(s.Required, r) && !companion(path, r) {
-				continue
-			}
-			if v, ok := w.least(s.Properties[r], path+"."+r, depth+1); ok {
-				obj[r] = v
-			}
-		}
-		return obj, true
+		return w.required(s, path, "", depth+1), true
 	}
+}
+
+// isLeaf says whether a schema takes one value rather than fields or items: a scalar, a quantity or an
+// int-or-string (both objects to Go, strings or numbers to JSON).
+func isLeaf(s *Schema, typeName string) bool {
+	return typeName == quantity || typeName == intOrString || s.IntOrString ||
+		len(s.Properties) == 0 && s.Type != "array" && len(s.AdditionalProperties) == 0
 }
 
 const (
