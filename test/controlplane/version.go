@@ -7,7 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // VersionEnv names the environment variable that picks a control-plane version other than test/go.mod's,
@@ -59,4 +65,18 @@ func checkBuiltFrom(path, version string) error {
 		return fmt.Errorf("%s was built from %s %s, not k8s.io/kubernetes %s", path, bi.Main.Path, bi.Main.Version, version)
 	}
 	return nil
+}
+
+// ServesAdmissionPolicies asks the API server's discovery whether it serves MutatingAdmissionPolicy v1
+// (Kubernetes 1.36 and later; 1.34 and 1.35 do not), which decides what the engines may do there.
+func ServesAdmissionPolicies(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Kind == "MutatingAdmissionPolicy" }), nil
 }

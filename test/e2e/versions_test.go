@@ -17,7 +17,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,20 +28,11 @@ import (
 // admissionPoliciesServed asks the API server's discovery whether it serves MutatingAdmissionPolicy v1.
 func admissionPoliciesServed(t *testing.T, cfg *rest.Config) bool {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	served, err := controlplane.ServesAdmissionPolicies(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range resources.APIResources {
-		if r.Kind == "MutatingAdmissionPolicy" {
-			return true
-		}
-	}
-	return false
+	return served
 }
 
 // requireAdmissionPolicies stops a test that needs MutatingAdmissionPolicy v1 on an API server that does

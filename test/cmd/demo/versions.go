@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/controlplane"
 )
 
 // Kubernetes versions (issue 30): what this API server serves decides the engine, a field only some
@@ -31,12 +32,12 @@ func (d *demo) versions(ctx context.Context) error {
 		return err
 	}
 	d.section("Kubernetes versions: this API server is %s", info.GitVersion)
-	resources, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	served, err := controlplane.ServesAdmissionPolicies(d.cp.Config)
 	if err != nil {
 		return err
 	}
 	engine := "webhook (it serves no MutatingAdmissionPolicy v1)"
-	if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Kind == "MutatingAdmissionPolicy" }) {
+	if served {
 		engine = "hybrid (it serves MutatingAdmissionPolicy v1)"
 	}
 	d.say("the chart's engine: auto installs %s", engine)
