@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +67,26 @@ type probeReport struct {
 	// first refusal: their values prove nothing about Windows. A reviewer reads them for fields the walk
 	// should give a better value.
 	Unprobed map[string]string `json:"unprobed"`
+	// EphemeralForbidden are the fields of an ephemeral container the API server refuses whatever the
+	// operating system (ports, probes, lifecycle, resources): nothing under them is probed.
+	EphemeralForbidden []string `json:"forbiddenInEphemeralContainers"`
+	// Upstream compares what the probe found with Kubernetes' own list of OS-specific pod fields.
+	Upstream upstreamCrossCheck `json:"upstreamTestValidateOSFields"`
+}
+
+// upstreamCrossCheck sets the probe beside TestValidateOSFields of the same release. Where the two differ
+// the report says so; the API server's answer is what wincompat acts on.
+type upstreamCrossCheck struct {
+	// OSSpecific counts the fields the upstream test lists as OS-specific.
+	OSSpecific int `json:"osSpecific"`
+	// AdmittedForWindows are listed as OS-specific, yet no probe under them was refused on a Windows pod:
+	// fields for Windows, or that only Linux pods may not carry.
+	AdmittedForWindows []string `json:"osSpecificAdmittedForWindows"`
+	// RefusedNotListed were refused on a Windows pod, yet the upstream test counts them OS-neutral: they
+	// are validated per OS outside its list, which is why the probe asks the API server.
+	RefusedNotListed []string `json:"refusedForWindowsNotListed"`
+	// Skipped are listed under a part of the pod spec the walk leaves out, with the walk's reason.
+	Skipped map[string]string `json:"skipped"`
 }
 
 type probeRefusal struct {
@@ -100,6 +121,7 @@ func TestStripTableProbe(t *testing.T) {
 	}
 	report := probeReport{Version: version, Probes: map[string]int{}, Refused: map[string][]probeRefusal{}, Unprobed: map[string]string{}}
 	var fieldsServed []string
+	unprobed := map[string]bool{}
 	for _, gates := range gateSets {
 		cp := controlplane.LaunchBare(t, gates.flags...)
 		probes := probeCluster(t, cp.Config, cp.Client)
@@ -110,6 +132,13 @@ func TestStripTableProbe(t *testing.T) {
 			if _, ok := report.Unprobed[k]; !ok {
 				report.Unprobed[k] = v
 			}
+			unprobed[k] = true
+		}
+		for k, field := range res.ephemeralForbidden {
+			if !slices.Contains(report.EphemeralForbidden, field) {
+				report.EphemeralForbidden = append(report.EphemeralForbidden, field)
+			}
+			unprobed[k] = true
 		}
 		for _, p := range probes {
 			fieldsServed = append(fieldsServed, p.Path)
@@ -136,6 +165,12 @@ func TestStripTableProbe(t *testing.T) {
 			t.Errorf("%s: wincompat strips %s, which the API server admits on a Windows pod with every gate setting probed", version, path)
 		}
 	}
+	upstream, err := striptable.UpstreamOSSpecific(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(report.EphemeralForbidden)
+	report.Upstream = crossCheck(t, version, upstream, fieldsServed, unprobed, report)
 	got, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +178,60 @@ func TestStripTableProbe(t *testing.T) {
 	got = append(got, '\n')
 	// The version names the golden: one report per release, compared on that release's API server.
 	compareGolden(t, filepath.Join(striptableDir, version+".json"), got, "TestStripTableProbe with "+controlplane.VersionEnv+"="+version)
+}
+
+// crossCheck compares the probe's findings with the fields upstream lists as OS-specific. A listed field
+// the walk does not reach, or reaches with no valid value, fails: the probe must cover at least what
+// Kubernetes itself knows to be OS-specific.
+func crossCheck(t *testing.T, version string, upstream, fieldsServed []string, unprobed map[string]bool, report probeReport) upstreamCrossCheck {
+	t.Helper()
+	var refused []string
+	for _, rs := range report.Refused {
+		for _, r := range rs {
+			refused = append(refused, r.Field)
+		}
+	}
+	cc := upstreamCrossCheck{OSSpecific: len(upstream), AdmittedForWindows: []string{}, RefusedNotListed: []string{}, Skipped: map[string]string{}}
+	for _, field := range upstream {
+		if skip, why := skippedPart(field); skip != "" {
+			cc.Skipped[field] = why
+			continue
+		}
+		var paths []string
+		for _, p := range fieldsServed {
+			if under(p, field) && !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+		probed := slices.ContainsFunc(paths, func(p string) bool { return !unprobed[p] })
+		switch {
+		case len(paths) == 0:
+			t.Errorf("%s: TestValidateOSFields lists %s as OS-specific, and no field this API server serves is under it: the walk (test/striptable) or the name's translation (upstream.go) misses it", version, field)
+		case !probed:
+			t.Errorf("%s: TestValidateOSFields lists %s as OS-specific, and the walk gives none of its fields a value valid for Linux: give it one in test/striptable", version, field)
+		case !slices.ContainsFunc(refused, func(r string) bool { return under(r, field) }):
+			cc.AdmittedForWindows = append(cc.AdmittedForWindows, field)
+		}
+	}
+	for _, r := range refused {
+		listed := slices.ContainsFunc(upstream, func(f string) bool { return under(r, f) })
+		if !listed && !slices.Contains(cc.RefusedNotListed, r) {
+			cc.RefusedNotListed = append(cc.RefusedNotListed, r)
+		}
+	}
+	slices.Sort(cc.AdmittedForWindows)
+	slices.Sort(cc.RefusedNotListed)
+	return cc
+}
+
+// skippedPart returns the part of the pod spec the walk leaves out that field is under, and why.
+func skippedPart(field string) (string, string) {
+	for part, why := range striptable.Skipped() {
+		if under(field, part) {
+			return part, why
+		}
+	}
+	return "", ""
 }
 
 // striptableField is a strip-table row's field as a probe path.
@@ -170,6 +259,16 @@ func probeCluster(t *testing.T, cfg *rest.Config, c client.Client) []striptable.
 	}
 	create(ctx, t, c, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Handler: "probe"})
 	create(ctx, t, c, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Value: 1})
+	// The pods ephemeral container probes are added to: stored, as a debugger finds them.
+	for _, os := range []string{"linux", "", "windows"} {
+		pod := &unstructured.Unstructured{}
+		if err := pod.UnmarshalJSON(fieldProbePod(striptable.Probe{Path: "spec.ephemeralContainers"}, os)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -193,10 +292,24 @@ func probeCluster(t *testing.T, cfg *rest.Config, c client.Client) []striptable.
 
 const probeNamespace = "probe"
 
+// ephemeralForbidden is how the API server refuses a field no ephemeral container may carry.
+var ephemeralForbidden = regexp.MustCompile(`spec\.ephemeralContainers\[0\]\.([^ :]+): Forbidden: cannot be set for an Ephemeral Container`)
+
+// ephemeralHost names the pod, one per operating system, that ephemeral container probes are added to.
+func ephemeralHost(os string) string {
+	if os == "" {
+		return "probe-no-os"
+	}
+	return "probe-" + os
+}
+
 type probeResults struct {
 	refused  []probeRefusal
 	unprobed map[string]string
-	messages map[string]string // field=value: the Windows probeRefusal
+	// ephemeralForbidden maps the paths of probes refused in any ephemeral container to the field
+	// refused.
+	ephemeralForbidden map[string]string
+	messages           map[string]string // field=value: the Windows probeRefusal
 }
 
 // runProbes sends every probe as a Linux pod, a Windows pod and, when refused for Windows, as wincompat
@@ -213,10 +326,11 @@ func runProbes(t *testing.T, cfg *rest.Config, probes []striptable.Probe) probeR
 	facts := policy.Facts{Operation: policy.Create, Namespace: policy.Namespace{Name: probeNamespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}
 	ctx := context.Background()
 	type outcome struct {
-		unprobed string
-		refused  *probeRefusal
-		message  string
-		err      error
+		unprobed           string
+		ephemeralForbidden string
+		refused            *probeRefusal
+		message            string
+		err                error
 	}
 	outcomes := make([]outcome, len(probes))
 	var next atomic.Int64
@@ -230,32 +344,39 @@ func runProbes(t *testing.T, cfg *rest.Config, probes []striptable.Probe) probeR
 				}
 				p := probes[i]
 				o := &outcomes[i]
-				linux := probeCreate(ctx, c, fieldProbePod(p, "linux"))
+				linux := probeSend(ctx, c, p, fieldProbePod(p, "linux"))
 				if linux != nil {
-					if errNoOS := probeCreate(ctx, c, fieldProbePod(p, "")); errNoOS != nil {
+					if errNoOS := probeSend(ctx, c, p, fieldProbePod(p, "")); errNoOS != nil {
 						o.unprobed = firstLine(linux.Error())
+						if m := ephemeralForbidden.FindStringSubmatch(o.unprobed); p.Ephemeral() && m != nil {
+							o.ephemeralForbidden = "spec.ephemeralContainers[*]." + strings.ReplaceAll(m[1], "[0]", "[*]")
+						}
 						continue
 					}
 				}
 				raw := fieldProbePod(p, "windows")
-				win := probeCreate(ctx, c, raw)
+				win := probeSend(ctx, c, p, raw)
 				if win == nil {
 					continue
 				}
 				r := probeRefusal{Field: p.Path, Value: p.Value}
 				o.message = firstLine(win.Error())
-				mutated, err := mutate(policy.Default(), raw, facts)
+				f := facts
+				if p.Ephemeral() {
+					f.Operation = policy.Update
+				}
+				mutated, err := mutate(policy.Default(), raw, f)
 				if err != nil {
 					o.err = fmt.Errorf("%s=%s: wincompat: %w", p.Path, p.Value, err)
 					continue
 				}
-				r.Handled = probeCreate(ctx, c, mutated) == nil
+				r.Handled = probeSend(ctx, c, p, mutated) == nil
 				o.refused = &r
 			}
 		})
 	}
 	wg.Wait()
-	res := probeResults{unprobed: map[string]string{}, messages: map[string]string{}}
+	res := probeResults{unprobed: map[string]string{}, ephemeralForbidden: map[string]string{}, messages: map[string]string{}}
 	// A path is unprobed when none of its values was valid for Linux.
 	probed := map[string]bool{}
 	for i, o := range outcomes {
@@ -267,6 +388,8 @@ func runProbes(t *testing.T, cfg *rest.Config, probes []striptable.Probe) probeR
 		switch {
 		case o.err != nil:
 			t.Error(o.err)
+		case o.ephemeralForbidden != "":
+			res.ephemeralForbidden[probes[i].Path] = o.ephemeralForbidden
 		case o.unprobed != "":
 			if _, ok := res.unprobed[probes[i].Path]; !ok && !probed[probes[i].Path] {
 				res.unprobed[probes[i].Path] = probes[i].Value + ": " + o.unprobed
@@ -287,12 +410,16 @@ func fieldProbePod(p striptable.Probe, os string) []byte {
 		spec["volumes"] = []any{map[string]any{"name": "probe", "emptyDir": map[string]any{}}}
 	}
 	striptable.Merge(spec, p.Spec)
+	name := "probe"
 	if os != "" {
 		spec["os"] = map[string]any{"name": os}
 	}
+	if p.Ephemeral() {
+		name = ephemeralHost(os)
+	}
 	raw, _ := json.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "probe", "namespace": probeNamespace},
+		"metadata": map[string]any{"name": name, "namespace": probeNamespace},
 		"spec":     spec,
 	})
 	return raw
@@ -310,6 +437,20 @@ func probeCreate(ctx context.Context, c client.Client, raw []byte) error {
 		return nil
 	}
 	return err
+}
+
+// probeSend dry-runs a probe's pod as the API server receives it: created, or for an ephemeral
+// container's field, added to the existing pod through its ephemeralcontainers subresource (where the
+// API server takes only the ephemeral containers from the body).
+func probeSend(ctx context.Context, c client.Client, p striptable.Probe, raw []byte) error {
+	if !p.Ephemeral() {
+		return probeCreate(ctx, c, raw)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	return c.SubResource("ephemeralcontainers").Update(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 }
 
 func firstLine(s string) string {
@@ -367,7 +508,7 @@ func TestStripTableDocs(t *testing.T) {
 }
 
 // versionsTable renders one row per rule (a strip-table row, or the field when it is not one: the
-// containers' and init containers' fields together) and one column per version: refused by default,
+// fields of every kind of container together) and one column per version: refused by default,
 // only with alpha or beta gates on, or not at all.
 func versionsTable(reports []probeReport) string {
 	type cell struct{ byDefault, gated bool }
@@ -420,7 +561,9 @@ func versionsTable(reports []probeReport) string {
 
 // ruleOfField is the strip-table row a refused field belongs to, as the table's path, or the field itself.
 func ruleOfField(field string) string {
-	field = strings.Replace(field, "spec.initContainers[*].", "spec.containers[*].", 1)
+	for _, list := range []string{"spec.initContainers[*].", "spec.ephemeralContainers[*]."} {
+		field = strings.Replace(field, list, "spec.containers[*].", 1)
+	}
 	for _, f := range policy.LinuxOnlyFields() {
 		if under(field, striptableField(f)) {
 			return f.Path()

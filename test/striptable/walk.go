@@ -47,9 +47,12 @@ type Probe struct {
 
 // skipped are the parts of the pod spec the probe leaves out, and why.
 var skipped = map[string]string{
-	"spec.os":                  "what every probe sets: the operating system under test",
-	"spec.ephemeralContainers": "refused on create: ephemeral containers are added to running pods, and share the containers' fields",
+	"spec.os": "what every probe sets: the operating system under test",
 }
+
+// Ephemeral says whether a probe sets a field of an ephemeral container: those are refused on create
+// and added to an existing pod through its ephemeralcontainers subresource.
+func (p Probe) Ephemeral() bool { return strings.HasPrefix(p.Path, "spec.ephemeralContainers") }
 
 // Skipped returns the paths Probes leaves out, with the reason, for the report.
 func Skipped() map[string]string { return skipped }
@@ -171,7 +174,7 @@ func (w *walker) field(raw *Schema, path, name string, depth int, place wrap) {
 		if len(vs) == 0 {
 			return
 		}
-		v := map[string]any{mapKey(name): vs[0]}
+		v := map[string]any{mapKey(path): vs[0]}
 		w.add(path, v, place(v))
 	default:
 		w.object(s, path, depth+1, place)
@@ -191,7 +194,12 @@ func (w *walker) required(s *Schema, path, except string, depth int) map[string]
 		if name == except || !slices.Contains(s.Required, name) && !companion(path, name) {
 			continue
 		}
-		if name == "exec" && slices.Contains(handlers, except) {
+		if excludes(except, name) {
+			continue
+		}
+		// A requirement's values need an operator that takes them.
+		if name == "operator" && except == "values" {
+			obj[name] = "In"
 			continue
 		}
 		if v, ok := w.least(s.Properties[name], path+"."+name, depth); ok {
@@ -202,20 +210,40 @@ func (w *walker) required(s *Schema, path, except string, depth int) map[string]
 }
 
 // companions are fields the schema calls optional that validation requires (a reference's name, a
-// container's image), with the end of the path of the objects they are required in ("" for any):
+// container's image), with the ends of the paths of the objects they are required in ("" for any):
 // filled in like required ones.
-var companions = map[string]string{"name": "", "secretName": "", "signerName": "", "targetWWNs": "", "image": "ontainers[*]",
+var companions = map[string][]string{"name": {""}, "secretName": {""}, "targetWWNs": {""}, "image": {"ontainers[*]"},
 	// A probe needs a handler; an init container may carry probes and lifecycle hooks only as a sidecar.
-	"exec": "Probe", "command": "Probe.exec", "restartPolicy": "initContainers[*]", "accessModes": "volumeClaimTemplate.spec",
-	"volumeName": "scaleIO"}
+	"exec": {"Probe"}, "command": {"Probe.exec"}, "restartPolicy": {"initContainers[*]"},
+	"accessModes": {"volumeClaimTemplate.spec"}, "volumeName": {"scaleIO", "storageos"}, "lun": {"fc"},
+	// An ephemeral volume's claim must request storage.
+	"resources": {"volumeClaimTemplate.spec"}, "requests": {"volumeClaimTemplate.spec.resources"},
+	// A pod certificate needs its signer and a file to write; a downward API item, what to write.
+	"signerName": {"podCertificate"}, "credentialBundlePath": {"podCertificate"}, "fieldRef": {"downwardAPI.items[*]"},
+	"containerName": {"downwardAPI.items[*].resourceFieldRef"}, "reference": {"volumes[*].image"},
+	"configMapRef": {"envFrom[*]"},
+	// A toleration of a named taint and effect: a value and a toleration period need both.
+	"key": {"tolerations[*]"}, "effect": {"tolerations[*]"}}
 
-// handlers are a probe's handlers, of which it takes exactly one: the exec companion gives way to another.
-var handlers = []string{"exec", "httpGet", "tcpSocket", "grpc"}
+// oneOf are groups of fields of which an object takes exactly one: a companion gives way to the member
+// probed (a probe's handlers, a downward API item's source, an environment source, the files of a pod
+// certificate, the identities of a fibre channel volume).
+var oneOf = [][]string{{"exec", "httpGet", "tcpSocket", "grpc"}, {"fieldRef", "resourceFieldRef"}, {"configMapRef", "secretRef"},
+	{"credentialBundlePath", "keyPath", "certificateChainPath"}, {"targetWWNs", "wwids"}}
+
+// excludes says whether setting field rules out the companion name.
+func excludes(field, name string) bool {
+	return slices.ContainsFunc(oneOf, func(group []string) bool {
+		return field != name && slices.Contains(group, field) && slices.Contains(group, name)
+	})
+}
 
 func companion(objectPath, name string) bool {
-	within, ok := companions[name]
 	// An embedded object's metadata takes no name (an ephemeral volume's claim template).
-	return ok && strings.HasSuffix(objectPath, within) && !(name == "name" && strings.HasSuffix(objectPath, ".metadata"))
+	if name == "name" && strings.HasSuffix(objectPath, ".metadata") {
+		return false
+	}
+	return slices.ContainsFunc(companions[name], func(within string) bool { return strings.HasSuffix(objectPath, within) })
 }
 
 // least is the smallest valid-looking value of a schema: a required field filled in.
@@ -243,6 +271,9 @@ func (w *walker) least(raw *Schema, path string, depth int) (any, bool) {
 		}
 		return []any{v}, true
 	case len(s.AdditionalProperties) > 0:
+		if k := mapKey(path); k == storage {
+			return map[string]any{k: "1"}, true
+		}
 		return map[string]any{}, true
 	default:
 		return w.required(s, path, "", depth+1), true
@@ -318,14 +349,22 @@ var stringSamples = map[string]string{
 	"iqn":                 "iqn.2001-04.com.example:probe",
 	"registry":            "probe:7861",
 	"keyType":             "RSA3072",
-	"diskURI":             "/subscriptions/probe/resourceGroups/probe/providers/Microsoft.Compute/disks/probe",
+	"diskURI":             "https://probe.blob.core.windows.net/vhds/probe.vhd", // a shared disk, the default kind
+	"ip":                  "10.0.0.1",
+	"nameservers":         "10.0.0.1",
+	"initiatorName":       "iqn.2001-04.com.example:probe",
+	"containerName":       "c",
+	"resourceName":        "cpu",
+	"recursiveReadOnly":   "Disabled",
+	"bindMountOptions":    "nodev",
 	"type":                "",
 }
 
 // pathSamples are values by the end of their field path: paths validation wants absolute, and a name
-// for init containers that is not the containers' own.
+// for init and ephemeral containers that is not the containers' own.
 var pathSamples = map[string]string{"hostPath.path": "/probe", "nfs.path": "/probe", "httpGet.path": "/probe", "initContainers[*].name": "init",
-	"initContainers[*].restartPolicy": "Always"}
+	"initContainers[*].restartPolicy": "Always", "ephemeralContainers[*].name": "debug",
+	"resizePolicy[*].restartPolicy": "NotRequired", "evictionResponders[*].name": "example.com/probe"}
 
 var intSamples = map[string]int{
 	"expirationSeconds":    3600,
@@ -335,18 +374,24 @@ var intSamples = map[string]int{
 	"port":                 8080,
 	"maxSkew":              1,
 	"defaultMode":          0o644,
+	"priority":             1000, // an eviction responder's: lower ones are Kubernetes' own
 	"mode":                 0o644,
 }
 
-// mapKey is a key valid for a map field: a qualified name for labels and selectors, a resource name
-// for resource lists.
-func mapKey(field string) string {
-	switch field {
+// mapKey is a key valid for the map field at path: a qualified name for labels and selectors, a
+// resource name for resource lists (storage for a volume claim's).
+func mapKey(path string) string {
+	switch path[strings.LastIndex(path, ".")+1:] {
 	case "limits", "requests", "overhead", "capacity":
+		if strings.Contains(path, "volumeClaimTemplate") {
+			return storage
+		}
 		return "cpu"
 	}
 	return "probe.example.com/key"
 }
+
+const storage = "storage"
 
 // Merge deep-merges the fragment into dst (a pod spec as JSON): objects key by key, lists item by item,
 // so that a probe's first container is the pod's first container with the probed field added.
