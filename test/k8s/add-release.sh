@@ -3,6 +3,9 @@
 # build that release's kube-apiserver and kube-scheduler from the Go module proxy (`make k8s-<version>`).
 # k8s.io/kubernetes points its staging modules at ./staging, which a consumer cannot follow, so each is
 # pinned here to the matching v0.<minor>.<patch>, read from that release's own go.mod.
+# STAGING_FALLBACK=v0.X.Y pins a staging module the proxy does not serve at that version to v0.X.Y instead,
+# and says so: pre-releases are published incompletely (k8s.io/kube-proxy v0.38.0-alpha.0 is missing),
+# and next.sh builds only kube-apiserver, which needs such a module for its OpenAPI definitions alone.
 set -euo pipefail
 version=${1:?usage: add-release.sh vX.Y.Z [DIR] (a k8s.io/kubernetes release on the module proxy; DIR defaults to test/k8s/vX.Y.Z)}
 [[ $version =~ ^v1\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.]+)?$ ]] || { echo "not a release: $version" >&2; exit 2; }
@@ -25,7 +28,14 @@ mkdir -p "$dir"
   echo ")"
   echo
   echo "replace ("
-  awk '$1=="replace"{r=1;next} r&&$1==")"{r=0} r&&$2=="=>"&&$3~/^\.\/staging\//{print "\t"$1" => "$1" '"$staging"'"}' "$gomod"
+  for m in $(awk '$1=="replace"{r=1;next} r&&$1==")"{r=0} r&&$2=="=>"&&$3~/^\.\/staging\//{print $1}' "$gomod"); do
+    pin=$staging
+    if [ -n "${STAGING_FALLBACK:-}" ] && ! go mod download "$m@$staging" 2>/dev/null; then
+      pin=$STAGING_FALLBACK
+      echo "add-release: the module proxy does not serve $m@$staging; pinned to $pin" >&2
+    fi
+    printf '\t%s => %s %s\n' "$m" "$m" "$pin"
+  done
   echo ")"
 } > "$dir/go.mod"
 (cd "$dir" && go mod tidy)

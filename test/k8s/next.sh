@@ -9,17 +9,24 @@ cd "$(dirname "$0")/../.."
 current=$(awk '$1=="k8s.io/kubernetes"{print $2}' test/go.mod)
 minor=$(echo "$current" | cut -d. -f2)
 next="v1.$((minor + 1)).0-"
-version=$(cd test && go list -m -versions k8s.io/kubernetes | tr ' ' '\n' | grep -F "$next" | sort -V | tail -1 || true)
+# The proxy's version list can lag behind what it serves (on 2026-11-26 it listed no 1.38 pre-release
+# of k8s.io/kubernetes, yet served v1.38.0-alpha.0 when asked by name), so the staging modules'
+# pre-releases name candidates too, and each is asked for exactly, newest first.
+candidates=$(cd test && { go list -m -versions k8s.io/kubernetes; go list -m -versions k8s.io/api | sed 's/\bv0\./v1./g'; } |
+  tr ' ' '\n' | grep -F "$next" | sort -Vru || true)
+version=
+for c in $candidates; do
+  if (cd test && go list -m "k8s.io/kubernetes@$c" >/dev/null 2>&1); then version=$c; break; fi
+done
 if [ -z "$version" ]; then
-  staging=$(cd test && go list -m -versions k8s.io/api | tr ' ' '\n' | grep -F "v0.$((minor + 1)).0-" | sort -V | tail -1 || true)
-  echo "next release: the module proxy has no k8s.io/kubernetes ${next}* yet${staging:+ (k8s.io/api has $staging, but an API server needs k8s.io/kubernetes itself)}: nothing to probe"
+  echo "next release: the module proxy serves no k8s.io/kubernetes ${next}* yet${candidates:+ (tried: $(echo $candidates))}: nothing to probe"
   exit 0
 fi
 root=$PWD
 src=$root/bin/k8s/src/$version
 out=$root/bin/k8s/$version
 if [ ! -x "$out/kube-apiserver" ]; then
-  test/k8s/add-release.sh "$version" "$src"
+  STAGING_FALLBACK=v0.${current#v1.} test/k8s/add-release.sh "$version" "$src"
   mkdir -p "$out"
   (cd "$src" && go build -trimpath -ldflags="-s -X k8s.io/component-base/version.gitVersion=$version \
     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$((minor + 1)) \
