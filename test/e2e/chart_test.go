@@ -107,9 +107,19 @@ func runHelm(t *testing.T, args ...string) (stdout []byte, stderr string, err er
 	return stdout, errOut.String(), err
 }
 
-// templateArgs are the arguments of `helm template` for a release named wincompat.
-func templateArgs(valuesFile string) []string {
-	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", "1.36.3"}
+// templateArgs are the arguments of `helm template` for a release named wincompat, rendered offline for
+// the Kubernetes release under test.
+func templateArgs(t *testing.T, valuesFile string) []string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := controlplane.Version(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", version}
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
 	}
@@ -132,7 +142,7 @@ func valuesFile(t *testing.T, values string) string {
 // renderChart renders the chart as `helm template` does for a release named wincompat.
 func renderChart(t *testing.T, valuesFile string) []*unstructured.Unstructured {
 	t.Helper()
-	return manifests(t, helm(t, templateArgs(valuesFile)...))
+	return manifests(t, helm(t, templateArgs(t, valuesFile)...))
 }
 
 // manifests decodes helm's rendered YAML documents, leaving out empty ones.
@@ -439,7 +449,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 			"imageResolver.podPullSecrets needs webhook.clientAuth.caConfigMap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, err := runHelm(t, templateArgs(valuesFile(t, tc.values))...)
+			out, stderr, err := runHelm(t, templateArgs(t, valuesFile(t, tc.values))...)
 			if err == nil || !strings.Contains(stderr, tc.want) {
 				t.Errorf("helm template: err %v, stderr %q, want an error with %q\n%.200s", err, stderr, tc.want, out)
 			}
@@ -511,7 +521,7 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 		})
 	}
 	t.Run("policy.linuxByDefault alone", func(t *testing.T) {
-		out, stderr, err := runHelm(t, templateArgs(valuesFile(t, "policy: {linuxByDefault: true}\n"))...)
+		out, stderr, err := runHelm(t, templateArgs(t, valuesFile(t, "policy: {linuxByDefault: true}\n"))...)
 		if want := "policy.linuxByDefault is set by linuxByDefault.allNamespaces"; err == nil || !strings.Contains(stderr, want) {
 			t.Errorf("helm template: err %v, stderr %q, want an error with %q\n%.200s", err, stderr, want, out)
 		}
@@ -548,7 +558,7 @@ func TestHelmChartEngine(t *testing.T) {
 		{"webhook", "engine: webhook\n", []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}, "webhook", admissionregistrationv1.Fail, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := templateArgs(valuesFile(t, tc.values))
+			args := templateArgs(t, valuesFile(t, tc.values))
 			for _, v := range tc.apiVersions {
 				args = append(args, "--api-versions", v)
 			}
@@ -591,7 +601,7 @@ func TestHelmChartEngine(t *testing.T) {
 			}
 		})
 	}
-	if _, stderr, err := runHelm(t, templateArgs(valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `at '/engine': value must be one of 'auto', 'webhook', 'hybrid'`) {
+	if _, stderr, err := runHelm(t, templateArgs(t, valuesFile(t, "engine: turbo\n"))...); err == nil || !strings.Contains(stderr, `at '/engine': value must be one of 'auto', 'webhook', 'hybrid'`) {
 		t.Errorf("engine: turbo rendered: %v %s", err, stderr)
 	}
 }

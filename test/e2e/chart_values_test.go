@@ -57,7 +57,7 @@ func TestHelmChartValues(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				file := valuesFile(t, tc.values)
-				_, stderr, err := runHelm(t, templateArgs(file)...)
+				_, stderr, err := runHelm(t, templateArgs(t, file)...)
 				checkHelmRefused(t, "helm template", err, stderr, tc.want)
 				out, stderr, err := runHelm(t, "lint", "--strict", chartDir, "--values", file)
 				checkHelmRefused(t, "helm lint", err, string(out)+stderr, tc.want)
@@ -86,7 +86,7 @@ func TestHelmChartValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if out, stderr, err := runHelm(t, templateArgs(valuesFile(t, string(data)))...); err != nil {
+				if out, stderr, err := runHelm(t, templateArgs(t, valuesFile(t, string(data)))...); err != nil {
 					t.Errorf("%s=%v: %v\n%s%.300s", strings.Join(e.path, "."), v, err, stderr, out)
 				}
 			}
@@ -125,7 +125,7 @@ func TestHelmChartValues(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				file := valuesFile(t, tc.values)
-				helm(t, templateArgs(file)...)
+				helm(t, templateArgs(t, file)...)
 				args := []string{"lint", "--strict", chartDir}
 				if file != "" {
 					args = append(args, "--values", file)
@@ -167,7 +167,7 @@ func TestHelmChartValues(t *testing.T) {
 			{"policy.linuxByDefault", "policy: {linuxByDefault: true}\n", false, "policy.linuxByDefault is set by linuxByDefault.allNamespaces"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				args := templateArgs(valuesFile(t, tc.values))
+				args := templateArgs(t, valuesFile(t, tc.values))
 				if tc.skipSchema {
 					args = append(args, "--skip-schema-validation")
 				}
