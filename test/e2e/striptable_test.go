@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/readmetest"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/striptable"
 )
@@ -484,27 +485,8 @@ func TestStripTableDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := filepath.Join(root, "README.md")
-	raw, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "<!-- versions:begin -->\n", "<!-- versions:end -->"
-	before, rest, ok1 := strings.Cut(string(raw), begin)
-	_, after, ok2 := strings.Cut(rest, end)
-	if !ok1 || !ok2 {
-		t.Fatalf("README.md has no %q ... %q section", begin, end)
-	}
-	if rest[:len(rest)-len(after)-len(end)] == table {
-		return
-	}
-	if updateGolden() {
-		if err := os.WriteFile(readme, []byte(before+begin+table+end+after), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README.md's table of versions is stale (UPDATE_GOLDEN=1 go test ./e2e -run TestStripTableDocs):\n%s", table)
+	readmetest.Check(t, filepath.Join(root, "README.md"), "<!-- versions:begin -->\n", "<!-- versions:end -->", table,
+		"UPDATE_GOLDEN=1 go test ./e2e -run TestStripTableDocs (in test/)")
 }
 
 // versionsTable renders one row per rule (a strip-table row, or the field when it is not one: the
