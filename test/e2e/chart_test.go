@@ -111,15 +111,7 @@ func runHelm(t *testing.T, args ...string) (stdout []byte, stderr string, err er
 // the Kubernetes release under test.
 func templateArgs(t *testing.T, valuesFile string) []string {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := controlplane.Version(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", version}
+	args := []string{"template", "wincompat", "deploy/helm/wincompat", "--namespace", ownNamespace, "--kube-version", releaseUnderTest(t)}
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
 	}

@@ -112,14 +112,7 @@ func grouped(rs []probeRefusal) []probeRefusal {
 }
 
 func TestStripTableProbe(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := controlplane.Version(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	version := releaseUnderTest(t)
 	report := probeReport{Version: version, Probes: map[string]int{}, Refused: map[string][]probeRefusal{}, Unprobed: map[string]string{}}
 	var fieldsServed []string
 	unprobed := map[string]bool{}

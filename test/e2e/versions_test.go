@@ -55,6 +55,17 @@ func mustRoot(t *testing.T) string {
 	return root
 }
 
+// releaseUnderTest is the Kubernetes release the tests run against (WINCOMPAT_K8S_VERSION, else
+// test/go.mod's).
+func releaseUnderTest(t *testing.T) string {
+	t.Helper()
+	version, err := controlplane.Version(mustRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return version
+}
+
 // TestHybridWhereAdmissionPoliciesAreNotServed: `serve --engine=hybrid` against an API server without
 // MutatingAdmissionPolicy v1 (1.34 and 1.35 as released; on later versions the resources are switched
 // off with --runtime-config) says so once at start-up, installs nothing, and the webhook alone still
