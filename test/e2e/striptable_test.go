@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -47,8 +46,8 @@ var gateSets = []struct {
 	name  string
 	flags []controlplane.Option
 }{
-	{"default", nil},
-	{"all alpha and beta", []controlplane.Option{
+	{striptable.GatesDefault, nil},
+	{striptable.GatesAll, []controlplane.Option{
 		controlplane.WithAPIServerFlag("feature-gates", "AllAlpha=true,AllBeta=true"),
 		controlplane.WithAPIServerFlag("runtime-config", "api/all=true"),
 	}},
@@ -56,54 +55,13 @@ var gateSets = []struct {
 
 const striptableDir = "testdata/striptable"
 
-// probeReport is what one version's API server said, as kept in testdata/striptable.
-type probeReport struct {
-	Version string `json:"version"`
-	// Probes counts the probes sent per gate setting.
-	Probes map[string]int `json:"probes"`
-	// Refused lists, per gate setting, the probes the API server refused for Windows and admitted for
-	// Linux: each must be handled by wincompat.
-	Refused map[string][]probeRefusal `json:"refused"`
-	// Unprobed are the fields whose probes the API server refused for Linux and with no OS too, with the
-	// first refusal: their values prove nothing about Windows. A reviewer reads them for fields the walk
-	// should give a better value.
-	Unprobed map[string]string `json:"unprobed"`
-	// EphemeralForbidden are the fields of an ephemeral container the API server refuses whatever the
-	// operating system (ports, probes, lifecycle, resources): nothing under them is probed.
-	EphemeralForbidden []string `json:"forbiddenInEphemeralContainers"`
-	// Upstream compares what the probe found with Kubernetes' own list of OS-specific pod fields.
-	Upstream upstreamCrossCheck `json:"upstreamTestValidateOSFields"`
-}
-
-// upstreamCrossCheck sets the probe beside TestValidateOSFields of the same release. Where the two differ
-// the report says so; the API server's answer is what wincompat acts on.
-type upstreamCrossCheck struct {
-	// OSSpecific counts the fields the upstream test lists as OS-specific.
-	OSSpecific int `json:"osSpecific"`
-	// AdmittedForWindows are listed as OS-specific, yet no probe under them was refused on a Windows pod:
-	// fields for Windows, or that only Linux pods may not carry.
-	AdmittedForWindows []string `json:"osSpecificAdmittedForWindows"`
-	// RefusedNotListed were refused on a Windows pod, yet the upstream test counts them OS-neutral: they
-	// are validated per OS outside its list, which is why the probe asks the API server.
-	RefusedNotListed []string `json:"refusedForWindowsNotListed"`
-	// Skipped are listed under a part of the pod spec the walk leaves out, with the walk's reason.
-	Skipped map[string]string `json:"skipped"`
-}
-
-type probeRefusal struct {
-	Field   string `json:"field"`
-	Value   string `json:"-"`
-	Values  string `json:"values"` // the values refused, joined by spaces
-	Handled bool   `json:"handledByWincompat"`
-}
-
 // grouped keeps one entry per field and outcome, its values joined, so that the report reads as fields.
-func grouped(rs []probeRefusal) []probeRefusal {
-	var out []probeRefusal
+func grouped(rs []striptable.Refusal) []striptable.Refusal {
+	var out []striptable.Refusal
 	for _, r := range rs {
-		i := slices.IndexFunc(out, func(o probeRefusal) bool { return o.Field == r.Field && o.Handled == r.Handled })
+		i := slices.IndexFunc(out, func(o striptable.Refusal) bool { return o.Field == r.Field && o.Handled == r.Handled })
 		if i < 0 {
-			out = append(out, probeRefusal{Field: r.Field, Values: r.Value, Handled: r.Handled})
+			out = append(out, striptable.Refusal{Field: r.Field, Values: r.Value, Handled: r.Handled})
 			continue
 		}
 		out[i].Values += " " + r.Value
@@ -113,7 +71,7 @@ func grouped(rs []probeRefusal) []probeRefusal {
 
 func TestStripTableProbe(t *testing.T) {
 	version := releaseUnderTest(t)
-	report := probeReport{Version: version, Probes: map[string]int{}, Refused: map[string][]probeRefusal{}, Unprobed: map[string]string{}}
+	report := striptable.Report{Version: version, Probes: map[string]int{}, Refused: map[string][]striptable.Refusal{}, Unprobed: map[string]string{}}
 	var fieldsServed []string
 	unprobed := map[string]bool{}
 	for _, gates := range gateSets {
@@ -153,7 +111,7 @@ func TestStripTableProbe(t *testing.T) {
 		served := slices.ContainsFunc(fieldsServed, func(p string) bool { return under(p, path) })
 		refused := false
 		for _, rs := range report.Refused {
-			refused = refused || slices.ContainsFunc(rs, func(r probeRefusal) bool { return under(r.Field, path) })
+			refused = refused || slices.ContainsFunc(rs, func(r striptable.Refusal) bool { return under(r.Field, path) })
 		}
 		if served && !refused {
 			t.Errorf("%s: wincompat strips %s, which the API server admits on a Windows pod with every gate setting probed", version, path)
@@ -177,7 +135,7 @@ func TestStripTableProbe(t *testing.T) {
 // crossCheck compares the probe's findings with the fields upstream lists as OS-specific. A listed field
 // the walk does not reach, or reaches with no valid value, fails: the probe must cover at least what
 // Kubernetes itself knows to be OS-specific.
-func crossCheck(t *testing.T, version string, upstream, fieldsServed []string, unprobed map[string]bool, report probeReport) upstreamCrossCheck {
+func crossCheck(t *testing.T, version string, upstream, fieldsServed []string, unprobed map[string]bool, report striptable.Report) striptable.UpstreamCrossCheck {
 	t.Helper()
 	var refused []string
 	for _, rs := range report.Refused {
@@ -185,21 +143,20 @@ func crossCheck(t *testing.T, version string, upstream, fieldsServed []string, u
 			refused = append(refused, r.Field)
 		}
 	}
-	cc := upstreamCrossCheck{OSSpecific: len(upstream), AdmittedForWindows: []string{}, RefusedNotListed: []string{}, Skipped: map[string]string{}}
+	cc := striptable.UpstreamCrossCheck{OSSpecific: len(upstream), AdmittedForWindows: []string{}, RefusedNotListed: []string{}, Skipped: map[string]string{}}
 	for _, field := range upstream {
 		if skip, why := skippedPart(field); skip != "" {
 			cc.Skipped[field] = why
 			continue
 		}
-		var paths []string
+		served, probed := false, false
 		for _, p := range fieldsServed {
-			if under(p, field) && !slices.Contains(paths, p) {
-				paths = append(paths, p)
+			if under(p, field) {
+				served, probed = true, probed || !unprobed[p]
 			}
 		}
-		probed := slices.ContainsFunc(paths, func(p string) bool { return !unprobed[p] })
 		switch {
-		case len(paths) == 0:
+		case !served:
 			t.Errorf("%s: TestValidateOSFields lists %s as OS-specific, and no field this API server serves is under it: the walk (test/striptable) or the name's translation (upstream.go) misses it", version, field)
 		case !probed:
 			t.Errorf("%s: TestValidateOSFields lists %s as OS-specific, and the walk gives none of its fields a value valid for Linux: give it one in test/striptable", version, field)
@@ -259,9 +216,7 @@ func probeCluster(t *testing.T, cfg *rest.Config, c client.Client) []striptable.
 		if err := pod.UnmarshalJSON(fieldProbePod(striptable.Probe{Path: "spec.ephemeralContainers"}, os)); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+		create(ctx, t, c, pod)
 	}
 
 	hc, err := rest.HTTPClientFor(cfg)
@@ -298,12 +253,12 @@ func ephemeralHost(os string) string {
 }
 
 type probeResults struct {
-	refused  []probeRefusal
+	refused  []striptable.Refusal
 	unprobed map[string]string
 	// ephemeralForbidden maps the paths of probes refused in any ephemeral container to the field
 	// refused.
 	ephemeralForbidden map[string]string
-	messages           map[string]string // field=value: the Windows probeRefusal
+	messages           map[string]string // field=value: the Windows pod's refusal
 }
 
 // runProbes sends every probe as a Linux pod, a Windows pod and, when refused for Windows, as wincompat
@@ -322,7 +277,7 @@ func runProbes(t *testing.T, cfg *rest.Config, probes []striptable.Probe) probeR
 	type outcome struct {
 		unprobed           string
 		ephemeralForbidden string
-		refused            *probeRefusal
+		refused            *striptable.Refusal
 		message            string
 		err                error
 	}
@@ -353,7 +308,7 @@ func runProbes(t *testing.T, cfg *rest.Config, probes []striptable.Probe) probeR
 				if win == nil {
 					continue
 				}
-				r := probeRefusal{Field: p.Path, Value: p.Value}
+				r := striptable.Refusal{Field: p.Path, Value: p.Value}
 				o.message = firstLine(win.Error())
 				f := facts
 				if p.Ephemeral() {
@@ -419,32 +374,23 @@ func fieldProbePod(p striptable.Probe, os string) []byte {
 	return raw
 }
 
-// probeCreate dry-runs raw with strict field validation: a field this API server does not know is an
-// error, not silently dropped.
-func probeCreate(ctx context.Context, c client.Client, raw []byte) error {
+// probeSend dry-runs a probe's pod with strict field validation (a field this API server does not know is
+// an error, not silently dropped), as the API server receives it: created, or for an ephemeral
+// container's field, added to the existing pod through its ephemeralcontainers subresource (where the
+// API server takes only the ephemeral containers from the body).
+func probeSend(ctx context.Context, c client.Client, p striptable.Probe, raw []byte) error {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
 		return err
+	}
+	if p.Ephemeral() {
+		return c.SubResource("ephemeralcontainers").Update(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 	}
 	err := c.Create(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
-}
-
-// probeSend dry-runs a probe's pod as the API server receives it: created, or for an ephemeral
-// container's field, added to the existing pod through its ephemeralcontainers subresource (where the
-// API server takes only the ephemeral containers from the body).
-func probeSend(ctx context.Context, c client.Client, p striptable.Probe, raw []byte) error {
-	if !p.Ephemeral() {
-		return probeCreate(ctx, c, raw)
-	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(raw); err != nil {
-		return err
-	}
-	return c.SubResource("ephemeralcontainers").Update(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 }
 
 func firstLine(s string) string {
@@ -456,23 +402,11 @@ func firstLine(s string) string {
 // TestStripTableDocs: the README's table of what each version refuses on a Windows pod and wincompat
 // rewrites is made from testdata/striptable, one column per version probed (UPDATE_GOLDEN=1 rewrites it).
 func TestStripTableDocs(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(striptableDir, "v*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no probe reports in %s: %v", striptableDir, err)
+	reports, err := striptable.ReadReports(striptableDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var reports []probeReport
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r probeReport
-		if err := json.Unmarshal(raw, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		reports = append(reports, r)
-	}
-	slices.SortFunc(reports, func(a, b probeReport) int { return semverCompare(a.Version, b.Version) })
+	slices.SortFunc(reports, func(a, b striptable.Report) int { return semverCompare(a.Version, b.Version) })
 	table := versionsTable(reports)
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -485,7 +419,7 @@ func TestStripTableDocs(t *testing.T) {
 // versionsTable renders one row per rule (a strip-table row, or the field when it is not one: the
 // fields of every kind of container together) and one column per version: refused by default,
 // only with alpha or beta gates on, or not at all.
-func versionsTable(reports []probeReport) string {
+func versionsTable(reports []striptable.Report) string {
 	type cell struct{ byDefault, gated bool }
 	rows := map[string]map[string]*cell{}
 	var order []string
@@ -502,7 +436,7 @@ func versionsTable(reports []probeReport) string {
 					c = &cell{}
 					rows[key][r.Version] = c
 				}
-				if gates == "default" {
+				if gates == striptable.GatesDefault {
 					c.byDefault = true
 				} else {
 					c.gated = true

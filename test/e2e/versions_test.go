@@ -41,8 +41,7 @@ func admissionPoliciesServed(t *testing.T, cfg *rest.Config) bool {
 func requireAdmissionPolicies(t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	if !admissionPoliciesServed(t, cfg) {
-		v, _ := controlplane.Version(mustRoot(t))
-		t.Skipf("kube-apiserver %s does not serve MutatingAdmissionPolicy v1: the admission-policy engines do not run there (TestHybridWhereAdmissionPoliciesAreNotServed)", v)
+		t.Skipf("kube-apiserver %s does not serve MutatingAdmissionPolicy v1: the admission-policy engines do not run there (TestHybridWhereAdmissionPoliciesAreNotServed)", releaseUnderTest(t))
 	}
 }
 
@@ -72,10 +71,7 @@ func releaseUnderTest(t *testing.T) string {
 // rewrites Windows pods completely.
 func TestHybridWhereAdmissionPoliciesAreNotServed(t *testing.T) {
 	var opts []controlplane.Option
-	v, err := controlplane.Version(mustRoot(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := releaseUnderTest(t)
 	if semverCompare(v, "v1.36.0") >= 0 {
 		// The admission plugin goes too: it waits for the resources it reads, and the API server with it.
 		opts = append(opts, controlplane.WithAPIServerFlag("runtime-config",
@@ -112,7 +108,7 @@ func TestHybridWhereAdmissionPoliciesAreNotServed(t *testing.T) {
 	if n := strings.Count(said, "does not serve MutatingAdmissionPolicy v1"); n != 1 {
 		t.Errorf("serve said %d times that the API server does not serve admission policies, want once at start-up:\n%s", n, said)
 	}
-	_, err = cl.c.RESTMapper().RESTMapping(schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "MutatingAdmissionPolicy"}, "v1")
+	_, err := cl.c.RESTMapper().RESTMapping(schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "MutatingAdmissionPolicy"}, "v1")
 	if !apimeta.IsNoMatchError(err) {
 		t.Errorf("MutatingAdmissionPolicy v1 mapping: %v, want no match", err)
 	}
@@ -170,7 +166,7 @@ func TestHelmChartOnThisServer(t *testing.T) {
 		}
 		applied++
 	}
-	v, _ := controlplane.Version(mustRoot(t))
+	v := releaseUnderTest(t)
 	want := "webhook"
 	if admissionPoliciesServed(t, cp.Config) {
 		want = "hybrid"

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/striptable"
 )
 
 // Kubernetes versions (issue 30): what this API server serves decides the engine, a field only some
@@ -63,34 +62,20 @@ func (d *demo) versions(ctx context.Context) error {
 	}
 	d.say("lifecycle.stopSignal SIGQUIT (a chart's graceful nginx) removed: %s", changes[i].Reason)
 
-	reports, _ := filepath.Glob(filepath.Join(d.root, "test", "e2e", "testdata", "striptable", "v*.json"))
-	if len(reports) == 0 {
-		return fmt.Errorf("no strip-table probe reports in test/e2e/testdata/striptable")
+	reports, err := striptable.ReadReports(filepath.Join(d.root, "test", "e2e", "testdata", "striptable"))
+	if err != nil {
+		return err
 	}
 	var versions []string
-	for _, path := range reports {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var r struct {
-			Version string         `json:"version"`
-			Probes  map[string]int `json:"probes"`
-			Refused map[string][]struct {
-				Handled bool `json:"handledByWincompat"`
-			} `json:"refused"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	for _, r := range reports {
 		for gates, rs := range r.Refused {
 			for _, f := range rs {
 				if !f.Handled {
-					return fmt.Errorf("%s: %s with %s gates refuses a field wincompat does not rewrite", path, r.Version, gates)
+					return fmt.Errorf("the probe report of %s: with %s gates it refuses a field wincompat does not rewrite", r.Version, gates)
 				}
 			}
 		}
-		versions = append(versions, fmt.Sprintf("%s (%d fields)", r.Version, len(r.Refused["all alpha and beta"])))
+		versions = append(versions, fmt.Sprintf("%s (%d fields)", r.Version, len(r.Refused[striptable.GatesAll])))
 	}
 	d.say("the strip-table probe's last reports: every field refused on Windows pods is rewritten, on %s", strings.Join(versions, ", "))
 	d.detail("the probes: every leaf of the pod spec each API server serves, alone on a pod, gates off and on (make e2e-matrix; test/e2e/testdata/striptable)")
