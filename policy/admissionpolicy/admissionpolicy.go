@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -41,6 +42,10 @@ type shape struct {
 	// and metaPtr the same as JSON pointers.
 	spec, specPtr, meta, metaPtr string
 	pod                          bool
+	// restricted: bound only to namespaces labelled pod-security.kubernetes.io/enforce=restricted (a
+	// pods policy; the other one is bound to the rest). matchConditions cannot read the namespace, and
+	// the changes matchCondition must know whether the restricted rules apply, so the binding says it.
+	restricted bool
 }
 
 func rule(group string, ops []admissionregistrationv1.OperationType, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
@@ -89,11 +94,61 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
 	for _, s := range shapes {
 		for _, defaultWindows := range []bool{false, true} {
-			p, b := renderOne(s, defaultWindows, pol, opts, excluded)
-			policies, bindings = append(policies, p), append(bindings, b)
+			for _, v := range variants(s) {
+				p, b := renderOne(v, defaultWindows, pol, opts, excluded)
+				policies, bindings = append(policies, p), append(bindings, b)
+			}
 		}
 	}
 	return policies, bindings
+}
+
+// Names are the names of the policies Render returns, and of their bindings, in Render's order,
+// whatever the policy: the chart's bindings and RBAC list them.
+func Names() []string {
+	var names []string
+	for _, s := range shapes {
+		for _, defaultWindows := range []bool{false, true} {
+			for _, v := range variants(s) {
+				names = append(names, policyName(v, defaultWindows))
+			}
+		}
+	}
+	return names
+}
+
+// policyName is the name of the policy, and of its binding, of shape s for the namespaces labelled
+// wincompat.io/default-os=windows (defaultWindows) or the other ones.
+func policyName(s shape, defaultWindows bool) string {
+	name := "wincompat-" + s.name
+	if defaultWindows {
+		name += "-default-os"
+	}
+	if s.restricted {
+		name += "-restricted"
+	}
+	return name
+}
+
+// variants are the policies of one shape: pods twice, for namespaces that enforce Pod Security
+// restricted and for the others, whatever the policy says of podSecurityRestricted, so that the set of
+// names (which the chart's bindings and RBAC list) does not depend on it.
+func variants(s shape) []shape {
+	if !s.pod {
+		return []shape{s}
+	}
+	r := s
+	r.restricted = true
+	return []shape{s, r}
+}
+
+// nsRestricted is the CEL constant of whether the namespace enforces Pod Security restricted, as the
+// binding of this policy selects it.
+func nsRestricted(s shape, pol *policy.Policy) string {
+	if s.restricted && pol.PodSecurityRestricted {
+		return "true"
+	}
+	return "false"
 }
 
 // renderOne renders the policy and binding of one shape for the namespaces labelled
@@ -101,24 +156,41 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 // webhooks': matchConditions cannot read the namespace, so only the binding's namespaceSelector can tell
 // the two, and unpinned pods in the other namespaces (Linux pods, mostly) never reach the CEL.
 func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, excluded []string) (admissionregistrationv1.MutatingAdmissionPolicy, admissionregistrationv1.MutatingAdmissionPolicyBinding) {
-	name := "wincompat-" + s.name
+	name := policyName(s, defaultWindows)
 	defaultOS := metav1.LabelSelectorOpNotIn
 	if defaultWindows {
-		name += "-default-os"
 		defaultOS = metav1.LabelSelectorOpIn
 	}
+	namespaces := []metav1.LabelSelectorRequirement{
+		{Key: policy.LabelEnabled, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
+		{Key: policy.LabelDefaultOS, Operator: defaultOS, Values: []string{"windows"}},
+	}
+	if s.pod {
+		restricted := metav1.LabelSelectorOpNotIn
+		if s.restricted {
+			restricted = metav1.LabelSelectorOpIn
+		}
+		namespaces = append(namespaces, metav1.LabelSelectorRequirement{Key: policy.LabelPodSecurityEnforce, Operator: restricted, Values: []string{"restricted"}})
+	}
+	namespaces = append(namespaces,
+		metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
+		enforced(pol))
 	fail := admissionregistrationv1.Fail
-	vars, patch := render(s, defaultWindows, pol, opts)
+	vars, patch, changes := render(s, defaultWindows, pol, opts)
+	conditions := []admissionregistrationv1.MatchCondition{
+		{Name: "windows", Expression: trigger(s, defaultWindows, pol)},
+		{Name: "not-skipped", Expression: notSkipped(s)},
+	}
+	if changes != "" {
+		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: "changes", Expression: changes})
+	}
 	return admissionregistrationv1.MutatingAdmissionPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
-				MatchConditions: []admissionregistrationv1.MatchCondition{
-					{Name: "windows", Expression: trigger(s, defaultWindows, pol)},
-					{Name: "not-skipped", Expression: notSkipped(s)},
-				},
-				Variables: vars,
+				MatchConditions:  conditions,
+				Variables:        vars,
 				Mutations: []admissionregistrationv1.Mutation{{
 					PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 					JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
@@ -134,12 +206,7 @@ func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, e
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
 				PolicyName: name,
 				MatchResources: &admissionregistrationv1.MatchResources{
-					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-						{Key: policy.LabelEnabled, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
-						{Key: policy.LabelDefaultOS, Operator: defaultOS, Values: []string{"windows"}},
-						{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
-						enforced(pol),
-					}},
+					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: namespaces},
 				},
 			},
 		}
@@ -280,7 +347,7 @@ var scopeTypes = map[policy.Scope]reflect.Type{
 // render returns the policy's variables and its JSONPatch expression. The JSONPatch type exists only in
 // the mutation's own expression, so the variables hold data (what to remove, the record) and the
 // expression builds the operations.
-func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]admissionregistrationv1.Variable, string) {
+func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (vars []admissionregistrationv1.Variable, patch, changes string) {
 	// In the Go decision's order: spec.os, the non-root intent, the strip table, the rewrites, the
 	// injector opt-outs, scheduling.
 	parts := []part{inferOS(s)}
@@ -299,7 +366,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 			removeEach("hugePages"),
 			removeEach("deprecatedAnnotations"))
 	}
-	if s.pod && pol.PodSecurityRestricted {
+	if s.pod && s.restricted && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
 	}
 	if s.pod && userForRunAsNonRoot(pol) {
@@ -350,7 +417,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
       [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
 			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
 	}
-	vars := []admissionregistrationv1.Variable{
+	vars = []admissionregistrationv1.Variable{
 		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
@@ -363,11 +430,78 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
 	}
 	vars = append(vars, narrowVariables(s, pol)...)
+	vars = append(vars, admissionregistrationv1.Variable{Name: "records", Expression: all.records})
+	if s.pod {
+		changes = podChanges(s, defaultWindows, pol, opts, vars)
+	}
 	return append(vars, []admissionregistrationv1.Variable{
-		{Name: "records", Expression: all.records},
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		{Name: "record", Expression: recordExpr},
-	}...), fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+	}...), fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate), changes
+}
+
+// podChanges is the pods policies' last matchCondition: false exactly when the patch would be empty,
+// which is when there is no record to write and the pod has the marker of this version. The API server
+// then skips the variables, the patch, and the encode, apply and decode of the pod around an empty
+// patch. That is every reinvocation of the policy after its own change (the API server reinvokes an
+// IfNeeded policy that changed the object; README.md, "Reinvocation") unless a later webhook gave it
+// something to do again, and every pod created as the policy leaves it. A pod the first condition turns
+// away (Linux pods, in an opted-in namespace) costs it nothing: the API server evaluates every
+// matchCondition, and stops only at its budget.
+//
+// Templates have no marker, so for them this would be the whole record, evaluated once more for every
+// template in the namespace, Linux ones too; they keep the patch's own test (size(records) == 0).
+func podChanges(s shape, defaultWindows bool, pol *policy.Policy, opts Options, vars []admissionregistrationv1.Variable) string {
+	// The variables are bound, and so evaluated, only past the first clauses.
+	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s ||\n%s ||\n%s",
+		trigger(s, defaultWindows, pol), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version),
+		tooLarge(s), inlineVariables("size(variables.records) > 0", vars))
+}
+
+// changesItemLimit is how many items the record loops over (tooLarge) a pod may have for changes to
+// read its record. Past it changes is true and the policy runs as if changes were not there. changes
+// is one expression, held to the API server's limit of 1,000,000 per expression, which the policy's
+// variables each have to themselves; its record costs up to about 1,100 per container when each needs
+// every change (TestPodChangesConditionBudget). Charts' pods have a few dozen.
+const changesItemLimit = 500
+
+// tooLarge is true when the pod has more than changesItemLimit of what the record loops over: its
+// containers of every kind, their mounts and resource names, its volumes, tolerations and annotations.
+// The sizes of the pod's own lists come first, so that a pod of many containers is not looped over.
+func tooLarge(s shape) string {
+	spec := optional(s.spec)
+	own := []string{
+		fmt.Sprintf("size(%s.?volumes.orValue([]))", spec),
+		fmt.Sprintf("size(%s.?tolerations.orValue([]))", spec),
+		fmt.Sprintf("size(%s.?annotations.orValue({}))", optional(s.meta)),
+	}
+	var nested []string
+	for _, l := range containerLists {
+		list := fmt.Sprintf("%s.?%s.orValue([])", spec, l)
+		own = append(own, "size("+list+")")
+		nested = append(nested, fmt.Sprintf("%s.map(c, size(c.?volumeMounts.orValue([])) + size(c.?resources.?limits.orValue({})) + size(c.?resources.?requests.orValue({}))).sum()", list))
+	}
+	top := strings.Join(own, " + ")
+	return fmt.Sprintf("%[1]s > %[3]d || %[1]s + %[2]s > %[3]d", top, strings.Join(nested, " + "), changesItemLimit)
+}
+
+var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)\b`)
+
+// inlineVariables rewrites expr, which reads vars, for a matchCondition, where variables do not exist:
+// each variable it needs, directly or through another, is evaluated once, in order, and bound by a
+// comprehension over a list of that one value (the API server's CEL has no cel.bind), so that the
+// cost stays what the variables cost, never once per use.
+func inlineVariables(expr string, vars []admissionregistrationv1.Variable) string {
+	bound := func(name string) string { return "v_" + name }
+	body := variableRef.ReplaceAllString(expr, "v_$1")
+	for i := len(vars) - 1; i >= 0; i-- {
+		name := vars[i].Name
+		if !regexp.MustCompile(`\b` + bound(name) + `\b`).MatchString(body) {
+			continue
+		}
+		body = fmt.Sprintf("[%s].exists(%s,\n%s)", variableRef.ReplaceAllString(vars[i].Expression, "v_$1"), bound(name), body)
+	}
+	return body
 }
 
 // restricted makes a pod in a namespace that enforces Pod Security restricted pass it, as policy's
@@ -378,7 +512,8 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) ([]a
 func restricted(s shape, user string) []part {
 	spec := optional(s.spec)
 	sc := spec + ".?securityContext"
-	enforced := fmt.Sprintf("!variables.hostProcess && namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
+	// Rendered only into the policy bound to namespaces that enforce restricted (variants).
+	const enforced = "!variables.hostProcess"
 	nonRoot := sc + ".?runAsNonRoot"
 	podNonRoot := join(
 		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, policy.RuleRestrictedNonRoot, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,

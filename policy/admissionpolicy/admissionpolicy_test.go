@@ -2,6 +2,7 @@ package admissionpolicy
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,8 +60,10 @@ func TestRenderFollowsTheTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	policies, _ := Render(pol, Options{Version: "v1"})
-	if len(policies) != 2*len(shapes) {
-		t.Fatalf("%d policies for %d shapes, want two each (default-os=windows namespaces and the others)", len(policies), len(shapes))
+	// Two per shape (default-os=windows namespaces and the others), and pods twice that (namespaces that
+	// enforce Pod Security restricted and the others).
+	if want := 2*len(shapes) + 2; len(policies) != want {
+		t.Fatalf("%d policies for %d shapes, want %d", len(policies), len(shapes), want)
 	}
 	for _, p := range policies {
 		var all strings.Builder
@@ -100,14 +103,19 @@ func TestBindingsFollowTheMode(t *testing.T) {
 			}
 			mode, _ := pol.ModeFor(ns)
 			for _, b := range bindings {
-				if strings.HasSuffix(b.Name, "-default-os") {
-					continue // the same selector, for default-os=windows namespaces
+				// Each binding in the namespaces of its own partition (default-os, Pod Security).
+				in := labels.Set(maps.Clone(ns.Labels))
+				if strings.Contains(b.Name, "-default-os") {
+					in[policy.LabelDefaultOS] = "windows"
+				}
+				if strings.HasSuffix(b.Name, "-restricted") {
+					in[policy.LabelPodSecurityEnforce] = "restricted"
 				}
 				sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if bound := sel.Matches(labels.Set(ns.Labels)); bound != (mode == policy.ModeEnforce) {
+				if bound := sel.Matches(in); bound != (mode == policy.ModeEnforce) {
 					t.Errorf("policy mode %s, label %q: %s bound %v, but the mode there is %s", pol.Mode, label, b.Name, bound, mode)
 				}
 			}
@@ -135,6 +143,41 @@ func TestRenderNarrowsOnlyWhenAsked(t *testing.T) {
 			for _, m := range marks {
 				if got := strings.Contains(all.String(), m); got != want {
 					t.Errorf("policy %s, %s: %s in the CEL: %v, want %v", name, p.Name, m, got, want)
+				}
+			}
+		}
+	}
+}
+
+// Every opted-in namespace, whatever its default-os and Pod Security labels, is selected by exactly one
+// binding of each shape: the policies of one shape split the namespaces, never overlap or leave a gap.
+func TestBindingsPartitionTheNamespaces(t *testing.T) {
+	_, bindings := Render(policy.Default(), Options{Version: "v1"})
+	for _, defaultOS := range []string{"", "windows", "linux"} {
+		for _, enforce := range []string{"", "restricted", "baseline", "privileged"} {
+			ns := labels.Set{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}
+			if defaultOS != "" {
+				ns[policy.LabelDefaultOS] = defaultOS
+			}
+			if enforce != "" {
+				ns[policy.LabelPodSecurityEnforce] = enforce
+			}
+			for _, s := range shapes {
+				var selected []string
+				for _, b := range bindings {
+					if b.Name != "wincompat-"+s.name && !strings.HasPrefix(b.Name, "wincompat-"+s.name+"-") {
+						continue
+					}
+					sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if sel.Matches(ns) {
+						selected = append(selected, b.Name)
+					}
+				}
+				if len(selected) != 1 {
+					t.Errorf("%s objects in a namespace labelled %v: selected by %v, want exactly one binding", s.name, ns, selected)
 				}
 			}
 		}

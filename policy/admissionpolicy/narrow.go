@@ -44,10 +44,7 @@ func userForRunAsNonRoot(pol *policy.Policy) bool {
 func nonRootUserAt(s shape, pol *policy.Policy) string {
 	spec := optional(s.spec)
 	sc := spec + ".?securityContext"
-	enforced := "false"
-	if pol.PodSecurityRestricted {
-		enforced = fmt.Sprintf("namespaceObject.?metadata.?labels[?%s].orValue('') == 'restricted'", quote(policy.LabelPodSecurityEnforce))
-	}
+	enforced := nsRestricted(s, pol)
 	var allNamed, needs []string
 	for _, l := range containerLists {
 		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && %s)", spec, l, containerUser("c")))

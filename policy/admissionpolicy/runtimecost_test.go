@@ -86,6 +86,36 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 		fmt.Fprintf(w, "%s\t%d\t\n", strings.TrimPrefix(e.where, p.Name+" "), cost)
 	}
 	fmt.Fprintf(w, "total\t%d\t\n", total)
+	// The API server reinvokes the policy on what its patch made (it changed the object, and its
+	// reinvocationPolicy is IfNeeded): there the matchConditions alone run, and changes turns it away.
+	patched := applyOps(t, "the chart pod", pod, patchOps(t, "the chart pod", patch))
+	var again uint64
+	for _, e := range mutatingPolicyExpressions(p) {
+		if e.kind != matchCondition {
+			continue
+		}
+		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked, issues := env.Compile(e.expr)
+		if issues.Err() != nil {
+			t.Fatal(issues.Err())
+		}
+		prg, err := env.Program(checked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val, details, err := prg.Eval(map[string]any{"object": patched, "variables": map[string]any{}})
+		if err != nil {
+			t.Fatalf("%s, reinvoked: %v", e.where, err)
+		}
+		if strings.HasSuffix(e.where, " changes") && val.Value() != false {
+			t.Errorf("%s is %v for the patched chart pod: the reinvocation would run the policy again", e.where, val)
+		}
+		again += *details.ActualCost()
+	}
+	fmt.Fprintf(w, "reinvoked: matchConditions\t%d\t\n", again)
 	w.Flush()
 	t.Logf("%s for the chart pod of make perf (budget %d):\n%s", p.Name, runtimePodBudget, b.String())
 	if ops, ok := patch.(traits.Sizer); !ok || ops.Size().Value().(int64) < 20 {

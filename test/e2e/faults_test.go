@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/perf"
 	"github.com/wincompat/wincompat/test/perf/load"
@@ -365,7 +366,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 		lb.drain(r, false)
 		waitUntil(t, 10*time.Second, fmt.Sprintf("the balancer to take replica %d back", r.index), func() bool { return lb.ready(r) })
 	}
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 8)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, len(admissionpolicy.Names()))
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
 	hybridWant := &expectation{toleration: "Windows", byAdmissionPolicy: true}
 	waitUntil(t, 30*time.Second, "the API server to apply the admission policies", func() bool {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/webhook/audit"
 	"github.com/wincompat/wincompat/webhook/server"
@@ -33,7 +34,7 @@ func TestHybridEngine(t *testing.T) {
 	cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
 
 	// The leader applies the policies and bindings at start.
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, 8)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, len(admissionpolicy.Names()))
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
 
 	// Up: the webhook adds the build on top of the admission policy's work.
@@ -90,7 +91,7 @@ func TestHybridEngine(t *testing.T) {
 	// Back up in hybrid mode: the leader applies the bindings again, and new pods get the build.
 	cl.serve(t, func(o *server.Options) { o.Engine = server.EngineHybrid })
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, 8)
+	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, len(admissionpolicy.Names()))
 	later := windowsChartPod(ns, "after-restart", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", "app")
 	if err := cl.c.Create(ctx, later); err != nil {
 		t.Fatal(err)

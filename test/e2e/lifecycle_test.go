@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 )
 
@@ -79,7 +80,7 @@ func TestChartLifecycle(t *testing.T) {
 	helmOK("install", "--set", "tls.mode=self-managed", "--set", "imageResolver.enabled=false")
 	rollout()
 	checkEngine(t, c, "hybrid")
-	waitForAdmissionPolicies(t, c, 8)
+	waitForAdmissionPolicies(t, c, len(admissionpolicy.Names()))
 	pods.rewritten("installed, engine hybrid", bothEngines)
 
 	// Upgrade with a changed policy, keeping the values given before (--reuse-values): the new taint is
@@ -107,7 +108,7 @@ func TestChartLifecycle(t *testing.T) {
 	helmOK("engine hybrid again", "--reuse-values", "--set", "engine=hybrid")
 	rollout()
 	checkEngine(t, c, "hybrid")
-	waitForAdmissionPolicies(t, c, 8)
+	waitForAdmissionPolicies(t, c, len(admissionpolicy.Names()))
 	pods.rewritten("engine hybrid again", bothEngines)
 
 	// cert-manager TLS: the API server takes the chart's Issuers and Certificates, the Deployment now

@@ -193,8 +193,8 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 			}
 		}
 		var maps admissionregistrationv1.MutatingAdmissionPolicyList
-		if err := admin.List(ctx, &maps); err != nil || len(maps.Items) != 8 {
-			t.Errorf("admission policies: %d, %v; want the 8 the keeper applied", len(maps.Items), err)
+		if err := admin.List(ctx, &maps); err != nil || len(maps.Items) != len(admissionpolicy.Names()) {
+			t.Errorf("admission policies: %d, %v; want the %d the keeper applied", len(maps.Items), err, len(admissionpolicy.Names()))
 		}
 
 		// The certificate issuer (self-managed TLS): creates its Secret and sets the caBundle of both
@@ -603,7 +603,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 }
 
 // TestHelmChartAdmissionPolicyBindings: issue 24, finding 8. With engine hybrid the chart, not wincompat,
-// installs the eight bindings, and they select what wincompat's own rendering selects (names, policy,
+// installs the ten bindings, and they select what wincompat's own rendering selects (names, policy,
 // namespaces, from the same policy values) plus the policy's resource rules, so that the scope holds
 // whatever the policies say. Rendering only; TestStolenTokenWidensNothing applies them.
 func TestHelmChartAdmissionPolicyBindings(t *testing.T) {
@@ -642,6 +642,29 @@ func TestHelmChartAdmissionPolicyBindings(t *testing.T) {
 			policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{ExcludedNamespaces: []string{ownNamespace}})
 			if len(chartBindings) != len(bindings) {
 				t.Errorf("the chart renders %d bindings, wincompat %d", len(chartBindings), len(bindings))
+			}
+			// The RBAC that lets wincompat write the policies and read their bindings names each of them.
+			names := admissionpolicy.Names()
+			slices.Sort(names)
+			for _, obj := range objs {
+				if obj.GetKind() != "ClusterRole" {
+					continue
+				}
+				var role rbacv1.ClusterRole
+				js, _ := obj.MarshalJSON()
+				if err := json.Unmarshal(js, &role); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range role.Rules {
+					if !slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) || len(r.ResourceNames) == 0 ||
+						!(slices.Contains(r.Resources, "mutatingadmissionpolicies") || slices.Contains(r.Resources, "mutatingadmissionpolicybindings")) {
+						continue
+					}
+					got := slices.Sorted(slices.Values(r.ResourceNames))
+					if !slices.Equal(got, names) {
+						t.Errorf("ClusterRole %s grants %v on %v by name; wincompat renders %v", role.Name, r.Verbs, got, names)
+					}
+				}
 			}
 			for i, want := range bindings {
 				got, ok := chartBindings[want.Name]

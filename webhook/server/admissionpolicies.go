@@ -28,7 +28,7 @@ import (
 // exists, and owned by it: the garbage collector deletes the policies when helm deletes the bindings
 // (helm uninstall, or an upgrade to the webhook engine), whether or not a replica still runs. A policy
 // written from a binding read just before its deletion names an owner that is gone, which the garbage
-// collector also deletes. The keeper reads the eight bindings every check interval (sooner while one is
+// collector also deletes. The keeper reads the ten bindings every check interval (sooner while one is
 // missing), and writes the policies again when a binding appears or is replaced (deleted and created
 // again: its policy went with the old one).
 type policyKeeper struct {
@@ -42,7 +42,7 @@ type policyKeeper struct {
 	// the policies, each owned by its binding.
 	policiesOnly bool
 	// bindings reads the installed bindings from the API server by name (no cache: RBAC grants get on
-	// the eight names only, no list or watch).
+	// the ten names only, no list or watch).
 	bindings client.Reader
 	// check is how often the installed bindings are read; retry how soon after a pass that found one
 	// missing (doubling up to check): the chart creates the bindings with the Deployment, and a replica

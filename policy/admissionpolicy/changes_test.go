@@ -1,0 +1,438 @@
+package admissionpolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"google.golang.org/protobuf/types/known/structpb"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/cel/mutation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+// TestPodChangesConditionIsExact: the pods policies' changes matchCondition (podChanges) is false
+// exactly when the policy's patch is empty, for every pods policy of every rendering and every Windows
+// pod of the webhook's golden cases and the chart pod of make perf, as the API server evaluates it: the
+// matchConditions without a namespace, the variables and the patch with one whose labels the policy's
+// binding selects. On what the patch makes of the pod it is false (the reinvocation after the policy's
+// own change costs nothing more) and the patch would be empty (nothing is lost by skipping it).
+func TestPodChangesConditionIsExact(t *testing.T) {
+	pods := goldenPods(t)
+	c := newAdmissionCompiler(t)
+	renderings := policiesShipped(t)
+	checked, changed := 0, 0
+	for _, name := range slices.Sorted(maps.Keys(renderings)) {
+		policies, _ := Render(renderings[name], Options{Version: "v1.2.3"})
+		for _, p := range policies {
+			if !strings.HasPrefix(p.Name, "wincompat-pods") {
+				continue
+			}
+			e := compilePolicy(t, c, p)
+			ns := map[string]any{"metadata": map[string]any{"name": "web", "labels": bindingLabels(p.Name)}}
+			var all []namedPod
+			for _, pod := range pods {
+				// Each pod twice: as created, and with the marker already there, as the second pass
+				// sees a pod when a webhook between the two changed it (here: undid everything).
+				marked := deepCopyJSON(t, pod.obj).(map[string]any)
+				meta := marked["metadata"].(map[string]any)
+				ann, _ := meta["annotations"].(map[string]any)
+				if ann == nil {
+					ann = map[string]any{}
+				}
+				ann[policy.AnnotationAdmissionPolicy] = "v1.2.3"
+				meta["annotations"] = ann
+				all = append(all, pod, namedPod{pod.name + ", marked", marked})
+			}
+			for _, pod := range all {
+				where := fmt.Sprintf("%s, %s, %s", name, p.Name, pod.name)
+				first := e.evaluate(t, where, pod.obj, ns)
+				if !first.matched {
+					continue
+				}
+				checked++
+				if first.changes != (len(first.patch) > 0) {
+					t.Errorf("%s: the changes matchCondition is %v, the patch has %d operations", where, first.changes, len(first.patch))
+				}
+				if len(first.patch) == 0 {
+					continue
+				}
+				changed++
+				again := e.evaluate(t, where+", patched", applyOps(t, where, pod.obj, first.patch), ns)
+				if again.changes || len(again.patch) > 0 {
+					t.Errorf("%s: after the patch, the changes matchCondition is %v and the patch %v", where, again.changes, again.patch)
+				}
+			}
+		}
+	}
+	if checked < 100 || changed < checked/2 {
+		t.Fatalf("checked %d Windows pods, %d with a patch: the golden cases are not what this test expects", checked, changed)
+	}
+	// Each patched pod was checked again: changes false, and an empty patch.
+	t.Logf("%d pods through a pods policy (half of them with the marker already), %d with a patch and checked again once patched", checked, changed)
+}
+
+// TestPodChangesConditionNeedsNoNamespace: matchConditions get no namespaceObject from the API server
+// (README.md), so the pods policies' conditions must not read it; the restricted rules' namespace label
+// is their binding's.
+func TestPodChangesConditionNeedsNoNamespace(t *testing.T) {
+	for name, pol := range policiesShipped(t) {
+		policies, _ := Render(pol, Options{Version: "v1"})
+		for _, p := range policies {
+			for _, m := range p.Spec.MatchConditions {
+				if strings.Contains(m.Expression, "namespaceObject") {
+					t.Errorf("%s, %s: matchCondition %s reads namespaceObject", name, p.Name, m.Name)
+				}
+			}
+		}
+	}
+}
+
+// bindingLabels are the labels of a namespace the binding of the policy named name selects.
+func bindingLabels(name string) map[string]any {
+	l := map[string]any{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}
+	if strings.Contains(name, "-default-os") {
+		l[policy.LabelDefaultOS] = "windows"
+	}
+	if strings.HasSuffix(name, "-restricted") {
+		l[policy.LabelPodSecurityEnforce] = "restricted"
+	}
+	return l
+}
+
+type namedPod struct {
+	name string
+	obj  map[string]any
+}
+
+// goldenPods are the pods of the webhook's golden cases (webhook/testdata/golden) and the chart pod.
+func goldenPods(t *testing.T) []namedPod {
+	t.Helper()
+	raw, err := os.ReadFile(chartPodPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart map[string]any
+	if err := json.Unmarshal(raw, &chart); err != nil {
+		t.Fatal(err)
+	}
+	out := []namedPod{{"chart pod", intsAsInt64(chart).(map[string]any)}}
+	files, err := filepath.Glob(filepath.Join("..", "..", "webhook", "testdata", "golden", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".out.yaml") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Object map[string]any `json:"object"`
+		}
+		if err := yaml.Unmarshal(data, &c); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if c.Object["kind"] == "Pod" {
+			out = append(out, namedPod{filepath.Base(f), intsAsInt64(c.Object).(map[string]any)})
+		}
+	}
+	return out
+}
+
+// compiledPolicy is one policy's expressions, compiled as TestAdmissionPolicyRuntimeCost compiles them.
+type compiledPolicy struct {
+	conditions map[string]cel.Program
+	order      []string
+	variables  []namedProgram
+	patch      cel.Program
+}
+
+type namedProgram struct {
+	name string
+	prg  cel.Program
+}
+
+func compilePolicy(t *testing.T, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy) *compiledPolicy {
+	t.Helper()
+	out := &compiledPolicy{conditions: map[string]cel.Program{}}
+	for _, e := range mutatingPolicyExpressions(p) {
+		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast, issues := env.Compile(e.expr)
+		if issues.Err() != nil {
+			t.Fatalf("%s: %v", e.where, issues.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.kind {
+		case matchCondition:
+			name := strings.TrimPrefix(e.where, p.Name+" matchConditions ")
+			out.conditions[name] = prg
+			out.order = append(out.order, name)
+		case variable:
+			out.variables = append(out.variables, namedProgram{e.name, prg})
+		case jsonPatch:
+			out.patch = prg
+		}
+	}
+	return out
+}
+
+type evaluation struct {
+	matched, changes bool
+	patch            []map[string]any
+}
+
+// evaluate runs the policy on obj: its matchConditions without a namespace, as the API server's matcher
+// does; then, whatever the changes condition says, the variables and the patch with namespace ns.
+func (p *compiledPolicy) evaluate(t *testing.T, where string, obj, ns map[string]any) evaluation {
+	t.Helper()
+	ev, _ := p.evaluateCost(t, where, obj, ns)
+	return ev
+}
+
+// evaluateCost is evaluate, with the runtime cost of the policy when the matchConditions are all true,
+// and of the matchConditions alone when changes is false (what the API server evaluates then).
+func (p *compiledPolicy) evaluateCost(t *testing.T, where string, obj, ns map[string]any) (evaluation, uint64) {
+	t.Helper()
+	ev := evaluation{matched: true}
+	var conditions, total uint64
+	for _, name := range p.order {
+		val, details, err := p.conditions[name].Eval(map[string]any{"object": obj, "variables": map[string]any{}})
+		if err != nil {
+			t.Fatalf("%s: matchCondition %s: %v", where, name, err)
+		}
+		conditions += *details.ActualCost()
+		if name == "changes" {
+			ev.changes = val == types.True
+		} else if val != types.True {
+			ev.matched = false
+		}
+	}
+	if !ev.matched {
+		return ev, conditions
+	}
+	total = conditions
+	variables := map[string]any{}
+	for _, v := range p.variables {
+		val, details, err := v.prg.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": variables})
+		if err != nil {
+			t.Fatalf("%s: variable %s: %v", where, v.name, err)
+		}
+		total += *details.ActualCost()
+		variables[v.name] = val
+	}
+	val, details, err := p.patch.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": variables})
+	if err != nil {
+		t.Fatalf("%s: patch: %v", where, err)
+	}
+	total += *details.ActualCost()
+	ev.patch = patchOps(t, where, val)
+	if !ev.changes {
+		return ev, conditions
+	}
+	return ev, total
+}
+
+// patchOps turns the patch expression's value into JSON patch operations as the API server does
+// (admission/plugin/policy/mutating/patch, evaluatePatchExpression).
+func patchOps(t *testing.T, where string, val ref.Val) []map[string]any {
+	t.Helper()
+	list, ok := val.(traits.Lister)
+	if !ok {
+		t.Fatalf("%s: the patch is a %T", where, val)
+	}
+	var ops []map[string]any
+	for it := list.Iterator(); it.HasNext() == types.True; {
+		native, err := it.Next().ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		op := native.(*mutation.JSONPatchVal)
+		m := map[string]any{"op": op.Op, "path": op.Path}
+		if op.From != "" {
+			m["from"] = op.From
+		}
+		if op.Val != nil {
+			v, err := op.Val.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m["value"] = json.RawMessage(b)
+		}
+		ops = append(ops, m)
+	}
+	return ops
+}
+
+// applyOps applies ops to obj as the API server applies a policy's patch, and returns the result as the
+// API server's unstructured objects hold it.
+func applyOps(t *testing.T, where string, obj map[string]any, ops []map[string]any) map[string]any {
+	t.Helper()
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	patched, err := p.Apply(doc)
+	if err != nil {
+		t.Fatalf("%s: applying %s: %v", where, raw, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(patched, &out); err != nil {
+		t.Fatal(err)
+	}
+	return intsAsInt64(out).(map[string]any)
+}
+
+// TestPodChangesConditionBudget: changes is one expression, held to the API server's runtime limit per
+// expression (1,000,000, which each of the policy's variables has to itself) and to the matchConditions'
+// budget (2,500,000). So it reads the record only of a pod with at most changesItemLimit items: at the
+// limit, in the dearest case (the marker there and every container with everything to strip, as after
+// a webhook that put it all back), it stays within both; past it, changes is true at once and the
+// policy runs as without it. The figures
+// per container are logged for the chart pod's containers and bare ones.
+func TestPodChangesConditionBudget(t *testing.T) {
+	raw, err := os.ReadFile(chartPodPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart map[string]any
+	if err := json.Unmarshal(raw, &chart); err != nil {
+		t.Fatal(err)
+	}
+	chart = intsAsInt64(chart).(map[string]any)
+	chartContainer := chart["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	// One item each (no mounts, no resources), with every field the strip table removes.
+	stripped := deepCopyJSON(t, chartContainer).(map[string]any)
+	delete(stripped, "volumeMounts")
+	delete(stripped, "resources")
+	bare := map[string]any{"name": "c", "image": "app"}
+	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	c := newAdmissionCompiler(t)
+	ns := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+	withContainers := func(container map[string]any, n int, marked bool) map[string]any {
+		pod := deepCopyJSON(t, chart).(map[string]any)
+		spec := pod["spec"].(map[string]any)
+		delete(spec, "volumes")
+		var containers []any
+		for i := range n {
+			ct := deepCopyJSON(t, container).(map[string]any)
+			ct["name"] = fmt.Sprintf("c%d", i)
+			containers = append(containers, ct)
+		}
+		spec["containers"] = containers
+		meta := pod["metadata"].(map[string]any)
+		meta["annotations"] = map[string]any{}
+		if marked {
+			meta["annotations"] = map[string]any{policy.AnnotationAdmissionPolicy: "v1.2.3"}
+		}
+		return pod
+	}
+	for _, p := range policies {
+		if p.Name != "wincompat-pods" && p.Name != "wincompat-pods-restricted" {
+			continue
+		}
+		e := compilePolicy(t, c, p)
+		for _, kind := range []struct {
+			name      string
+			container map[string]any
+		}{{"chart containers", chartContainer}, {"bare containers", bare}} {
+			second := func(n int) uint64 {
+				pod := withContainers(kind.container, n, false)
+				ev, _ := e.evaluateCost(t, p.Name, pod, ns)
+				again, conditions := e.evaluateCost(t, p.Name+", patched", applyOps(t, p.Name, pod, ev.patch), ns)
+				if again.changes {
+					t.Fatalf("%s, %d %s: changes is true on the patched pod", p.Name, n, kind.name)
+				}
+				return conditions
+			}
+			first := func(n int) uint64 {
+				_, cost := e.evaluateCost(t, p.Name, withContainers(kind.container, n, false), ns)
+				return cost
+			}
+			t.Logf("%s, %s: per container, the policy %.0f on the first pass, changes %.0f on the second", p.Name, kind.name,
+				float64(first(64)-first(8))/56, float64(second(64)-second(8))/56)
+		}
+		// The dearest pod at the limit: the pod's two annotations (the marker and none other) and
+		// changesItemLimit-1 containers with everything to strip.
+		atLimit := withContainers(stripped, changesItemLimit-1, true)
+		ev, _ := e.evaluateCost(t, p.Name, atLimit, ns)
+		if !ev.changes || len(ev.patch) == 0 {
+			t.Fatalf("%s: at the limit, with everything to strip: changes %v, %d operations", p.Name, ev.changes, len(ev.patch))
+		}
+		var onlyConditions uint64
+		for _, name := range e.order {
+			_, details, err := e.conditions[name].Eval(map[string]any{"object": atLimit, "variables": map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onlyConditions += *details.ActualCost()
+		}
+		t.Logf("%s: the matchConditions at the limit (%d containers with everything to strip) cost %d (limit 1,000,000)", p.Name, changesItemLimit-1, onlyConditions)
+		if onlyConditions >= 1_000_000 {
+			t.Errorf("%s: at the limit the matchConditions cost %d, over the API server's limit of 1,000,000 per expression", p.Name, onlyConditions)
+		}
+		// Past it, changes does not read the record.
+		past := withContainers(stripped, changesItemLimit+1, true)
+		var pastCost uint64
+		for _, name := range e.order {
+			val, details, err := e.conditions[name].Eval(map[string]any{"object": past, "variables": map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "changes" && val != types.True {
+				t.Errorf("%s: past the limit changes is %v", p.Name, val)
+			}
+			pastCost += *details.ActualCost()
+		}
+		if pastCost > 1000 {
+			t.Errorf("%s: past the limit the matchConditions cost %d: the record was read", p.Name, pastCost)
+		}
+	}
+}
+
+func deepCopyJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return intsAsInt64(out)
+}

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
+	"github.com/wincompat/wincompat/test/controlplane"
+)
+
+// TestAdmissionPolicyRunsOncePerPod: issue 29. The API server reinvokes a MutatingAdmissionPolicy of
+// reinvocationPolicy IfNeeded after its own change (policy/admissionpolicy/README.md, "Reinvocation"),
+// and the pods policies' changes matchCondition turns that second pass away before it evaluates
+// anything. Counted by the API server itself (apiserver_mutating_admission_policy_check_total, one per
+// mutation evaluated):
+//   - with changes, one evaluation per Windows pod;
+//   - with a webhook after the policy that puts runAsUser back, two, and the pod is admitted without it:
+//     the policy still runs again when there is something to do;
+//   - the same policy without changes, two per pod: what the matchCondition saves.
+func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
+	ctx := context.Background()
+	cfg, c := controlplane.Start(t)
+	requireAdmissionPolicies(t, cfg)
+	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-once"})
+	var pods *admissionregistrationv1.MutatingAdmissionPolicy
+	for i := range policies {
+		create(ctx, t, c, &policies[i])
+		create(ctx, t, c, &bindings[i])
+		if policies[i].Name == "wincompat-pods" {
+			pods = &policies[i]
+		}
+	}
+	const ns, nsReadded = "map-once", "map-once-readded"
+	setUpNamespace(ctx, t, c, ns, map[string]string{policy.LabelEnabled: "true"}, nil)
+	setUpNamespace(ctx, t, c, nsReadded, map[string]string{policy.LabelEnabled: "true"}, nil)
+	waitForAdmissionPolicy(t, c, ns)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	evaluations := func() int { return policyEvaluations(t, cs, "wincompat-pods") }
+
+	createPods := func(ns, prefix string, n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			pod := windowsPod(ns, fmt.Sprintf("%s-%d", prefix, i))
+			if err := c.Create(ctx, pod); err != nil {
+				t.Fatalf("creating %s: %v", pod.Name, err)
+			}
+			if pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.RunAsUser != nil {
+				t.Errorf("%s stored with runAsUser %d", pod.Name, *pod.Spec.SecurityContext.RunAsUser)
+			}
+			if pod.Annotations[policy.AnnotationAdmissionPolicy] != "e2e-once" {
+				t.Errorf("%s stored without the admission policy's marker: %v", pod.Name, pod.Annotations)
+			}
+			out = append(out, pod)
+		}
+		return out
+	}
+
+	const n = 5
+	before := evaluations()
+	createPods(ns, "once", n)
+	if got := evaluations() - before; got != n {
+		t.Errorf("%d Windows pods: wincompat-pods evaluated %d times, want %d (once each)", n, got, n)
+	}
+
+	installRunAsUserReadder(t, c, nsReadded)
+	before = evaluations()
+	createPods(nsReadded, "readded", n)
+	if got := evaluations() - before; got != 2*n {
+		t.Errorf("%d Windows pods, runAsUser put back after the policy: wincompat-pods evaluated %d times, want %d (twice each)", n, got, 2*n)
+	}
+
+	// The same policy without changes.
+	var current admissionregistrationv1.MutatingAdmissionPolicy
+	if err := c.Get(ctx, client.ObjectKey{Name: pods.Name}, &current); err != nil {
+		t.Fatal(err)
+	}
+	last := current.Spec.MatchConditions[len(current.Spec.MatchConditions)-1]
+	if last.Name != "changes" {
+		t.Fatalf("the last matchCondition of %s is %s, want changes", pods.Name, last.Name)
+	}
+	current.Spec.MatchConditions = current.Spec.MatchConditions[:len(current.Spec.MatchConditions)-1]
+	if err := c.Update(ctx, &current); err != nil {
+		t.Fatal(err)
+	}
+	// The API server loads the change from its informer: wait until a probe is evaluated twice.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		before = evaluations()
+		if err := c.Create(ctx, windowsPod(ns, "probe-twice"), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if evaluations()-before == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the API server still evaluates wincompat-pods once per pod 30s after changes was removed")
+		}
+	}
+	before = evaluations()
+	createPods(ns, "twice", n)
+	if got := evaluations() - before; got != 2*n {
+		t.Errorf("%d Windows pods without the changes matchCondition: wincompat-pods evaluated %d times, want %d: the API server no longer reinvokes a policy after its own change, and changes may have no purpose", n, got, 2*n)
+	}
+}
+
+// policyEvaluations is the API server's count of evaluations of the mutations of the admission policy
+// named name, all bindings and results together.
+func policyEvaluations(t *testing.T, cs kubernetes.Interface, name string) int {
+	t.Helper()
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	total := 0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_mutating_admission_policy_check_total{") || !strings.Contains(line, `policy="`+name+`"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		total += int(v)
+	}
+	return total
+}
+
+// installRunAsUserReadder registers a readder (webhook_reinvocation_test.go) for pod CREATE in ns, with
+// no wincompat webhook anywhere: the API server calls it after the admission policies.
+func installRunAsUserReadder(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	r := &readder{}
+	create(context.Background(), t, c, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "zz-readd-runasuser-" + ns},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         "readd-runasuser.e2e.wincompat.io",
+			ClientConfig: serveWebhook(t, r, "/readd"),
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](5),
+		}},
+	})
+	for i := 0; r.calls.Load() == 0; i++ {
+		if i == 300 {
+			t.Fatal("the API server never called the readder webhook")
+		}
+		_ = c.Create(context.Background(), windowsPod(ns, "probe-readder"), client.DryRunAll)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
