@@ -302,7 +302,10 @@ func quote(s string) string {
 // part is one possible change as two CEL expressions over the same condition: its record entry (a
 // list of zero or one JSON object strings) and its JSONPatch operations (a list). CEL map literals must
 // be homogeneous, so the two cannot share one map.
-type part struct{ records, ops string }
+//
+// any is a CEL bool, true exactly when records is not empty: what the pods policies' changes
+// matchCondition reads, without building a record entry or reading variables.names.
+type part struct{ records, ops, any string }
 
 func change(cond string, action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why, ops string) part {
 	return changeWhy(cond, action, rule, path, from, to, fixed(rule, why, nil), ops)
@@ -310,16 +313,24 @@ func change(cond string, action policy.Action, rule policy.Rule, path jsonText, 
 
 // changeWhy is change with a reason the rules table may derive from the change's value.
 func changeWhy(cond string, action policy.Action, rule policy.Rule, path jsonText, from, to jsonValue, why reason, ops string) part {
-	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry(action, rule, path, from, to, why)), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops)}
+	return part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, entry(action, rule, path, from, to, why)), ops: fmt.Sprintf("(%s ? %s : [])", cond, ops), any: "(" + cond + ")"}
 }
 
 // join concatenates parts into one part.
 func join(parts ...part) part {
-	var r, o []string
+	var r, o, a []string
 	for _, p := range parts {
-		r, o = append(r, p.records), append(o, p.ops)
+		r, o, a = append(r, p.records), append(o, p.ops), append(a, p.any)
 	}
-	return part{records: "(" + strings.Join(r, " + ") + ")", ops: "(" + strings.Join(o, " + ") + ")"}
+	return part{records: "(" + strings.Join(r, " + ") + ")", ops: "(" + strings.Join(o, " + ") + ")", any: anyOf(a)}
+}
+
+// anyOf is the CEL disjunction of the bools in a.
+func anyOf(a []string) string {
+	if len(a) == 0 {
+		return "false"
+	}
+	return "(" + strings.Join(a, " || ") + ")"
 }
 
 // kindOf is the kind of the Go field with JSON name name in t, pointers followed.
@@ -430,10 +441,10 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
 	}
 	vars = append(vars, narrowVariables(s, pol)...)
-	vars = append(vars, admissionregistrationv1.Variable{Name: "records", Expression: all.records})
 	if s.pod {
-		changes = podChanges(s, defaultWindows, pol, opts, vars)
+		changes = podChanges(s, defaultWindows, pol, opts, vars, all.any)
 	}
+	vars = append(vars, admissionregistrationv1.Variable{Name: "records", Expression: all.records})
 	return append(vars, []admissionregistrationv1.Variable{
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		{Name: "record", Expression: recordExpr},
@@ -441,7 +452,8 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 }
 
 // podChanges is the pods policies' last matchCondition: false exactly when the patch would be empty,
-// which is when there is no record to write and the pod has the marker of this version. The API server
+// which is when there is no record to write (recordsAny, the parts' conditions, with no entry built)
+// and the pod has the marker of this version. The API server
 // then skips the variables, the patch, and the encode, apply and decode of the pod around an empty
 // patch. That is every reinvocation of the policy after its own change (the API server reinvokes an
 // IfNeeded policy that changed the object; README.md, "Reinvocation") unless a later webhook gave it
@@ -451,11 +463,11 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 //
 // Templates have no marker, so for them this would be the whole record, evaluated once more for every
 // template in the namespace, Linux ones too; they keep the patch's own test (size(records) == 0).
-func podChanges(s shape, defaultWindows bool, pol *policy.Policy, opts Options, vars []admissionregistrationv1.Variable) string {
+func podChanges(s shape, defaultWindows bool, pol *policy.Policy, opts Options, vars []admissionregistrationv1.Variable, recordsAny string) string {
 	// The variables are bound, and so evaluated, only past the first clauses.
 	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s ||\n%s ||\n%s",
 		trigger(s, defaultWindows, pol), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version),
-		tooLarge(s), inlineVariables("size(variables.records) > 0", vars))
+		tooLarge(s), inlineVariables(recordsAny, vars))
 }
 
 // changesItemLimit is how many items the record loops over (tooLarge) a pod may have for changes to
@@ -547,7 +559,8 @@ func restricted(s shape, user string) []part {
 // removeEach is the part that removes what the variable name lists: maps of a JSON pointer ("ptr") and
 // the record entry of its removal ("record").
 func removeEach(name string) part {
-	return part{records: "variables." + name + ".map(r, r.record)", ops: "variables." + name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`}
+	return part{records: "variables." + name + ".map(r, r.record)", ops: "variables." + name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`,
+		any: "size(variables." + name + ") > 0"}
 }
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
@@ -663,7 +676,7 @@ func injectorOptOuts(s shape, names []string) ([]part, string) {
 		// set and the reason (policy.EncodeChanges); each name is a constant encoded now.
 		record := entry(policy.Inject, policy.RuleInjectorOptOuts, text("metadata."+form), none,
 			jsonValue{"'[' + (" + strings.Join(named, " + ") + ").join(',') + ']'"}, reason{omitted: "true"})
-		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")"})
+		parts = append(parts, part{records: fmt.Sprintf("(%s ? [%s] : [])", cond, record), ops: "(" + strings.Join(ops, " + ") + ")", any: "(" + cond + ")"})
 		if label {
 			labelsNeeded = cond
 		}
@@ -689,7 +702,7 @@ func inferOS(s shape) part {
 		omitted = "variables.inferred == " + quote(derived.Reason)
 	}
 	entry := entry(policy.Inject, policy.RuleWindowsOS, text("spec.os.name"), none, value("windows"), reason{escapedBefore("variables.inferred"), omitted})
-	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry),
+	return part{records: fmt.Sprintf("(variables.inferred != '' ? [%s] : [])", entry), any: "variables.inferred != ''",
 		ops: fmt.Sprintf(`(variables.inferred != '' ? [JSONPatch{op: "add", path: %s, value: {"name": "windows"}}] : [])`, quote(s.specPtr+"/os"))}
 }
 
@@ -731,7 +744,17 @@ func containerNames(s shape) string {
 func eachContainer(s shape, body func(c, ptr string, path jsonText) part) part {
 	records := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
 	ops := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
-	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")"}
+	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")",
+		any: anyContainer(s, containerLists, func(c string) string { return body(c, "", text("")).any })}
+}
+
+// anyContainer is true when some container c of the lists has cond(c).
+func anyContainer(s shape, lists []string, cond func(c string) string) string {
+	var a []string
+	for _, l := range lists {
+		a = append(a, fmt.Sprintf("%s.?%s.orValue([]).exists(c, %s)", optional(s.spec), l, cond("c")))
+	}
+	return anyOf(a)
 }
 
 // strips is the strip table as a CEL list of groups, one per object it removes fields from (the pod's
@@ -775,6 +798,7 @@ func stripGroups() part {
 	return part{
 		records: fmt.Sprintf(`variables.stripGroups.transformList(i, g, %s + g.p + '",' + (i > 0 && variables.stripGroups[i - 1].v == g.v ? '-1' : '{' + g.v + '}') + ']')`, quote("["+string(code)+`,"`)),
 		ops:     `variables.removals.map(g, g.map(r, JSONPatch{op: "remove", path: r.ptr})).flatten()`,
+		any:     `variables.removals.exists(g, size(g) > 0)`,
 	}
 }
 

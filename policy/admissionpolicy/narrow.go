@@ -22,7 +22,8 @@ var startedLists = []string{"initContainers", "containers"}
 func eachStarted(s shape, body func(c, ptr string, path jsonText) part) part {
 	records := perContainerOf(s, startedLists, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
 	ops := perContainerOf(s, startedLists, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
-	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")"}
+	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")",
+		any: anyContainer(s, startedLists, func(c string) string { return body(c, "", text("")).any })}
 }
 
 // narrowVariables are the variables the narrowing parts read, to come before the record.
