@@ -1,25 +1,21 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/fixtures"
 )
 
 // TestAdmissionPolicyRunsOncePerPod: issue 29. The API server reinvokes a MutatingAdmissionPolicy of
@@ -48,8 +44,14 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 	setUpNamespace(ctx, t, c, ns, map[string]string{policy.LabelEnabled: "true"}, nil)
 	setUpNamespace(ctx, t, c, nsReadded, map[string]string{policy.LabelEnabled: "true"}, nil)
 	waitForAdmissionPolicy(t, c, ns)
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	evaluations := func() int { return policyEvaluations(t, cs, "wincompat-pods") }
+	// Only wincompat-pods: the namespaces enforce no Pod Security and set no default-os.
+	evaluations := func() int {
+		n, err := fixtures.AdmissionPolicyEvaluations(ctx, cfg, "wincompat-pods\"")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 
 	createPods := func(ns, prefix string, n int) []*corev1.Pod {
 		var out []*corev1.Pod
@@ -114,31 +116,6 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 	if got := evaluations() - before; got != 2*n {
 		t.Errorf("%d Windows pods without the changes matchCondition: wincompat-pods evaluated %d times, want %d: the API server no longer reinvokes a policy after its own change, and changes may have no purpose", n, got, 2*n)
 	}
-}
-
-// policyEvaluations is the API server's count of evaluations of the mutations of the admission policy
-// named name, all bindings and results together.
-func policyEvaluations(t *testing.T, cs kubernetes.Interface, name string) int {
-	t.Helper()
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("reading the API server's metrics: %v", err)
-	}
-	total := 0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_mutating_admission_policy_check_total{") || !strings.Contains(line, `policy="`+name+`"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		total += int(v)
-	}
-	return total
 }
 
 // installRunAsUserReadder registers a readder (webhook_reinvocation_test.go) for pod CREATE in ns, with

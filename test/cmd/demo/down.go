@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/test/fixtures"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 
@@ -64,10 +65,19 @@ func (d *demo) whileDown(ctx context.Context) error {
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), ReadOnlyRootFilesystem: new(true),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 	}}
+	evaluated, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, "wincompat-pods")
+	if err != nil {
+		return err
+	}
 	if err := d.c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("a Windows pod was refused with wincompat down: %w", err)
 	}
 	d.warnings.Take()
+	after, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, "wincompat-pods")
+	if err != nil {
+		return err
+	}
+	evaluated = after - evaluated
 	if err := d.waitBound(ctx, []podReport{{namespace: shopNamespace, name: pod.Name}}, time.Now()); err != nil {
 		return err
 	}
@@ -80,12 +90,13 @@ func (d *demo) whileDown(ctx context.Context) error {
 	}
 	d.detail("created pod %s (runAsUser, fsGroup, seccompProfile, capabilities, readOnlyRootFilesystem, allowPrivilegeEscalation)", pod.Name)
 	d.detail("  recorded    %d changes by the admission policy (%s=%s; no wincompat.io/version: the webhook never saw it)", len(changes), policy.AnnotationAdmissionPolicy, pod.Annotations[policy.AnnotationAdmissionPolicy])
+	d.detail("  evaluated   %d time(s) by the API server: its second pass, after the policy's own change, stopped at the changes matchCondition", evaluated)
 	d.detail("  scheduling  nodeSelector %s, %d tolerations, bound to %s (%s)", selector(&pod.Spec), len(pod.Spec.Tolerations), pod.Spec.NodeName, d.nodes[pod.Spec.NodeName].build)
 	d.detail("  build       %q: no build decision without wincompat, so it may land on a node that cannot run its image", pod.Annotations[policy.AnnotationBuild])
-	d.brief("pod %s with a chart's Linux-only defaults: admitted with %d changes by the admission policies, nodeSelector %s, on %s;",
+	d.brief("pod %s with a chart's Linux-only defaults: admitted with %d changes by the admission policies (evaluated once), nodeSelector %s, on %s;",
 		pod.Name, len(changes), selector(&pod.Spec), pod.Spec.NodeName)
-	if d.nodes[pod.Spec.NodeName].os != "windows" || len(changes) == 0 || pod.Annotations[policy.AnnotationBuild] != "" {
-		return fmt.Errorf("pod admitted while down: node %s, %d changes, build %q", pod.Spec.NodeName, len(changes), pod.Annotations[policy.AnnotationBuild])
+	if d.nodes[pod.Spec.NodeName].os != "windows" || len(changes) == 0 || pod.Annotations[policy.AnnotationBuild] != "" || evaluated != 1 {
+		return fmt.Errorf("pod admitted while down: node %s, %d changes, build %q, the pods policy evaluated %d times", pod.Spec.NodeName, len(changes), pod.Annotations[policy.AnnotationBuild], evaluated)
 	}
 	rep, err := audit.Run(ctx, d.c, audit.Options{Namespaces: []string{shopNamespace}})
 	if err != nil {
