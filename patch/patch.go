@@ -71,22 +71,37 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 		buf.Truncate(buf.Len() - 1) // Encode ends each value with a newline
 		return nil
 	}
+	str := func(s string) error {
+		if plainJSONString(s) {
+			buf.WriteByte('"')
+			buf.WriteString(s)
+			buf.WriteByte('"')
+			return nil
+		}
+		return encode(s)
+	}
 	buf.WriteByte('[')
 	for i := range p {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.WriteString(`{"op":`)
-		if err := encode(&p[i].Op); err != nil {
+		if err := str(p[i].Op); err != nil {
 			return nil, err
 		}
 		buf.WriteString(`,"path":`)
-		if err := encode(&p[i].Path); err != nil {
+		if err := str(p[i].Path); err != nil {
 			return nil, err
 		}
 		if p[i].Op != "remove" {
 			buf.WriteString(`,"value":`)
-			if err := encode(p[i].Value); err != nil {
+			var err error
+			if v, ok := p[i].Value.(string); ok {
+				err = str(v)
+			} else {
+				err = encode(p[i].Value)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -94,6 +109,19 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 	}
 	buf.WriteByte(']')
 	return buf.Bytes(), nil
+}
+
+// plainJSONString reports whether encoding/json writes s as itself between quotes: printable ASCII
+// without a quote, a backslash, or the characters it escapes for HTML (<, >, &). Most paths and values
+// of a patch are, and need no encoder.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // Diff returns the operations that turn before into after, sorted by path so that the same change

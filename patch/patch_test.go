@@ -114,6 +114,9 @@ func TestOperationJSON(t *testing.T) {
 		{Op: "add", Path: "/c<&>", Value: "[{\"x\":\"<y> & \u2028\"}]"},
 		{Op: "add", Path: "/d", Value: map[string]any{"z": 1, "a": []string{"é"}}},
 		{Op: "test", Path: "/e", Value: json.RawMessage(`{"k": [1, 2]}`)},
+		// Strings MarshalJSON writes without the encoder, and some it must not.
+		{Op: "add", Path: "/metadata/annotations/wincompat.io~1version", Value: "ContainerUser"},
+		{Op: "add", Path: "/ctl\x01\x7f/é", Value: "bad \xff UTF-8, a tab\t and é"},
 	}
 	wire := make([]any, len(p))
 	for i, op := range p {

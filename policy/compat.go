@@ -32,13 +32,21 @@ func (p *Policy) HostRuns(host, imageVersion string) bool {
 // must be a subset of the host's once win32k is stripped (windowsStripFeaturesMatcher). The host's
 // platform is what containerd's DefaultSpec gives on Windows: os, architecture and build, and no
 // features, so an entry that requires any feature but win32k runs on no node.
-func (p *Policy) HostRunsEntry(host string, pl Platform) bool {
-	if p.WindowsCompatibility == CompatibilityExact && pl.OSVersion != "" && buildOf(host) != buildOf(pl.OSVersion) {
-		return false
-	}
+func (p *Policy) HostRunsEntry(host string, pl Platform) bool { return p.hostRuns(host)(pl) }
+
+// hostRuns is HostRunsEntry for one host, with containerd's matcher for it made once for all the entries
+// asked about.
+func (p *Policy) hostRuns(host string) func(Platform) bool {
+	build := buildOf(host)
+	exact := p.WindowsCompatibility == CompatibilityExact
 	// The architecture is the same on both sides: only the version and the features are in question.
-	m := platforms.NewMatcher(specs.Platform{OS: windowsOS, Architecture: "amd64", OSVersion: buildOf(host)})
-	return m.Match(specs.Platform{OS: windowsOS, Architecture: "amd64", OSVersion: pl.OSVersion, OSFeatures: pl.OSFeatures})
+	m := platforms.NewMatcher(specs.Platform{OS: windowsOS, Architecture: "amd64", OSVersion: build})
+	return func(pl Platform) bool {
+		if exact && pl.OSVersion != "" && build != buildOf(pl.OSVersion) {
+			return false
+		}
+		return m.Match(specs.Platform{OS: windowsOS, Architecture: "amd64", OSVersion: pl.OSVersion, OSFeatures: pl.OSFeatures})
+	}
 }
 
 // runsAnywhere reports whether an entry runs on every Windows build: it names no os.version, and

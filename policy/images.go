@@ -39,12 +39,13 @@ func (ci containerImage) linuxOnly() bool {
 }
 
 func (p *Policy) runs(ci containerImage, host string) bool {
-	return slices.ContainsFunc(ci.entries, func(pl Platform) bool { return p.HostRunsEntry(host, pl) })
+	return slices.ContainsFunc(ci.entries, p.hostRuns(host))
 }
 
 // runsAll reports whether a node of build host can run every image that limits where the pod runs.
 func (p *Policy) runsAll(images []containerImage, host string) bool {
-	return !slices.ContainsFunc(images, func(ci containerImage) bool { return ci.constrains() && !p.runs(ci, host) })
+	runs := p.hostRuns(host)
+	return !slices.ContainsFunc(images, func(ci containerImage) bool { return ci.constrains() && !slices.ContainsFunc(ci.entries, runs) })
 }
 
 // describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
