@@ -122,15 +122,8 @@ type namedPod struct {
 // goldenPods are the pods of the webhook's golden cases (webhook/testdata/golden) and the chart pod.
 func goldenPods(t *testing.T) []namedPod {
 	t.Helper()
-	raw, err := os.ReadFile(chartPodPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var chart map[string]any
-	if err := json.Unmarshal(raw, &chart); err != nil {
-		t.Fatal(err)
-	}
-	out := []namedPod{{"chart pod", intsAsInt64(chart).(map[string]any)}}
+	_, chart := readChartPod(t)
+	out := []namedPod{{"chart pod", chart}}
 	files, err := filepath.Glob(filepath.Join("..", "..", "webhook", "testdata", "golden", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -325,15 +318,7 @@ func applyOps(t *testing.T, where string, obj map[string]any, ops []map[string]a
 // policy runs as without it. The figures
 // per container are logged for the chart pod's containers and bare ones.
 func TestPodChangesConditionBudget(t *testing.T) {
-	raw, err := os.ReadFile(chartPodPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var chart map[string]any
-	if err := json.Unmarshal(raw, &chart); err != nil {
-		t.Fatal(err)
-	}
-	chart = intsAsInt64(chart).(map[string]any)
+	_, chart := readChartPod(t)
 	chartContainer := chart["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	// One item each (no mounts, no resources), with every field the strip table removes.
 	stripped := deepCopyJSON(t, chartContainer).(map[string]any)

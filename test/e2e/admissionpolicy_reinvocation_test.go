@@ -8,8 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -78,7 +76,8 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 		t.Errorf("%d Windows pods: wincompat-pods evaluated %d times, want %d (once each)", n, got, n)
 	}
 
-	installRunAsUserReadder(t, c, nsReadded)
+	// With no wincompat webhook anywhere, the API server calls it after the admission policies.
+	installReadderIn(t, c, nsReadded, "zz-readd-runasuser")
 	before = evaluations()
 	createPods(nsReadded, "readded", n)
 	if got := evaluations() - before; got != 2*n {
@@ -115,37 +114,5 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 	createPods(ns, "twice", n)
 	if got := evaluations() - before; got != 2*n {
 		t.Errorf("%d Windows pods without the changes matchCondition: wincompat-pods evaluated %d times, want %d: the API server no longer reinvokes a policy after its own change, and changes may have no purpose", n, got, 2*n)
-	}
-}
-
-// installRunAsUserReadder registers a readder (webhook_reinvocation_test.go) for pod CREATE in ns, with
-// no wincompat webhook anywhere: the API server calls it after the admission policies.
-func installRunAsUserReadder(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	r := &readder{}
-	create(context.Background(), t, c, &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "zz-readd-runasuser-" + ns},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         "readd-runasuser.e2e.wincompat.io",
-			ClientConfig: serveWebhook(t, r, "/readd"),
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-					Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](5),
-		}},
-	})
-	for i := 0; r.calls.Load() == 0; i++ {
-		if i == 300 {
-			t.Fatal("the API server never called the readder webhook")
-		}
-		_ = c.Create(context.Background(), windowsPod(ns, "probe-readder"), client.DryRunAll)
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -67,9 +67,18 @@ func servePodReview(w http.ResponseWriter, req *http.Request, mutate func(*corev
 // the API server calls it after wincompat; reinvocationPolicy Never, so only wincompat is called again.
 func (cl *cluster) installReadder(t *testing.T, ns string) *readder {
 	t.Helper()
+	r := installReadderIn(t, cl.c, ns, "zz-readd-runasuser")
+	cl.warnings.Take()
+	return r
+}
+
+// installReadderIn registers a readder as the MutatingWebhookConfiguration named name, for pod CREATE
+// in ns, and waits until the API server calls it.
+func installReadderIn(t *testing.T, c client.Client, ns, name string) *readder {
+	t.Helper()
 	r := &readder{}
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "zz-readd-runasuser"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         "readd-runasuser.e2e.wincompat.io",
 			ClientConfig: serveWebhook(t, r, "/readd"),
@@ -86,17 +95,16 @@ func (cl *cluster) installReadder(t *testing.T, ns string) *readder {
 			TimeoutSeconds:          ptr.To[int32](5),
 		}},
 	}
-	create(context.Background(), t, cl.c, cfg)
+	create(context.Background(), t, c, cfg)
 
 	// The API server picks up webhook configurations from an informer: wait until the readder is called.
 	for i := 0; r.calls.Load() == 0; i++ {
 		if i == 300 {
 			t.Fatal("the API server never called the readder webhook")
 		}
-		_ = cl.c.Create(context.Background(), windowsPod(ns, "probe-readder"), client.DryRunAll)
+		_ = c.Create(context.Background(), windowsPod(ns, "probe-readder"), client.DryRunAll)
 		time.Sleep(100 * time.Millisecond)
 	}
-	cl.warnings.Take()
 	return r
 }
 
