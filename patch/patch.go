@@ -113,7 +113,8 @@ func (p Patch) MarshalJSON() ([]byte, error) {
 
 // plainJSONString reports whether encoding/json writes s as itself between quotes: printable ASCII
 // without a quote, a backslash, or the characters it escapes for HTML (<, >, &). Most paths and values
-// of a patch are, and need no encoder.
+// of a patch are, and need no encoder. policy's record writer asks the same (plainJSON in
+// policy/record.go); the two packages share no code, so a change to one is a change to both.
 func plainJSONString(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

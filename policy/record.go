@@ -335,7 +335,9 @@ func tolerationReasonIs(reason string, to json.RawMessage) bool {
 	return ok && key != "" && string(b) == `"}`
 }
 
-// plainJSON says whether s is written in JSON as it is.
+// plainJSON says whether s is written in JSON as it is. patch's MarshalJSON asks the same
+// (plainJSONString in patch/patch.go); the two packages share no code, so a change to one is a change to
+// both.
 func plainJSON(s string) bool {
 	for i := range len(s) {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {

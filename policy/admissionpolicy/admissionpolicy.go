@@ -92,13 +92,9 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 	var policies []admissionregistrationv1.MutatingAdmissionPolicy
 	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
 	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
-	for _, s := range shapes {
-		for _, defaultWindows := range []bool{false, true} {
-			for _, v := range variants(s) {
-				p, b := renderOne(v, defaultWindows, pol, opts, excluded)
-				policies, bindings = append(policies, p), append(bindings, b)
-			}
-		}
+	for _, r := range rendered() {
+		p, b := renderOne(r.shape, r.defaultWindows, pol, opts, excluded)
+		policies, bindings = append(policies, p), append(bindings, b)
 	}
 	return policies, bindings
 }
@@ -107,14 +103,30 @@ func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.Mutatin
 // whatever the policy: the chart's bindings and RBAC list them.
 func Names() []string {
 	var names []string
+	for _, r := range rendered() {
+		names = append(names, policyName(r.shape, r.defaultWindows))
+	}
+	return names
+}
+
+// renderedPolicy is what tells one policy Render returns from the others.
+type renderedPolicy struct {
+	shape          shape
+	defaultWindows bool
+}
+
+// rendered are the policies Render returns, in its order: per shape, for the namespaces labelled
+// wincompat.io/default-os=windows or not, each variant.
+func rendered() []renderedPolicy {
+	var out []renderedPolicy
 	for _, s := range shapes {
 		for _, defaultWindows := range []bool{false, true} {
 			for _, v := range variants(s) {
-				names = append(names, policyName(v, defaultWindows))
+				out = append(out, renderedPolicy{v, defaultWindows})
 			}
 		}
 	}
-	return names
+	return out
 }
 
 // policyName is the name of the policy, and of its binding, of shape s for the namespaces labelled
@@ -504,14 +516,18 @@ var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)\b`)
 // comprehension over a list of that one value (the API server's CEL has no cel.bind), so that the
 // cost stays what the variables cost, never once per use.
 func inlineVariables(expr string, vars []admissionregistrationv1.Variable) string {
-	bound := func(name string) string { return "v_" + name }
-	body := variableRef.ReplaceAllString(expr, "v_$1")
-	for i := len(vars) - 1; i >= 0; i-- {
-		name := vars[i].Name
-		if !regexp.MustCompile(`\b` + bound(name) + `\b`).MatchString(body) {
-			continue
+	needed := map[string]bool{}
+	read := func(expr string) string {
+		for _, m := range variableRef.FindAllStringSubmatch(expr, -1) {
+			needed[m[1]] = true
 		}
-		body = fmt.Sprintf("[%s].exists(%s,\n%s)", variableRef.ReplaceAllString(vars[i].Expression, "v_$1"), bound(name), body)
+		return variableRef.ReplaceAllString(expr, "v_$1")
+	}
+	body := read(expr)
+	for i := len(vars) - 1; i >= 0; i-- {
+		if v := vars[i]; needed[v.Name] {
+			body = fmt.Sprintf("[%s].exists(v_%s,\n%s)", read(v.Expression), v.Name, body)
+		}
 	}
 	return body
 }
@@ -742,10 +758,15 @@ func containerNames(s shape) string {
 // eachContainer renders a per-container part: body gets CEL expressions of the container (c), its JSON
 // pointer and its record path, and returns the part for one container.
 func eachContainer(s shape, body func(c, ptr string, path jsonText) part) part {
-	records := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
-	ops := perContainer(s, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
+	return eachContainerOf(s, containerLists, body)
+}
+
+// eachContainerOf is eachContainer over some of the lists of containers.
+func eachContainerOf(s shape, lists []string, body func(c, ptr string, path jsonText) part) part {
+	records := perContainerOf(s, lists, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
+	ops := perContainerOf(s, lists, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
 	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")",
-		any: anyContainer(s, containerLists, func(c string) string { return body(c, "", text("")).any })}
+		any: anyContainer(s, lists, func(c string) string { return body(c, "", text("")).any })}
 }
 
 // anyContainer is true when some container c of the lists has cond(c).

@@ -20,10 +20,7 @@ var startedLists = []string{"initContainers", "containers"}
 
 // eachStarted is eachContainer over startedLists.
 func eachStarted(s shape, body func(c, ptr string, path jsonText) part) part {
-	records := perContainerOf(s, startedLists, func(ptr string, path jsonText) string { return body("c", ptr, path).records })
-	ops := perContainerOf(s, startedLists, func(ptr string, path jsonText) string { return body("c", ptr, path).ops })
-	return part{records: "(" + strings.Join(records, " + ") + ")", ops: "(" + strings.Join(ops, " + ") + ")",
-		any: anyContainer(s, startedLists, func(c string) string { return body(c, "", text("")).any })}
+	return eachContainerOf(s, startedLists, body)
 }
 
 // narrowVariables are the variables the narrowing parts read, to come before the record.
