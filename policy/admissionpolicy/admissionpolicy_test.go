@@ -105,12 +105,7 @@ func TestBindingsFollowTheMode(t *testing.T) {
 			for _, b := range bindings {
 				// Each binding in the namespaces of its own partition (default-os, Pod Security).
 				in := labels.Set(maps.Clone(ns.Labels))
-				if strings.Contains(b.Name, "-default-os") {
-					in[policy.LabelDefaultOS] = "windows"
-				}
-				if strings.HasSuffix(b.Name, "-restricted") {
-					in[policy.LabelPodSecurityEnforce] = "restricted"
-				}
+				maps.Copy(in, partitionLabels(b.Name))
 				sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
 				if err != nil {
 					t.Fatal(err)

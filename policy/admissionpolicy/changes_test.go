@@ -60,7 +60,7 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 			}
 			for _, pod := range all {
 				where := fmt.Sprintf("%s, %s, %s", name, p.Name, pod.name)
-				first := e.evaluate(t, where, pod.obj, ns)
+				first := e.evaluate(t, where, pod.obj, ns, nil)
 				if !first.matched {
 					continue
 				}
@@ -72,7 +72,7 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 					continue
 				}
 				changed++
-				again := e.evaluate(t, where+", patched", applyOps(t, where, pod.obj, first.patch), ns)
+				again := e.evaluate(t, where+", patched", applyOps(t, where, pod.obj, first.patch), ns, nil)
 				if again.changes || len(again.patch) > 0 {
 					t.Errorf("%s: after the patch, the changes matchCondition is %v and the patch %v", where, again.changes, again.patch)
 				}
@@ -102,9 +102,20 @@ func TestPodChangesConditionNeedsNoNamespace(t *testing.T) {
 	}
 }
 
-// bindingLabels are the labels of a namespace the binding of the policy named name selects.
+// bindingLabels are the labels of an opted-in namespace web that the binding of the policy named name
+// selects.
 func bindingLabels(name string) map[string]any {
 	l := map[string]any{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}
+	for k, v := range partitionLabels(name) {
+		l[k] = v
+	}
+	return l
+}
+
+// partitionLabels are the labels that put a namespace in the part of the opted-in ones the binding of
+// the policy named name selects: default-os=windows, Pod Security restricted, both or neither.
+func partitionLabels(name string) map[string]string {
+	l := map[string]string{}
 	if strings.Contains(name, "-default-os") {
 		l[policy.LabelDefaultOS] = "windows"
 	}
@@ -149,22 +160,21 @@ func goldenPods(t *testing.T) []namedPod {
 	return out
 }
 
-// compiledPolicy is one policy's expressions, compiled as TestAdmissionPolicyRuntimeCost compiles them.
+// compiledPolicy is one policy's expressions in order (matchConditions, variables, the patch), compiled
+// in the environment the cost tests estimate them in (compile is the API server's own check).
 type compiledPolicy struct {
-	conditions map[string]cel.Program
-	order      []string
-	variables  []namedProgram
-	patch      cel.Program
+	name        string
+	expressions []compiledExpression
 }
 
-type namedProgram struct {
-	name string
-	prg  cel.Program
+type compiledExpression struct {
+	celExpression
+	prg cel.Program
 }
 
 func compilePolicy(t *testing.T, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy) *compiledPolicy {
 	t.Helper()
-	out := &compiledPolicy{conditions: map[string]cel.Program{}}
+	out := &compiledPolicy{name: p.Name}
 	for _, e := range mutatingPolicyExpressions(p) {
 		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch})
 		if err != nil {
@@ -178,74 +188,87 @@ func compilePolicy(t *testing.T, c *admissionCompiler, p admissionregistrationv1
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch e.kind {
-		case matchCondition:
-			name := strings.TrimPrefix(e.where, p.Name+" matchConditions ")
-			out.conditions[name] = prg
-			out.order = append(out.order, name)
-		case variable:
-			out.variables = append(out.variables, namedProgram{e.name, prg})
-		case jsonPatch:
-			out.patch = prg
-		}
+		out.expressions = append(out.expressions, compiledExpression{e, prg})
 	}
 	return out
 }
 
 type evaluation struct {
 	matched, changes bool
+	variables        map[string]any
 	patch            []map[string]any
+	// cost is what the API server evaluates: the matchConditions alone when one of them is false,
+	// everything when they all hold.
+	cost uint64
 }
 
-// evaluate runs the policy on obj: its matchConditions without a namespace, as the API server's matcher
-// does; then, whatever the changes condition says, the variables and the patch with namespace ns.
-func (p *compiledPolicy) evaluate(t *testing.T, where string, obj, ns map[string]any) evaluation {
+// conditions evaluates the matchConditions alone on obj, without a namespace, as the API server's
+// matcher does: whether all but changes hold, what changes says, and what they cost together.
+func (p *compiledPolicy) conditions(t *testing.T, where string, obj map[string]any) (matched, changes bool, cost uint64) {
 	t.Helper()
-	ev, _ := p.evaluateCost(t, where, obj, ns)
-	return ev
+	ev := p.evaluateConditions(t, where, obj, nil)
+	return ev.matched, ev.changes, ev.cost
 }
 
-// evaluateCost is evaluate, with the runtime cost of the policy when the matchConditions are all true,
-// and of the matchConditions alone when changes is false (what the API server evaluates then).
-func (p *compiledPolicy) evaluateCost(t *testing.T, where string, obj, ns map[string]any) (evaluation, uint64) {
+func (p *compiledPolicy) evaluateConditions(t *testing.T, where string, obj map[string]any, each func(expression string, cost uint64)) evaluation {
 	t.Helper()
 	ev := evaluation{matched: true}
-	var conditions, total uint64
-	for _, name := range p.order {
-		val, details, err := p.conditions[name].Eval(map[string]any{"object": obj, "variables": map[string]any{}})
-		if err != nil {
-			t.Fatalf("%s: matchCondition %s: %v", where, name, err)
+	for _, e := range p.expressions {
+		if e.kind != matchCondition {
+			continue
 		}
-		conditions += *details.ActualCost()
-		if name == "changes" {
+		val, details, err := e.prg.Eval(map[string]any{"object": obj, "variables": map[string]any{}})
+		if err != nil {
+			t.Fatalf("%s: %s: %v", where, e.where, err)
+		}
+		ev.cost += *details.ActualCost()
+		p.report(e, *details.ActualCost(), each)
+		if strings.HasSuffix(e.where, " changes") {
 			ev.changes = val == types.True
 		} else if val != types.True {
 			ev.matched = false
 		}
 	}
+	return ev
+}
+
+// evaluate runs the policy on obj: its matchConditions as conditions does; then, when the others hold,
+// the variables and the patch with namespace ns whatever changes says, so that the patch can be set
+// beside it. each, when not nil, gets every expression's runtime cost in order.
+func (p *compiledPolicy) evaluate(t *testing.T, where string, obj, ns map[string]any, each func(expression string, cost uint64)) evaluation {
+	t.Helper()
+	ev := p.evaluateConditions(t, where, obj, each)
 	if !ev.matched {
-		return ev, conditions
+		return ev
 	}
-	total = conditions
-	variables := map[string]any{}
-	for _, v := range p.variables {
-		val, details, err := v.prg.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": variables})
-		if err != nil {
-			t.Fatalf("%s: variable %s: %v", where, v.name, err)
+	conditions := ev.cost
+	ev.variables = map[string]any{}
+	for _, e := range p.expressions {
+		if e.kind != variable && e.kind != jsonPatch {
+			continue
 		}
-		total += *details.ActualCost()
-		variables[v.name] = val
+		val, details, err := e.prg.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": ev.variables})
+		if err != nil {
+			t.Fatalf("%s: %s: %v", where, e.where, err)
+		}
+		ev.cost += *details.ActualCost()
+		p.report(e, *details.ActualCost(), each)
+		if e.kind == variable {
+			ev.variables[e.name] = val
+		} else {
+			ev.patch = patchOps(t, where, val)
+		}
 	}
-	val, details, err := p.patch.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": variables})
-	if err != nil {
-		t.Fatalf("%s: patch: %v", where, err)
-	}
-	total += *details.ActualCost()
-	ev.patch = patchOps(t, where, val)
 	if !ev.changes {
-		return ev, conditions
+		ev.cost = conditions // the API server stops at changes
 	}
-	return ev, total
+	return ev
+}
+
+func (p *compiledPolicy) report(e compiledExpression, cost uint64, each func(expression string, cost uint64)) {
+	if each != nil {
+		each(strings.TrimPrefix(e.where, p.name+" "), cost)
+	}
 }
 
 // patchOps turns the patch expression's value into JSON patch operations as the API server does
@@ -357,16 +380,14 @@ func TestPodChangesConditionBudget(t *testing.T) {
 		}{{"chart containers", chartContainer}, {"bare containers", bare}} {
 			second := func(n int) uint64 {
 				pod := withContainers(kind.container, n, false)
-				ev, _ := e.evaluateCost(t, p.Name, pod, ns)
-				again, conditions := e.evaluateCost(t, p.Name+", patched", applyOps(t, p.Name, pod, ev.patch), ns)
+				again := e.evaluate(t, p.Name+", patched", applyOps(t, p.Name, pod, e.evaluate(t, p.Name, pod, ns, nil).patch), ns, nil)
 				if again.changes {
 					t.Fatalf("%s, %d %s: changes is true on the patched pod", p.Name, n, kind.name)
 				}
-				return conditions
+				return again.cost
 			}
 			first := func(n int) uint64 {
-				_, cost := e.evaluateCost(t, p.Name, withContainers(kind.container, n, false), ns)
-				return cost
+				return e.evaluate(t, p.Name, withContainers(kind.container, n, false), ns, nil).cost
 			}
 			t.Logf("%s, %s: per container, the policy %.0f on the first pass, changes %.0f on the second", p.Name, kind.name,
 				float64(first(64)-first(8))/56, float64(second(64)-second(8))/56)
@@ -374,34 +395,18 @@ func TestPodChangesConditionBudget(t *testing.T) {
 		// The dearest pod at the limit: the pod's two annotations (the marker and none other) and
 		// changesItemLimit-1 containers with everything to strip.
 		atLimit := withContainers(stripped, changesItemLimit-1, true)
-		ev, _ := e.evaluateCost(t, p.Name, atLimit, ns)
-		if !ev.changes || len(ev.patch) == 0 {
+		if ev := e.evaluate(t, p.Name, atLimit, ns, nil); !ev.changes || len(ev.patch) == 0 {
 			t.Fatalf("%s: at the limit, with everything to strip: changes %v, %d operations", p.Name, ev.changes, len(ev.patch))
 		}
-		var onlyConditions uint64
-		for _, name := range e.order {
-			_, details, err := e.conditions[name].Eval(map[string]any{"object": atLimit, "variables": map[string]any{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			onlyConditions += *details.ActualCost()
-		}
+		_, _, onlyConditions := e.conditions(t, p.Name+", at the limit", atLimit)
 		t.Logf("%s: the matchConditions at the limit (%d containers with everything to strip) cost %d (limit 1,000,000)", p.Name, changesItemLimit-1, onlyConditions)
 		if onlyConditions >= 1_000_000 {
 			t.Errorf("%s: at the limit the matchConditions cost %d, over the API server's limit of 1,000,000 per expression", p.Name, onlyConditions)
 		}
 		// Past it, changes does not read the record.
-		past := withContainers(stripped, changesItemLimit+1, true)
-		var pastCost uint64
-		for _, name := range e.order {
-			val, details, err := e.conditions[name].Eval(map[string]any{"object": past, "variables": map[string]any{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name == "changes" && val != types.True {
-				t.Errorf("%s: past the limit changes is %v", p.Name, val)
-			}
-			pastCost += *details.ActualCost()
+		_, changes, pastCost := e.conditions(t, p.Name+", past the limit", withContainers(stripped, changesItemLimit+1, true))
+		if !changes {
+			t.Errorf("%s: past the limit changes is false", p.Name)
 		}
 		if pastCost > 1000 {
 			t.Errorf("%s: past the limit the matchConditions cost %d: the record was read", p.Name, pastCost)

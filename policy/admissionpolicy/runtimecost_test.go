@@ -9,10 +9,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
 	corev1 "k8s.io/api/core/v1"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -36,60 +33,33 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 	}
 	namespace := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
 	c := newAdmissionCompiler(t)
-	variables := map[string]any{}
-	var b strings.Builder
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "expression\tcost\t\n")
-	var total uint64
-	var patch ref.Val
 	for _, e := range mutatingPolicyExpressions(p) {
 		if _, err := c.compile(e); err != nil {
 			t.Fatalf("%s: %v", e.where, err)
 		}
-		// As compile declares them: the authorizer always, the JSONPatch types in the mutation.
-		opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch}
-		env, err := c.costEnv(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked, issues := env.Compile(e.expr)
-		if issues.Err() != nil {
-			t.Fatal(issues.Err())
-		}
-		prg, err := env.Program(checked)
-		if err != nil {
-			t.Fatal(err)
-		}
-		val, details, err := prg.Eval(map[string]any{"object": pod, "namespaceObject": namespace, "variables": variables})
-		if err != nil {
-			t.Fatalf("%s: %v", e.where, err)
-		}
-		if e.kind == matchCondition && val.Value() != true {
-			t.Fatalf("%s is %v for the chart pod", e.where, val)
-		}
-		cost := *details.ActualCost()
-		total += cost
-		if e.kind == variable {
-			variables[e.name] = val
-		}
-		if e.kind == jsonPatch {
-			patch = val
-		}
-		fmt.Fprintf(w, "%s\t%d\t\n", strings.TrimPrefix(e.where, p.Name+" "), cost)
 	}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "expression\tcost\t\n")
+	each := func(expression string, cost uint64) { fmt.Fprintf(w, "%s\t%d\t\n", expression, cost) }
+	compiled := compilePolicy(t, c, p)
+	ev := compiled.evaluate(t, "the chart pod", pod, namespace, each)
+	if !ev.matched || !ev.changes {
+		t.Fatalf("%s does not run on the chart pod: matchConditions %v, changes %v", p.Name, ev.matched, ev.changes)
+	}
+	total := ev.cost
 	fmt.Fprintf(w, "total\t%d\t\n", total)
 	// The API server reinvokes the policy on what its patch made (it changed the object, and its
 	// reinvocationPolicy is IfNeeded): there the matchConditions alone run, and changes turns it away.
-	patched := applyOps(t, "the chart pod", pod, patchOps(t, "the chart pod", patch))
-	again, cost := compilePolicy(t, c, p).evaluateCost(t, "the patched chart pod", patched, namespace)
+	again := compiled.evaluate(t, "the patched chart pod", applyOps(t, "the chart pod", pod, ev.patch), namespace, nil)
 	if again.changes {
 		t.Errorf("%s: changes is true for the patched chart pod: the reinvocation would run the policy again", p.Name)
 	}
-	fmt.Fprintf(w, "reinvoked: matchConditions\t%d\t\n", cost)
+	fmt.Fprintf(w, "reinvoked: matchConditions\t%d\t\n", again.cost)
 	w.Flush()
 	t.Logf("%s for the chart pod of make perf (budget %d):\n%s", p.Name, runtimePodBudget, b.String())
-	if ops, ok := patch.(traits.Sizer); !ok || ops.Size().Value().(int64) < 20 {
-		t.Errorf("the patch for the chart pod: %v", patch)
+	if len(ev.patch) < 20 {
+		t.Errorf("the patch for the chart pod: %v", ev.patch)
 	}
 	if total > runtimePodBudget {
 		t.Errorf("%s costs %d for the chart pod, over the budget of %d", p.Name, total, runtimePodBudget)
@@ -116,7 +86,7 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 		}
 		shared = append(shared, c)
 	}
-	if got, want := fmt.Sprint(variables["record"]), policy.EncodeChanges(shared); got != want {
+	if got, want := fmt.Sprint(ev.variables["record"]), policy.EncodeChanges(shared); got != want {
 		t.Errorf("the admission policy records\n %s\nthe webhook, for the same changes,\n %s", got, want)
 	}
 }
