@@ -377,17 +377,19 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 	if pol.NonRootUserName != "" {
 		parts = append(parts, nonRootIntent(s, pol.NonRootUserName)...)
 	}
-	parts = append(parts, stripGroups())
+	removals, memory, mountPropagation, stops, huge, deprecated :=
+		strips(s), memoryVolumes(s), propagation(s), stopSignals(s), hugePages(s), deprecatedAnnotations(s)
+	parts = append(parts, stripGroups(removals))
 	if s.pod {
 		parts = append(parts,
-			removeEach("memoryVolumes"),
+			removeEach("memoryVolumes", memory),
 			dnsPolicy(s))
 	}
-	parts = append(parts, removeEach("propagation"), removeEach("stopSignals"))
+	parts = append(parts, removeEach("propagation", mountPropagation), removeEach("stopSignals", stops))
 	if s.pod {
 		parts = append(parts,
-			removeEach("hugePages"),
-			removeEach("deprecatedAnnotations"))
+			removeEach("hugePages", huge),
+			removeEach("deprecatedAnnotations", deprecated))
 	}
 	if s.pod && s.restricted && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
@@ -444,13 +446,13 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
-		{Name: "removals", Expression: strips(s)},
+		{Name: "removals", Expression: removals.list},
 		{Name: "stripGroups", Expression: stripGroupsExpr},
-		{Name: "memoryVolumes", Expression: memoryVolumes(s)},
-		{Name: "propagation", Expression: propagation(s)},
-		{Name: "stopSignals", Expression: stopSignals(s)},
-		{Name: "hugePages", Expression: hugePages(s)},
-		{Name: "deprecatedAnnotations", Expression: deprecatedAnnotations(s)},
+		{Name: "memoryVolumes", Expression: memory.list},
+		{Name: "propagation", Expression: mountPropagation.list},
+		{Name: "stopSignals", Expression: stops.list},
+		{Name: "hugePages", Expression: huge.list},
+		{Name: "deprecatedAnnotations", Expression: deprecated.list},
 	}
 	vars = append(vars, narrowVariables(s, pol)...)
 	if s.pod {
@@ -483,10 +485,10 @@ func podChanges(s shape, defaultWindows bool, pol *policy.Policy, opts Options, 
 }
 
 // changesItemLimit is how many items the record loops over (tooLarge) a pod may have for changes to
-// read its record. Past it changes is true and the policy runs as if changes were not there. changes
-// is one expression, held to the API server's limit of 1,000,000 per expression, which the policy's
-// variables each have to themselves; its record costs up to about 1,100 per container when each needs
-// every change (TestPodChangesConditionBudget). Charts' pods have a few dozen.
+// read its record's conditions. Past it changes is true and the policy runs as if changes were not
+// there. changes is one expression, held to the API server's limit of 1,000,000 per expression, which
+// the policy's variables each have to themselves; at the limit its conditions cost about 52,000 when
+// none holds, the dearest case (TestPodChangesConditionBudget). Charts' pods have a few dozen.
 const changesItemLimit = 500
 
 // tooLarge is true when the pod has more than changesItemLimit of what the record loops over: its
@@ -572,12 +574,17 @@ func restricted(s shape, user string) []part {
 	return parts
 }
 
-// removeEach is the part that removes what the variable name lists: maps of a JSON pointer ("ptr") and
-// the record entry of its removal ("record").
-func removeEach(name string) part {
+// removeEach is the part that removes what the variable name lists (l.list): maps of a JSON pointer
+// ("ptr") and the record entry of its removal ("record").
+func removeEach(name string, l listVar) part {
 	return part{records: "variables." + name + ".map(r, r.record)", ops: "variables." + name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`,
-		any: "size(variables." + name + ") > 0"}
+		any: l.any}
 }
+
+// listVar is a variable listing what to remove, and the test of whether it lists anything. any reads
+// the same conditions as list but builds no pointer or record entry, so that the pods policies' changes
+// matchCondition, evaluated on every reinvocation, costs the tests alone.
+type listVar struct{ list, any string }
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
 // exist, so that every later operation adds one key.
@@ -594,14 +601,16 @@ func metaPrelude(s shape, labelsNeeded string) string {
 
 // memoryVolumes are the emptyDir volumes with medium Memory, which Windows backs with node disk anyway:
 // their medium goes (policy.ReasonMemoryEmptyDir).
-func memoryVolumes(s shape) string {
+func memoryVolumes(s shape) listVar {
 	if !s.pod {
-		return "[]"
+		return listVar{list: "[]", any: "false"}
 	}
+	const cond = "v.?emptyDir.?medium.orValue('') == 'Memory'"
 	entry := entry(policy.Rewrite, policy.RuleMemoryEmptyDir, concat(text("spec.volumes["), escaped("v.name"), text("].emptyDir.medium")), value("Memory"), value(""),
 		fixed(policy.RuleMemoryEmptyDir, policy.ReasonMemoryEmptyDir, nil))
-	return fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, v.?emptyDir.?medium.orValue('') == 'Memory' ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
-		optional(s.spec), quote(s.specPtr), entry)
+	return listVar{list: fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, %s ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
+		optional(s.spec), cond, quote(s.specPtr), entry),
+		any: fmt.Sprintf("%s.?volumes.orValue([]).exists(v, %s)", optional(s.spec), cond)}
 }
 
 // pointerEscaped is the CEL of a key escaped for a JSON pointer (RFC 6901): jsonpatch.escapeKey exists
@@ -612,26 +621,30 @@ func pointerEscaped(key string) string {
 
 // hugePages lists the containers' huge page limits and requests, which Windows has none of, in the Go
 // decision's order: per container, limits then requests, each by resource name.
-func hugePages(s shape) string {
+func hugePages(s shape) listVar {
 	if !s.pod {
-		return "[]"
+		return listVar{list: "[]", any: "false"}
 	}
-	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
+	const isHugePages = "k.startsWith('hugepages-')"
+	list := strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		var lists []string
 		for _, l := range []string{"limits", "requests"} {
 			entry := entry(policy.Rewrite, policy.RuleHugePages, concat(path, text(".resources."+l+"["), escaped("k"), text("]")),
 				escaped("string(c.resources."+l+"[k])").str(), none, fixed(policy.RuleHugePages, policy.ReasonHugePages, nil))
-			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, k.startsWith('hugepages-')).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
-				l, ptr, entry, pointerEscaped("k")))
+			lists = append(lists, fmt.Sprintf(`c.?resources.?%[1]s.orValue({}).filter(k, %[5]s).sort().map(k, {"ptr": %[2]s + '/resources/%[1]s/' + %[4]s, "record": %[3]s})`,
+				l, ptr, entry, pointerEscaped("k"), isHugePages))
 		}
 		return strings.Join(lists, " + ")
 	}), " +\n")
+	return listVar{list: list, any: anyContainer(s, containerLists, func(c string) string {
+		return fmt.Sprintf("%[1]s.?resources.?limits.orValue({}).exists(k, %[2]s) || %[1]s.?resources.?requests.orValue({}).exists(k, %[2]s)", c, isHugePages)
+	})}
 }
 
 // deprecatedAnnotations lists the pod's deprecated seccomp and AppArmor annotations, by key.
-func deprecatedAnnotations(s shape) string {
+func deprecatedAnnotations(s shape) listVar {
 	if !s.pod {
-		return "[]"
+		return listVar{list: "[]", any: "false"}
 	}
 	key, prefixes := policy.DeprecatedLinuxAnnotations()
 	match := "k == " + quote(key)
@@ -641,8 +654,9 @@ func deprecatedAnnotations(s shape) string {
 	meta := optional(s.meta)
 	entry := entry(policy.Rewrite, policy.RuleDeprecatedAnnotation, concat(text("metadata.annotations["), escaped("k"), text("]")),
 		escaped(meta+".?annotations.orValue({})[k]").str(), none, fixed(policy.RuleDeprecatedAnnotation, policy.ReasonDeprecatedAnnotation, nil))
-	return fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
-		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry)
+	return listVar{list: fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
+		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry),
+		any: fmt.Sprintf("%s.?annotations.orValue({}).exists(k, %s)", meta, match)}
 }
 
 // dnsPolicy rewrites ClusterFirstWithHostNet, which Windows does not support, to ClusterFirst.
@@ -782,14 +796,16 @@ func anyContainer(s shape, lists []string, cond func(c string) string) string {
 // spec, its securityContext, each container's securityContext): a group is a list of maps of strings,
 // one per field removed: its JSON pointer ("ptr"), the object's record path ("p") and its member of the
 // record's group ("m", `"field":value`). One expression per row yields the patch and the record.
-func strips(s shape) string {
-	var spec, podSC []string
+func strips(s shape) listVar {
+	var spec, podSC, any []string
 	for _, f := range policy.LinuxOnlyFields() {
 		switch f.Scope {
 		case policy.PodScope:
 			spec = append(spec, stripOne(optional(s.spec), quote(s.specPtr), text("spec"), f))
+			any = append(any, stripCond(optional(s.spec), f))
 		case policy.PodSecurityContextScope:
 			podSC = append(podSC, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
+			any = append(any, stripCond(optional(s.spec)+".?securityContext", f))
 		}
 	}
 	group := func(path jsonText, rows []string) string {
@@ -805,7 +821,16 @@ func strips(s shape) string {
 		}
 		return group(path, rows)
 	})...)
-	return strings.Join(out, " +\n")
+	any = append(any, anyContainer(s, containerLists, func(c string) string {
+		var rows []string
+		for _, f := range policy.LinuxOnlyFields() {
+			if f.Scope == policy.ContainerSecurityContextScope {
+				rows = append(rows, stripCond(c+".?securityContext", f))
+			}
+		}
+		return anyOf(rows)
+	}))
+	return listVar{list: strings.Join(out, " +\n"), any: anyOf(any)}
 }
 
 // stripGroupsExpr is the stripGroups variable: the groups of removals that remove anything, each with
@@ -813,38 +838,46 @@ func strips(s shape) string {
 const stripGroupsExpr = `variables.removals.filter(g, size(g) > 0).map(g, {"p": string(g[0].p), "v": g.map(r, string(r.m)).join(',')})`
 
 // stripGroups is the strip table's part: per group, its record entry ["s", object, {members}], or -1
-// for the members of the group before (policy.EncodeChanges writes the same), and the removals.
-func stripGroups() part {
+// for the members of the group before (policy.EncodeChanges writes the same), and the removals
+// (variables.removals, which is removals.list).
+func stripGroups(removals listVar) part {
 	code, _ := json.Marshal(policy.ActionCode(policy.Strip))
 	return part{
 		records: fmt.Sprintf(`variables.stripGroups.transformList(i, g, %s + g.p + '",' + (i > 0 && variables.stripGroups[i - 1].v == g.v ? '-1' : '{' + g.v + '}') + ']')`, quote("["+string(code)+`,"`)),
 		ops:     `variables.removals.map(g, g.map(r, JSONPatch{op: "remove", path: r.ptr})).flatten()`,
-		any:     `variables.removals.exists(g, size(g) > 0)`,
+		any:     removals.any,
 	}
 }
 
 // propagation lists the containers' mount propagation, to go too: Bidirectional is valid only for
 // privileged containers, which the strip table just ended, and Windows has none of it.
-func propagation(s shape) string {
-	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
+func propagation(s shape) listVar {
+	const cond = "m.?mountPropagation.hasValue()"
+	list := strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		entry := entry(policy.Rewrite, policy.RuleMountPropagation, concat(path, text(".volumeMounts["), escaped("m.mountPath"), text("].mountPropagation")),
 			escaped("m.mountPropagation").str(), none, fixed(policy.RuleMountPropagation, policy.ReasonMountPropagation, nil))
-		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, m.?mountPropagation.hasValue() ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, ptr, entry)
+		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, %s ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, cond, ptr, entry)
 	}), " +\n")
+	return listVar{list: list, any: anyContainer(s, containerLists, func(c string) string {
+		return fmt.Sprintf("%s.?volumeMounts.orValue([]).exists(m, %s)", c, cond)
+	})}
 }
 
 // stopSignals lists the containers' stop signals Windows cannot send (policy.RuleStopSignal), to go.
-func stopSignals(s shape) string {
+func stopSignals(s shape) listVar {
 	var windows []string
 	for _, sig := range policy.WindowsStopSignals() {
 		windows = append(windows, quote(string(sig)))
 	}
-	return strings.Join(perContainer(s, func(ptr string, path jsonText) string {
+	refused := func(c string) string {
+		return fmt.Sprintf("%[1]s.?lifecycle.?stopSignal.hasValue() && !(%[1]s.lifecycle.stopSignal in [%[2]s])", c, strings.Join(windows, ", "))
+	}
+	list := strings.Join(perContainer(s, func(ptr string, path jsonText) string {
 		entry := entry(policy.Rewrite, policy.RuleStopSignal, concat(path, text(".lifecycle.stopSignal")),
 			escaped("c.lifecycle.stopSignal").str(), none, fixed(policy.RuleStopSignal, policy.ReasonStopSignal, nil))
-		return fmt.Sprintf(`(c.?lifecycle.?stopSignal.hasValue() && !(c.lifecycle.stopSignal in [%s]) ? [{"ptr": %s + '/lifecycle/stopSignal', "record": %s}] : [])`,
-			strings.Join(windows, ", "), ptr, entry)
+		return fmt.Sprintf(`(%s ? [{"ptr": %s + '/lifecycle/stopSignal', "record": %s}] : [])`, refused("c"), ptr, entry)
 	}), " +\n")
+	return listVar{list: list, any: anyContainer(s, containerLists, refused)}
 }
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server
@@ -852,21 +885,26 @@ func stopSignals(s shape) string {
 // record's group is the field and its value, or null for a value CEL cannot render (lists and objects).
 func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyField) string {
 	value := parent + ".?" + f.Name
-	var cond string
-	switch f.RejectedIf {
-	case policy.WhenTrue:
-		cond = value + ".orValue(false) == true"
-	case policy.WhenNonEmpty:
-		cond = "size(" + value + ".orValue([])) > 0"
-	default:
-		cond = value + ".hasValue()"
-	}
+	cond := stripCond(parent, f)
 	from := scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name))
 	if from.cel == "" {
 		from = jsonValue{quote("null")}
 	}
 	field, _ := json.Marshal(f.Name)
 	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "p": %s, "m": %s + %s}] : [])`, cond, parentPtr, f.Name, parentPath.cel, quote(string(field)+":"), from.cel)
+}
+
+// stripCond is true when the API server would reject field f of the object at parent (an optional CEL
+// expression) on a Windows pod.
+func stripCond(parent string, f policy.LinuxOnlyField) string {
+	value := parent + ".?" + f.Name
+	switch f.RejectedIf {
+	case policy.WhenTrue:
+		return value + ".orValue(false) == true"
+	case policy.WhenNonEmpty:
+		return "size(" + value + ".orValue([])) > 0"
+	}
+	return value + ".hasValue()"
 }
 
 // nonRootIntent keeps a non-zero runAsUser's intent as windowsOptions.runAsUserName before the strip

@@ -392,16 +392,38 @@ func TestPodChangesConditionBudget(t *testing.T) {
 			t.Logf("%s, %s: per container, the policy %.0f on the first pass, changes %.0f on the second", p.Name, kind.name,
 				float64(first(64)-first(8))/56, float64(second(64)-second(8))/56)
 		}
-		// The dearest pod at the limit: the pod's two annotations (the marker and none other) and
-		// changesItemLimit-1 containers with everything to strip.
+		// At the limit, two pods: one with everything to strip in every container, and the same pod
+		// as the policy leaves it, where no condition holds and changes reads every one of them, the
+		// dearest case now that it builds no entry. The second has as many containers as the limit
+		// leaves room for beside the patch's annotations and toleration; changes being false proves
+		// that it is within the limit.
 		atLimit := withContainers(stripped, changesItemLimit-1, true)
 		if ev := e.evaluate(t, p.Name, atLimit, ns, nil); !ev.changes || len(ev.patch) == 0 {
 			t.Fatalf("%s: at the limit, with everything to strip: changes %v, %d operations", p.Name, ev.changes, len(ev.patch))
 		}
-		_, _, onlyConditions := e.conditions(t, p.Name+", at the limit", atLimit)
-		t.Logf("%s: the matchConditions at the limit (%d containers with everything to strip) cost %d (limit 1,000,000)", p.Name, changesItemLimit-1, onlyConditions)
-		if onlyConditions >= 1_000_000 {
-			t.Errorf("%s: at the limit the matchConditions cost %d, over the API server's limit of 1,000,000 per expression", p.Name, onlyConditions)
+		one := withContainers(stripped, 1, true)
+		clean := applyOps(t, p.Name, one, e.evaluate(t, p.Name, one, ns, nil).patch)
+		spec, meta := clean["spec"].(map[string]any), clean["metadata"].(map[string]any)
+		room := changesItemLimit - len(meta["annotations"].(map[string]any)) - len(spec["tolerations"].([]any))
+		cleanContainer := spec["containers"].([]any)[0]
+		var containers []any
+		for range room {
+			containers = append(containers, deepCopyJSON(t, cleanContainer))
+		}
+		spec["containers"] = containers
+		for _, pod := range []struct {
+			name string
+			obj  map[string]any
+			want bool
+		}{{"everything to strip", atLimit, true}, {"nothing to change", clean, false}} {
+			_, changes, cost := e.conditions(t, p.Name+", at the limit, "+pod.name, pod.obj)
+			if changes != pod.want {
+				t.Fatalf("%s, at the limit, %s: changes is %v", p.Name, pod.name, changes)
+			}
+			t.Logf("%s: the matchConditions at the limit (%s) cost %d (limit 1,000,000)", p.Name, pod.name, cost)
+			if cost >= 1_000_000 {
+				t.Errorf("%s: at the limit (%s) the matchConditions cost %d, over the API server's limit of 1,000,000 per expression", p.Name, pod.name, cost)
+			}
 		}
 		// Past it, changes does not read the record.
 		_, changes, pastCost := e.conditions(t, p.Name+", past the limit", withContainers(stripped, changesItemLimit+1, true))
