@@ -72,7 +72,7 @@ const oldestServer = "1.36"
 // at its minimum compatibility version, one minor below the binary, so that what is written still compiles
 // after a rollback: 1.35 for the oldest server wincompat writes to, stricter than the 1.36 of a 1.37
 // server (checked too, so that a bump of the libraries is noticed here).
-func compatibilityVersion(t *testing.T) *version.Version {
+func compatibilityVersion(t testing.TB) *version.Version {
 	t.Helper()
 	if baseversion.DefaultKubeBinaryVersion != serverVersion {
 		t.Fatalf("k8s.io/component-base is built for Kubernetes %s, want %s: align go.mod's k8s.io modules with the test control plane", baseversion.DefaultKubeBinaryVersion, serverVersion)
@@ -174,7 +174,7 @@ type admissionCompiler struct {
 	costEnvs  map[plugincel.OptionalVariableDeclarations]*cel.Env
 }
 
-func newAdmissionCompiler(t *testing.T) *admissionCompiler {
+func newAdmissionCompiler(t testing.TB) *admissionCompiler {
 	t.Helper()
 	v := compatibilityVersion(t)
 	composed, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(v))

@@ -117,7 +117,7 @@ func intsAsInt64(v any) any {
 }
 
 // readChartPod reads the chart pod of make perf, raw and as the API server's unstructured objects hold it.
-func readChartPod(t *testing.T) ([]byte, map[string]any) {
+func readChartPod(t testing.TB) ([]byte, map[string]any) {
 	t.Helper()
 	raw, err := os.ReadFile(chartPodPath)
 	if err != nil {
