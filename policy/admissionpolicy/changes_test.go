@@ -466,3 +466,19 @@ func BenchmarkPodChangesSecondPass(b *testing.B) {
 		p.conditions(b, p.name, patched)
 	}
 }
+
+// BenchmarkPodFirstPass is what the API server evaluates when the default wincompat-pods policy first
+// sees the chart pod of make perf: its matchConditions, variables and patch.
+func BenchmarkPodFirstPass(b *testing.B) {
+	_, pod := readChartPod(b)
+	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	ns := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+	p := compilePolicy(b, newAdmissionCompiler(b), policies[0])
+	if ev := p.evaluate(b, p.name, pod, ns, nil); !ev.changes || len(ev.patch) == 0 {
+		b.Fatalf("on the chart pod: changes %v, %d operations", ev.changes, len(ev.patch))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.evaluate(b, p.name, pod, ns, nil)
+	}
+}
