@@ -382,14 +382,14 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 	parts = append(parts, stripGroups(removals))
 	if s.pod {
 		parts = append(parts,
-			removeEach("memoryVolumes", memory),
+			removeEach(memory),
 			dnsPolicy(s))
 	}
-	parts = append(parts, removeEach("propagation", mountPropagation), removeEach("stopSignals", stops))
+	parts = append(parts, removeEach(mountPropagation), removeEach(stops))
 	if s.pod {
 		parts = append(parts,
-			removeEach("hugePages", huge),
-			removeEach("deprecatedAnnotations", deprecated))
+			removeEach(huge),
+			removeEach(deprecated))
 	}
 	if s.pod && s.restricted && pol.PodSecurityRestricted {
 		parts = append(parts, restricted(s, pol.NonRootUserName)...)
@@ -446,13 +446,13 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
-		{Name: "removals", Expression: removals.list},
+		removals.variable(),
 		{Name: "stripGroups", Expression: stripGroupsExpr},
-		{Name: "memoryVolumes", Expression: memory.list},
-		{Name: "propagation", Expression: mountPropagation.list},
-		{Name: "stopSignals", Expression: stops.list},
-		{Name: "hugePages", Expression: huge.list},
-		{Name: "deprecatedAnnotations", Expression: deprecated.list},
+		memory.variable(),
+		mountPropagation.variable(),
+		stops.variable(),
+		huge.variable(),
+		deprecated.variable(),
 	}
 	vars = append(vars, narrowVariables(s, pol)...)
 	if s.pod {
@@ -574,17 +574,25 @@ func restricted(s shape, user string) []part {
 	return parts
 }
 
-// removeEach is the part that removes what the variable name lists (l.list): maps of a JSON pointer
-// ("ptr") and the record entry of its removal ("record").
-func removeEach(name string, l listVar) part {
-	return part{records: "variables." + name + ".map(r, r.record)", ops: "variables." + name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`,
+// removeEach is the part that removes what the variable l lists: maps of a JSON pointer ("ptr") and the
+// record entry of its removal ("record").
+func removeEach(l listVar) part {
+	return part{records: "variables." + l.name + ".map(r, r.record)", ops: "variables." + l.name + `.map(r, JSONPatch{op: "remove", path: r.ptr})`,
 		any: l.any}
 }
 
-// listVar is a variable listing what to remove, and the test of whether it lists anything. any reads
-// the same conditions as list but builds no pointer or record entry, so that the pods policies' changes
-// matchCondition, evaluated on every reinvocation, costs the tests alone.
-type listVar struct{ list, any string }
+// listVar is the variable name, listing what to remove, and the test of whether it lists anything. any
+// reads the same conditions as list but builds no pointer or record entry, so that the pods policies'
+// changes matchCondition, evaluated on every reinvocation, costs the tests alone.
+type listVar struct{ name, list, any string }
+
+// nothingListed is the listVar of a variable that lists nothing, for a kind of object without what it
+// lists.
+func nothingListed(name string) listVar { return listVar{name: name, list: "[]", any: "false"} }
+
+func (l listVar) variable() admissionregistrationv1.Variable {
+	return admissionregistrationv1.Variable{Name: l.name, Expression: l.list}
+}
 
 // metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
 // exist, so that every later operation adds one key.
@@ -603,12 +611,12 @@ func metaPrelude(s shape, labelsNeeded string) string {
 // their medium goes (policy.ReasonMemoryEmptyDir).
 func memoryVolumes(s shape) listVar {
 	if !s.pod {
-		return listVar{list: "[]", any: "false"}
+		return nothingListed("memoryVolumes")
 	}
 	const cond = "v.?emptyDir.?medium.orValue('') == 'Memory'"
 	entry := entry(policy.Rewrite, policy.RuleMemoryEmptyDir, concat(text("spec.volumes["), escaped("v.name"), text("].emptyDir.medium")), value("Memory"), value(""),
 		fixed(policy.RuleMemoryEmptyDir, policy.ReasonMemoryEmptyDir, nil))
-	return listVar{list: fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, %s ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
+	return listVar{name: "memoryVolumes", list: fmt.Sprintf(`%s.?volumes.orValue([]).transformList(i, v, %s ? [{"ptr": %s + '/volumes/' + string(i) + '/emptyDir/medium', "record": %s}] : []).flatten()`,
 		optional(s.spec), cond, quote(s.specPtr), entry),
 		any: fmt.Sprintf("%s.?volumes.orValue([]).exists(v, %s)", optional(s.spec), cond)}
 }
@@ -623,7 +631,7 @@ func pointerEscaped(key string) string {
 // decision's order: per container, limits then requests, each by resource name.
 func hugePages(s shape) listVar {
 	if !s.pod {
-		return listVar{list: "[]", any: "false"}
+		return nothingListed("hugePages")
 	}
 	const isHugePages = "k.startsWith('hugepages-')"
 	list := strings.Join(perContainer(s, func(ptr string, path jsonText) string {
@@ -636,7 +644,7 @@ func hugePages(s shape) listVar {
 		}
 		return strings.Join(lists, " + ")
 	}), " +\n")
-	return listVar{list: list, any: anyContainer(s, containerLists, func(c string) string {
+	return listVar{name: "hugePages", list: list, any: anyContainer(s, containerLists, func(c string) string {
 		return fmt.Sprintf("%[1]s.?resources.?limits.orValue({}).exists(k, %[2]s) || %[1]s.?resources.?requests.orValue({}).exists(k, %[2]s)", c, isHugePages)
 	})}
 }
@@ -644,7 +652,7 @@ func hugePages(s shape) listVar {
 // deprecatedAnnotations lists the pod's deprecated seccomp and AppArmor annotations, by key.
 func deprecatedAnnotations(s shape) listVar {
 	if !s.pod {
-		return listVar{list: "[]", any: "false"}
+		return nothingListed("deprecatedAnnotations")
 	}
 	key, prefixes := policy.DeprecatedLinuxAnnotations()
 	match := "k == " + quote(key)
@@ -654,7 +662,7 @@ func deprecatedAnnotations(s shape) listVar {
 	meta := optional(s.meta)
 	entry := entry(policy.Rewrite, policy.RuleDeprecatedAnnotation, concat(text("metadata.annotations["), escaped("k"), text("]")),
 		escaped(meta+".?annotations.orValue({})[k]").str(), none, fixed(policy.RuleDeprecatedAnnotation, policy.ReasonDeprecatedAnnotation, nil))
-	return listVar{list: fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
+	return listVar{name: "deprecatedAnnotations", list: fmt.Sprintf(`%s.?annotations.orValue({}).filter(k, %s).sort().map(k, {"ptr": %s + '/annotations/' + %s, "record": %s})`,
 		meta, match, quote(s.metaPtr), pointerEscaped("k"), entry),
 		any: fmt.Sprintf("%s.?annotations.orValue({}).exists(k, %s)", meta, match)}
 }
@@ -798,6 +806,7 @@ func anyContainer(s shape, lists []string, cond func(c string) string) string {
 // record's group ("m", `"field":value`). One expression per row yields the patch and the record.
 func strips(s shape) listVar {
 	var spec, podSC, any []string
+	var containerFields []policy.LinuxOnlyField
 	for _, f := range policy.LinuxOnlyFields() {
 		switch f.Scope {
 		case policy.PodScope:
@@ -806,6 +815,8 @@ func strips(s shape) listVar {
 		case policy.PodSecurityContextScope:
 			podSC = append(podSC, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
 			any = append(any, stripCond(optional(s.spec)+".?securityContext", f))
+		case policy.ContainerSecurityContextScope:
+			containerFields = append(containerFields, f)
 		}
 	}
 	group := func(path jsonText, rows []string) string {
@@ -814,23 +825,19 @@ func strips(s shape) listVar {
 	out := []string{group(text("spec"), spec), group(text("spec.securityContext"), podSC)}
 	out = append(out, perContainer(s, func(ptr string, path jsonText) string {
 		var rows []string
-		for _, f := range policy.LinuxOnlyFields() {
-			if f.Scope == policy.ContainerSecurityContextScope {
-				rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path, f))
-			}
+		for _, f := range containerFields {
+			rows = append(rows, stripOne("c.?securityContext", ptr+" + '/securityContext'", path, f))
 		}
 		return group(path, rows)
 	})...)
 	any = append(any, anyContainer(s, containerLists, func(c string) string {
 		var rows []string
-		for _, f := range policy.LinuxOnlyFields() {
-			if f.Scope == policy.ContainerSecurityContextScope {
-				rows = append(rows, stripCond(c+".?securityContext", f))
-			}
+		for _, f := range containerFields {
+			rows = append(rows, stripCond(c+".?securityContext", f))
 		}
 		return anyOf(rows)
 	}))
-	return listVar{list: strings.Join(out, " +\n"), any: anyOf(any)}
+	return listVar{name: "removals", list: strings.Join(out, " +\n"), any: anyOf(any)}
 }
 
 // stripGroupsExpr is the stripGroups variable: the groups of removals that remove anything, each with
@@ -858,7 +865,7 @@ func propagation(s shape) listVar {
 			escaped("m.mountPropagation").str(), none, fixed(policy.RuleMountPropagation, policy.ReasonMountPropagation, nil))
 		return fmt.Sprintf(`c.?volumeMounts.orValue([]).transformList(j, m, %s ? [{"ptr": %s + '/volumeMounts/' + string(j) + '/mountPropagation', "record": %s}] : []).flatten()`, cond, ptr, entry)
 	}), " +\n")
-	return listVar{list: list, any: anyContainer(s, containerLists, func(c string) string {
+	return listVar{name: "propagation", list: list, any: anyContainer(s, containerLists, func(c string) string {
 		return fmt.Sprintf("%s.?volumeMounts.orValue([]).exists(m, %s)", c, cond)
 	})}
 }
@@ -877,7 +884,7 @@ func stopSignals(s shape) listVar {
 			escaped("c.lifecycle.stopSignal").str(), none, fixed(policy.RuleStopSignal, policy.ReasonStopSignal, nil))
 		return fmt.Sprintf(`(%s ? [{"ptr": %s + '/lifecycle/stopSignal', "record": %s}] : [])`, refused("c"), ptr, entry)
 	}), " +\n")
-	return listVar{list: list, any: anyContainer(s, containerLists, refused)}
+	return listVar{name: "stopSignals", list: list, any: anyContainer(s, containerLists, refused)}
 }
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server
