@@ -350,7 +350,7 @@ func TestPodChangesConditionBudget(t *testing.T) {
 	bare := map[string]any{"name": "c", "image": "app"}
 	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
 	c := newAdmissionCompiler(t)
-	ns := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+	ns := perfNamespace()
 	withContainers := func(container map[string]any, n int, marked bool) map[string]any {
 		pod := deepCopyJSON(t, chart).(map[string]any)
 		spec := pod["spec"].(map[string]any)
@@ -453,10 +453,7 @@ func deepCopyJSON(t *testing.T, v any) any {
 // wincompat-pods policy after its own change: its matchConditions on the chart pod of make perf as the
 // policy's patch left it, where changes is false.
 func BenchmarkPodChangesSecondPass(b *testing.B) {
-	_, pod := readChartPod(b)
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
-	ns := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
-	p := compilePolicy(b, newAdmissionCompiler(b), policies[0])
+	p, pod, ns := chartPodPolicy(b)
 	patched := applyOps(b, p.name, pod, p.evaluate(b, p.name, pod, ns, nil).patch)
 	if matched, changes, _ := p.conditions(b, p.name, patched); !matched || changes {
 		b.Fatalf("on the patched pod: matched %v, changes %v", matched, changes)
@@ -470,10 +467,7 @@ func BenchmarkPodChangesSecondPass(b *testing.B) {
 // BenchmarkPodFirstPass is what the API server evaluates when the default wincompat-pods policy first
 // sees the chart pod of make perf: its matchConditions, variables and patch.
 func BenchmarkPodFirstPass(b *testing.B) {
-	_, pod := readChartPod(b)
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
-	ns := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
-	p := compilePolicy(b, newAdmissionCompiler(b), policies[0])
+	p, pod, ns := chartPodPolicy(b)
 	if ev := p.evaluate(b, p.name, pod, ns, nil); !ev.changes || len(ev.patch) == 0 {
 		b.Fatalf("on the chart pod: changes %v, %d operations", ev.changes, len(ev.patch))
 	}

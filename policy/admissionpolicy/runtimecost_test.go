@@ -31,7 +31,7 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 	if p.Name != "wincompat-pods" {
 		t.Fatalf("the first policy is %s", p.Name)
 	}
-	namespace := map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+	namespace := perfNamespace()
 	c := newAdmissionCompiler(t)
 	for _, e := range mutatingPolicyExpressions(p) {
 		if _, err := c.compile(e); err != nil {
@@ -117,6 +117,23 @@ func intsAsInt64(v any) any {
 }
 
 // readChartPod reads the chart pod of make perf, raw and as the API server's unstructured objects hold it.
+// perfNamespace is the namespace object of the chart pod of `make perf`: opted in, nothing else.
+func perfNamespace() map[string]any {
+	return map[string]any{"metadata": map[string]any{"name": "perf", "labels": map[string]any{policy.LabelEnabled: "true"}}}
+}
+
+// chartPodPolicy is the default wincompat-pods policy compiled as the API server compiles it, with the
+// chart pod of `make perf` and its namespace, for the benchmarks of what the API server evaluates.
+func chartPodPolicy(tb testing.TB) (p *compiledPolicy, pod, namespace map[string]any) {
+	tb.Helper()
+	_, pod = readChartPod(tb)
+	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	if policies[0].Name != "wincompat-pods" {
+		tb.Fatalf("the first policy is %s", policies[0].Name)
+	}
+	return compilePolicy(tb, newAdmissionCompiler(tb), policies[0]), pod, perfNamespace()
+}
+
 func readChartPod(t testing.TB) ([]byte, map[string]any) {
 	t.Helper()
 	raw, err := os.ReadFile(chartPodPath)
