@@ -44,7 +44,7 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 	waitForAdmissionPolicy(t, c, ns)
 	// Only wincompat-pods: the namespaces enforce no Pod Security and set no default-os.
 	evaluations := func() int {
-		n, err := fixtures.AdmissionPolicyEvaluations(ctx, cfg, "wincompat-pods\"")
+		n, err := fixtures.AdmissionPolicyEvaluations(ctx, cfg, func(p string) bool { return p == "wincompat-pods" })
 		if err != nil {
 			t.Fatal(err)
 		}

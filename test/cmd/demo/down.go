@@ -65,7 +65,8 @@ func (d *demo) whileDown(ctx context.Context) error {
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), ReadOnlyRootFilesystem: new(true),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 	}}
-	evaluated, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, "wincompat-pods")
+	podsPolicies := func(p string) bool { return strings.HasPrefix(p, "wincompat-pods") }
+	evaluated, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, podsPolicies)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (d *demo) whileDown(ctx context.Context) error {
 		return fmt.Errorf("a Windows pod was refused with wincompat down: %w", err)
 	}
 	d.warnings.Take()
-	after, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, "wincompat-pods")
+	after, err := fixtures.AdmissionPolicyEvaluations(ctx, d.cp.Config, podsPolicies)
 	if err != nil {
 		return err
 	}
