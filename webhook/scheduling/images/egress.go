@@ -42,6 +42,7 @@ var forbiddenPrefixes = mustPrefixes(
 	// task metadata (169.254.170.2), and whatever a node's link-local neighbours serve.
 	"169.254.0.0/16", "fe80::/10",
 	"fd00:ec2::254/128",       // AWS instance metadata over IPv6 (inside fc00::/7)
+	"fd00:ec2::23/128",        // the EKS Pod Identity agent over IPv6: it hands out the pods' AWS credentials
 	"100.100.100.200/32",      // Alibaba Cloud metadata (inside 100.64.0.0/10)
 	"168.63.129.16/32",        // Azure WireServer (a public address reachable only from Azure hosts)
 	"192.0.0.0/24",            // IETF protocol assignments; 192.0.0.192 was Oracle Cloud Classic's metadata

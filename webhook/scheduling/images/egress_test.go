@@ -24,7 +24,7 @@ import (
 func TestClassify(t *testing.T) {
 	for addr, want := range map[string]addrClass{
 		"169.254.169.254": classForbidden, "169.254.170.2": classForbidden, "fe80::1": classForbidden,
-		"fd00:ec2::254": classForbidden, "100.100.100.200": classForbidden, "168.63.129.16": classForbidden,
+		"fd00:ec2::254": classForbidden, "fd00:ec2::23": classForbidden, "100.100.100.200": classForbidden, "168.63.129.16": classForbidden,
 		"::ffff:169.254.169.254": classForbidden, "64:ff9b::a9fe:a9fe": classForbidden, "2002:a9fe:a9fe::1": classForbidden,
 		"224.0.0.1": classForbidden, "ff02::1": classForbidden, "255.255.255.255": classForbidden, "0.1.2.3": classForbidden,
 		"127.0.0.1": classPrivate, "127.3.2.1": classPrivate, "::1": classPrivate, "0.0.0.0": classPrivate, "::": classPrivate,
@@ -82,12 +82,14 @@ func TestEgressNeverMetadata(t *testing.T) {
 	dials := recordDials(r, map[string][]netip.Addr{
 		"metadata.google.internal": {netip.MustParseAddr("169.254.169.254")},
 		"imds.example":             {netip.MustParseAddr("fd00:ec2::254")},
+		"podidentity.example":      {netip.MustParseAddr("fd00:ec2::23")},
 		"alibaba.example":          {netip.MustParseAddr("100.100.100.200")},
 		"nat64.example":            {netip.MustParseAddr("64:ff9b::a9fe:a9fe")},
 		"linklocal.example":        {netip.MustParseAddr("fe80::1")},
 	})
 	images := []string{
 		"169.254.169.254/latest/meta-data:1", "169.254.169.254:80/app:1", "[fe80::1]:5000/app:1",
+		"[fd00:ec2::23]:80/app:1", "podidentity.example/app:1",
 		"metadata.google.internal/computemetadata/v1:1", "imds.example/app:1", "alibaba.example/app:1",
 		"nat64.example/app:1", "linklocal.example/app:1", "[::ffff:169.254.169.254]:443/app:1",
 	}
