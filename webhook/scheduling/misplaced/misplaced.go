@@ -72,8 +72,7 @@ const (
 	deletedIndex = "related.uid"
 )
 
-// SetupWithManager registers the controller and the Event index with the leader's manager.
-func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func (w *Watcher) init() {
 	w.causes = map[types.NamespacedName]policy.MisplacedCause{}
 	w.reported = map[types.NamespacedName]types.UID{}
 	w.deleted = map[types.UID]time.Time{}
@@ -85,17 +84,26 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		w.limiter = rate.NewLimiter(rate.Every(time.Minute/time.Duration(per)), per)
 	}
 	w.Metrics.reset()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, eventIndex, func(o client.Object) []string {
-		return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
-	}); err != nil {
+}
+
+func podOfEvent(o client.Object) []string {
+	return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+}
+
+func controllerOfDeletion(o client.Object) []string {
+	if e := o.(*corev1.Event); e.Reason == ReasonDeleted && e.Related != nil {
+		return []string{string(e.Related.UID)}
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller and the Event index with the leader's manager.
+func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	w.init()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, eventIndex, podOfEvent); err != nil {
 		return fmt.Errorf("indexing Events: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, func(o client.Object) []string {
-		if e := o.(*corev1.Event); e.Reason == ReasonDeleted && e.Related != nil {
-			return []string{string(e.Related.UID)}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, controllerOfDeletion); err != nil {
 		return fmt.Errorf("indexing Events: %w", err)
 	}
 	toPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
