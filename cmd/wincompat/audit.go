@@ -53,7 +53,9 @@ is read once from its registry (its manifest, and config for single-platform ima
 your docker credentials (~/.docker/config.json and helpers, as crane and docker use). Images with no
 Windows entry are found either way in pods whose admission recorded it; --resolve-images also finds them
 in templates and in pods admitted before the image changed. Off by default, so an audit reads only the
-cluster.
+cluster. The references are whatever the cluster's pod authors wrote, so the registries are read with
+your docker credentials (which go only to the hosts you logged in to), no cloud identity unless
+--image-cloud-credentials names one, and on public addresses only unless --image-allow-private-networks.
 
 With --audit-log, summarises wincompat's auditAnnotations (changes, build) from an API server audit log
 file (JSON lines, --audit-log-path) instead of reading the cluster.
@@ -80,7 +82,8 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
-	clouds := fl.String("image-cloud-credentials", "acr,ecr,gar", cliCloudsUsage)
+	imageFlags := addImageFlags(fl, cliImageFlags{}, cliCloudsUsage+". The cluster's pod authors chose the references: a cloud named here lets any of them make you read that cloud's registries with your identity",
+		"with --resolve-images: let registry lookups reach loopback and private networks, for a registry inside the cluster or the company network. The cluster's pod authors chose the references, so by default only public addresses are dialled; link-local and metadata addresses never are")
 	policyFile := fl.String("policy", "", "the policy file wincompat runs with: its excludedNamespaces, inferOSFromNodeSelector, windowsNodeTaints, mode, build catalog and windowsCompatibility (default: the built-in policy)")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
@@ -118,7 +121,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		// An audit is not an admission review: it can wait for a slow registry, but not forever for one
 		// that never answers.
 		wait := min(*timeout, 30*time.Second)
-		r, err := newCLIResolver(wait, *clouds)
+		r, err := newCLIResolver(wait, *imageFlags)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 			return 1

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -67,11 +68,25 @@ Flags:
 // cliCloudsUsage is --image-cloud-credentials of mutate and audit.
 const cliCloudsUsage = "with --resolve-images: the clouds whose registries are read with your identity there when your docker config has no login for them, comma-separated from acr (workload or managed identity), ecr (the AWS SDK's chain: AWS_PROFILE, ~/.aws, SSO, instance role), gar (application default credentials: gcloud auth application-default login, or the metadata server); empty for none"
 
-// newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait. Like
-// ko and crane, it reads cloud registries with the user's own cloud identity by default: the user's
-// machine, the user's credentials, the user's references.
-func newCLIResolver(wait time.Duration, clouds string) (*images.Resolver, error) {
-	cloudList, err := images.ParseClouds(clouds)
+// cliImageFlags are the registry flags of mutate and audit.
+type cliImageFlags struct {
+	clouds               string
+	allowPrivateNetworks bool
+}
+
+// addImageFlags defines them with the command's defaults. mutate reads the user's own references, so
+// it lends them the user's cloud identities and networks, as ko and crane do; audit reads references
+// any pod author in the cluster chose, so it lends them neither unless asked.
+func addImageFlags(fl *flag.FlagSet, defaults cliImageFlags, cloudsUsage, privateUsage string) *cliImageFlags {
+	f := &cliImageFlags{}
+	fl.StringVar(&f.clouds, "image-cloud-credentials", defaults.clouds, cloudsUsage)
+	fl.BoolVar(&f.allowPrivateNetworks, "image-allow-private-networks", defaults.allowPrivateNetworks, privateUsage)
+	return f
+}
+
+// newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait.
+func newCLIResolver(wait time.Duration, f cliImageFlags) (*images.Resolver, error) {
+	cloudList, err := images.ParseClouds(f.clouds)
 	if err != nil {
 		return nil, fmt.Errorf("--image-cloud-credentials: %w", err)
 	}
@@ -84,11 +99,9 @@ func newCLIResolver(wait time.Duration, clouds string) (*images.Resolver, error)
 		// The server's bound keeps tenants from piling up lookups; here every lookup is the user's
 		// own, and an audit asks a whole page's images at once: none may be refused.
 		MaxLookups: math.MaxInt,
-		// The user's own machine and network, and the user's own references (mutate) or a cluster's
-		// the user chose to audit: registries on localhost or the company network are what a user
-		// means. Link-local and metadata addresses stay refused, and plain HTTP is still for loopback
-		// only; what a registry answers goes to the user alone.
-		AllowPrivateNetworks: true,
+		// Link-local and metadata addresses stay refused either way, and plain HTTP is still for
+		// loopback only.
+		AllowPrivateNetworks: f.allowPrivateNetworks,
 		// authn.DefaultKeychain reads the user's docker config, not the chart's pull secret.
 		UnauthorizedHint: "log in with docker login or crane auth login",
 	})
@@ -128,7 +141,8 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	quiet := fl.Bool("quiet", false, "do not print warnings")
 	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
 	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
-	clouds := fl.String("image-cloud-credentials", "acr,ecr,gar", cliCloudsUsage)
+	imageFlags := addImageFlags(fl, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true}, cliCloudsUsage,
+		"with --resolve-images: let registry lookups reach loopback and private networks (your own references, your own network); false for public registries only")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
@@ -166,7 +180,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Version:   version,
 	}
 	if *resolveImages {
-		r, err := newCLIResolver(*lookupTimeout, *clouds)
+		r, err := newCLIResolver(*lookupTimeout, *imageFlags)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
 			return 2

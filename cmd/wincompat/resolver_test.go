@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
 // The CLI reads the user's docker config: a refusal says how to log in, not the chart's pull secret.
@@ -19,7 +22,7 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
 	defer registry.Close()
-	r, err := newCLIResolver(10*time.Second, "acr,ecr,gar")
+	r, err := newCLIResolver(10*time.Second, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,5 +31,55 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 	got := r.Lookup(context.Background(), images.Request{Images: []string{image}})[image]
 	if want := host + ": no such image, or not readable with the credentials wincompat may use for this pod (log in with docker login or crane auth login)"; got.Err != want {
 		t.Errorf("Err %q, want %q", got.Err, want)
+	}
+}
+
+// An audit reads references every pod author in the cluster chose, from the admin's machine: by
+// default it lends them no cloud identity and no private network (issue 40, finding 7).
+func TestAuditImageDefaultsPublicAnonymous(t *testing.T) {
+	code, _, usage := runCLI(t, "", "audit", "-h")
+	if code != 0 {
+		t.Fatalf("audit -h: exit %d", code)
+	}
+	flagHelp := func(name string) string {
+		// A flag's entry is "  -name type" or, for a bool, "  -name", then its indented help.
+		_, after, ok := strings.Cut(usage, "\n  -"+name)
+		if !ok || (after[0] != ' ' && after[0] != '\n') {
+			t.Fatalf("audit -h lacks --%s:\n%s", name, usage)
+		}
+		help, _, _ := strings.Cut(after, "\n  -")
+		return help
+	}
+	if help := flagHelp("image-cloud-credentials"); strings.Contains(help, "(default ") {
+		t.Errorf("--image-cloud-credentials has a default: %s", help)
+	}
+	if help := flagHelp("image-allow-private-networks"); strings.Contains(help, "(default true)") {
+		t.Errorf("--image-allow-private-networks is on by default: %s", help)
+	}
+}
+
+// The audit's resolver, as its defaults make it, never dials a registry on a private network; the
+// flag lets the admin who means one do so.
+func TestAuditResolverPrivateNetworksOptIn(t *testing.T) {
+	reg := imagestest.Start()
+	defer reg.Close()
+	image, err := reg.PushIndex("app", "1", types.OCIImageIndex, imagestest.Windows("10.0.20348.2227"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, allow := range []bool{false, true} {
+		before := reg.Requests.Load()
+		r, err := newCLIResolver(10*time.Second, cliImageFlags{allowPrivateNetworks: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.Lookup(context.Background(), images.Request{Images: []string{image}})[image]
+		asked := reg.Requests.Load() - before
+		if !allow && (asked != 0 || !strings.HasSuffix(got.Err, "registry unreachable (the cluster operator sees why in wincompat's log)")) {
+			t.Errorf("private networks refused: registry asked %d times, Err %q", asked, got.Err)
+		}
+		if allow && (asked == 0 || got.Err != "") {
+			t.Errorf("private networks allowed: registry asked %d times, Err %q", asked, got.Err)
+		}
 	}
 }
