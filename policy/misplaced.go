@@ -96,15 +96,20 @@ const MaxFailureMessage = 4096
 // ClassifyFailure says which row a runtime's message matches, if any. Case-insensitive; the message is
 // read up to MaxFailureMessage bytes.
 func ClassifyFailure(message string) (MisplacedRow, bool) {
+	r, _, ok := classify(message)
+	return r, ok
+}
+
+func classify(message string) (MisplacedRow, string, bool) {
 	lower := asciiLower(truncate(message))
 	for _, r := range misplacedTable {
 		for _, p := range r.Patterns {
 			if strings.Contains(lower, p) {
-				return r, true
+				return r, p, true
 			}
 		}
 	}
-	return MisplacedRow{}, false
+	return MisplacedRow{}, "", false
 }
 
 // asciiLower lowers ASCII letters only: the patterns are ASCII, and strings.ToLower's Unicode rules
@@ -276,8 +281,18 @@ func Corroborated(f PodFailure, pl Placement) bool {
 	return !f.Row.Corroborate || len(pl.Needed) > 0 && !pl.NodeRuns
 }
 
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // RemediationBlock says why a misplaced pod must not be deleted so that its controller makes it again,
-// or "" when it may be. A new pod helps only if something recreates it and admission may then decide
+// or "" when it may be. Never a pod that is Ready, nor a Job's. A new pod helps only if something recreates it and admission may then decide
 // otherwise: wincompat decided its build from the images or the cluster (or decided none), and neither
 // the pod's own spec nor a person chose the build it failed on.
 func RemediationBlock(p *corev1.Pod) string {
@@ -289,8 +304,14 @@ func RemediationBlock(p *corev1.Pod) string {
 		return "a DaemonSet pod: it belongs to its node"
 	case ref.Kind == "Node":
 		return "a static pod: the node's kubelet runs it"
+	case ref.Kind == "Job":
+		// The Job controller counts a deleted pod as a failure: with backoffLimit 0 the Job fails for good.
+		return "a Job's pod: its Job would count the deletion as a failure"
 	case p.DeletionTimestamp != nil:
 		return "already being deleted"
+	case PodReady(p):
+		// A forged Event or a stale state must never cost a pod that serves.
+		return "it is Ready"
 	}
 	switch src := p.Annotations[AnnotationBuildSource]; src {
 	case SourceNodeSelector, SourceRuntimeClass, SourceAffinity:

@@ -164,28 +164,35 @@ func TestPlacementAndFix(t *testing.T) {
 func TestRemediationBlock(t *testing.T) {
 	rs := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u", Controller: new(true)}}
 	ds := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u", Controller: new(true)}}
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "once", UID: "u", Controller: new(true)}}
 	notController := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u"}}
 	pinned := corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelWindowsBuild: "10.0.17763"}}
 	for name, tc := range map[string]struct {
 		owners      []metav1.OwnerReference
 		source      string
 		spec        corev1.PodSpec
+		ready       bool
 		wantBlocked bool
 	}{
-		"ReplicaSet, build from the images":  {rs, SourceImageManifest, pinned, false},
-		"ReplicaSet, build from the tags":    {rs, SourceImage, pinned, false},
-		"ReplicaSet, the only cluster build": {rs, SourceCluster, pinned, false},
-		"ReplicaSet, no decision, no pin":    {rs, "", corev1.PodSpec{}, false},
-		"ReplicaSet, no decision, own pin":   {rs, "", pinned, true},
-		"ReplicaSet, pinned by nodeSelector": {rs, SourceNodeSelector, pinned, true},
-		"ReplicaSet, pinned by RuntimeClass": {rs, SourceRuntimeClass, pinned, true},
-		"ReplicaSet, asked by annotation":    {rs, SourceAnnotation, pinned, true},
-		"ReplicaSet, the policy's default":   {rs, SourceDefault, pinned, true},
-		"bare pod":                           {nil, SourceImageManifest, pinned, true},
-		"owner that is not the controller":   {notController, SourceImageManifest, pinned, true},
-		"DaemonSet":                          {ds, SourceImageManifest, pinned, true},
+		"ReplicaSet, build from the images":  {rs, SourceImageManifest, pinned, false, false},
+		"ReplicaSet, build from the tags":    {rs, SourceImage, pinned, false, false},
+		"ReplicaSet, the only cluster build": {rs, SourceCluster, pinned, false, false},
+		"ReplicaSet, no decision, no pin":    {rs, "", corev1.PodSpec{}, false, false},
+		"ReplicaSet, no decision, own pin":   {rs, "", pinned, false, true},
+		"ReplicaSet, pinned by nodeSelector": {rs, SourceNodeSelector, pinned, false, true},
+		"ReplicaSet, pinned by RuntimeClass": {rs, SourceRuntimeClass, pinned, false, true},
+		"ReplicaSet, asked by annotation":    {rs, SourceAnnotation, pinned, false, true},
+		"ReplicaSet, the policy's default":   {rs, SourceDefault, pinned, false, true},
+		"bare pod":                           {nil, SourceImageManifest, pinned, false, true},
+		"owner that is not the controller":   {notController, SourceImageManifest, pinned, false, true},
+		"DaemonSet":                          {ds, SourceImageManifest, pinned, false, true},
+		"Job":                                {job, SourceImageManifest, corev1.PodSpec{}, false, true},
+		"Ready, build from the images":       {rs, SourceImageManifest, corev1.PodSpec{}, true, true},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.owners}, Spec: tc.spec}
+		if tc.ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
 		if tc.source != "" {
 			p.Annotations = map[string]string{AnnotationBuildSource: tc.source}
 		}

@@ -86,8 +86,8 @@ func runServe(args []string, stderr io.Writer) int {
 	var watchMisplaced bool
 	remediation := misplaced.Remediation{}
 	fl.BoolVar(&watchMisplaced, "watch-misplaced", true, "on the leader, watch Windows pods in opted-in namespaces that fail on their node for reasons of operating system or build (the runtime's messages in container states and the kubelet's Warning Events): an Event WindowsBuildMismatch on each, naming the cause and the fix, and the wincompat_misplaced_pods gauge. Needs list and watch on pods and events")
-	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: delete a misplaced pod once, so that its controller makes it again and admission places it; never a bare pod, a DaemonSet or static pod, or a pod whose spec or a person chose the build. Needs delete on pods")
-	fl.IntVar(&remediation.PerMinute, "remediate-misplaced-per-minute", 5, "with --remediate-misplaced: pods deleted per minute at most, cluster-wide")
+	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: evict a misplaced pod once, so that its controller makes it again and admission places it; only on its own container states (never an Event alone), never a Ready pod, a bare pod, a Job's, DaemonSet or static pod, or a pod whose spec or a person chose the build. Needs create on pods/eviction")
+	fl.IntVar(&remediation.PerMinute, "remediate-misplaced-per-minute", 5, "with --remediate-misplaced: pods evicted per minute at most, cluster-wide")
 	fl.DurationVar(&remediation.OwnerWindow, "remediate-misplaced-owner-window", 10*time.Minute, "with --remediate-misplaced: after deleting a pod of a controller, delete no other pod of it for this long (at least 1m), so that a controller whose new pods fail again is reported, not churned")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")

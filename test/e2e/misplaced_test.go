@@ -39,8 +39,9 @@ const (
 // in a namespace not opted in and a pod failing for another reason are left alone; `wincompat audit`
 // reports them as misplaced. Restarted with remediation and tokens to spare, only eligible pods are
 // deleted: one pod of a ReplicaSet with two misplaced pods (the other is held by the owner window), never
-// the bare pod, the DaemonSet's pod or the pod whose own nodeSelector chose the build. Restarted with one
-// deletion a minute, of two more controllers' misplaced pods exactly one is deleted.
+// the bare pod, the DaemonSet's pod, the pod whose own nodeSelector chose the build, nor (issue 40, finding
+// 3) a pod only a Warning Event says failed, which anyone who may create Events can forge. Restarted with
+// one eviction a minute, of two more controllers' misplaced pods exactly one is evicted.
 func TestMisplacedPods(t *testing.T) {
 	ctx := context.Background()
 	metricsAddr := freeAddr(t)
@@ -80,7 +81,8 @@ func TestMisplacedPods(t *testing.T) {
 	}
 	first := []podCase{
 		{"a-1", misplacedNamespace, rsA, false, "state"},
-		{"a-2", misplacedNamespace, rsA, false, "event"},
+		{"a-2", misplacedNamespace, rsA, false, "state"},
+		{"a-3", misplacedNamespace, rsA, false, "event"},
 		{"bare", misplacedNamespace, nil, false, "state"},
 		{"daemon", misplacedNamespace, &dsRef, false, "event"},
 		{"pinned", misplacedNamespace, rsA, true, "state"},
@@ -112,7 +114,7 @@ func TestMisplacedPods(t *testing.T) {
 		t.Fatalf("a-1's build source %q, want %s: the test's premise (wincompat chose the build from the tag) does not hold", src, policy.SourceImage)
 	}
 
-	misplacedPods := []string{"a-1", "a-2", "bare", "daemon", "pinned"}
+	misplacedPods := []string{"a-1", "a-2", "a-3", "bare", "daemon", "pinned"}
 	for _, name := range misplacedPods {
 		ev := waitForEvent(t, cl.c, misplacedNamespace, name, misplaced.ReasonMismatch)
 		for _, want := range []string{"on node mis-2022 (build 10.0.20348)", "run on build 10.0.17763", "ready nodes that can: mis-2019"} {
@@ -124,12 +126,12 @@ func TestMisplacedPods(t *testing.T) {
 	if ev := waitForEvent(t, cl.c, misplacedNamespace, "a-1", misplaced.ReasonMismatch); !strings.HasPrefix(ev.Message, "os-mismatch") {
 		t.Errorf("a-1: Event %q, want cause os-mismatch first", ev.Message)
 	}
-	if ev := waitForEvent(t, cl.c, misplacedNamespace, "a-2", misplaced.ReasonMismatch); !strings.HasPrefix(ev.Message, "no-platform-match") {
-		t.Errorf("a-2: Event %q, want cause no-platform-match first", ev.Message)
+	if ev := waitForEvent(t, cl.c, misplacedNamespace, "a-3", misplaced.ReasonMismatch); !strings.HasPrefix(ev.Message, "no-platform-match") {
+		t.Errorf("a-3: Event %q, want cause no-platform-match first", ev.Message)
 	}
-	eventually(t, "wincompat_misplaced_pods counts 3 os-mismatch and 2 no-platform-match", func() bool {
+	eventually(t, "wincompat_misplaced_pods counts 4 os-mismatch and 2 no-platform-match", func() bool {
 		g := scrapeMisplaced(t, metricsAddr)
-		return g[`wincompat_misplaced_pods{cause="os-mismatch"}`] == 3 && g[`wincompat_misplaced_pods{cause="no-platform-match"}`] == 2
+		return g[`wincompat_misplaced_pods{cause="os-mismatch"}`] == 4 && g[`wincompat_misplaced_pods{cause="no-platform-match"}`] == 2
 	})
 	for _, name := range []string{"fine"} {
 		if n := countEvents(t, cl.c, misplacedNamespace, name, misplaced.ReasonMismatch); n != 0 {
@@ -206,14 +208,14 @@ func TestMisplacedPods(t *testing.T) {
 	}
 	waitForEvent(t, cl.c, misplacedNamespace, gone, misplaced.ReasonDeleted)
 	waitForEvent(t, cl.c, misplacedNamespace, rsA.Name, misplaced.ReasonDeleted)
-	for _, name := range []string{"bare", "daemon", "pinned", "fine", "elsewhere"} {
+	for _, name := range []string{"a-3", "bare", "daemon", "pinned", "fine", "elsewhere"} {
 		if !exists(t, cl.c, pods[name]) {
 			t.Errorf("%s is not eligible for remediation, yet it is gone", name)
 		}
 	}
 
 	// A new leader reports no pod twice: the Events say which were reported.
-	for _, name := range []string{"bare", "daemon", "pinned", kept} {
+	for _, name := range []string{"a-3", "bare", "daemon", "pinned", kept} {
 		if n := countEvents(t, cl.c, misplacedNamespace, name, misplaced.ReasonMismatch); n != 1 {
 			t.Errorf("after a restart %s has %d %s Events, want 1", name, n, misplaced.ReasonMismatch)
 		}
@@ -225,7 +227,7 @@ func TestMisplacedPods(t *testing.T) {
 	remediate(1)
 	rsC := replicaSet(t, cl, "web-c")
 	b1 := failing(podCase{"b-1", misplacedNamespace, rsB, false, "state"})
-	c1 := failing(podCase{"c-1", misplacedNamespace, rsC, false, "event"})
+	c1 := failing(podCase{"c-1", misplacedNamespace, rsC, false, "state"})
 	eventually(t, "one of b-1 and c-1 deleted, the other held back by the rate limit, and web-a's other pod by its window", func() bool {
 		return outcome("deleted") == deleted+1 && outcome("rate-limited") >= 1 && outcome("owner-window") > window
 	})
@@ -235,7 +237,7 @@ func TestMisplacedPods(t *testing.T) {
 	if exists(t, cl.c, b1) == exists(t, cl.c, c1) {
 		t.Errorf("b-1 kept %v, c-1 kept %v: want exactly one deleted in the minute", exists(t, cl.c, b1), exists(t, cl.c, c1))
 	}
-	for _, name := range []string{"bare", "daemon", "pinned", "fine", "elsewhere"} {
+	for _, name := range []string{"a-3", "bare", "daemon", "pinned", "fine", "elsewhere"} {
 		if !exists(t, cl.c, pods[name]) {
 			t.Errorf("%s is not eligible for remediation, yet it is gone", name)
 		}

@@ -24,12 +24,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -471,8 +473,10 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 		checkRefused(t, tc.name, tc.write(), tc.want)
 	}
 
-	// misplacedPods.remediate: RBAC lets it delete any pod; the policy, only what remediation deletes.
-	t.Run("pod deletions", func(t *testing.T) {
+	// misplacedPods.remediate: RBAC lets it evict any pod and delete none; the policy pins evictions to
+	// opted-in namespaces and to one UID, and the API server keeps the pod's PodDisruptionBudget. An
+	// eviction request shows admission no pod, so which pods is the watcher's choice (policy.RemediationBlock).
+	t.Run("pod evictions", func(t *testing.T) {
 		const opted, plain = "remediated", "not-remediated"
 		setUpNamespace(ctx, t, admin, opted, map[string]string{policy.LabelEnabled: "true"}, nil)
 		setUpNamespace(ctx, t, admin, plain, nil, nil)
@@ -480,7 +484,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 			return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: "web", UID: "0000-web", Controller: new(true)}}
 		}
 		pod := func(ns, name string, owners []metav1.OwnerReference, source string, windows bool) *corev1.Pod {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners, Labels: map[string]string{"app": name}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcr.microsoft.com/windows/servercore:ltsc2019"}}}}
 			if windows {
 				p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
@@ -493,26 +497,77 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 			create(ctx, t, admin, p)
 			return p
 		}
-		eligible := pod(opted, "eligible", controller("ReplicaSet"), policy.SourceImage, true)
-		undecided := pod(opted, "undecided", controller("ReplicaSet"), "", true)
-		uid := eligible.UID
-		if err := sa.Delete(ctx, eligible, client.Preconditions{UID: &uid}); err != nil {
-			t.Errorf("remediation's deletion of an eligible pod: %v", err)
+		ready := func(p *corev1.Pod) *corev1.Pod {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			if err := admin.Status().Update(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			return p
 		}
+		evict := func(p *corev1.Pod) error {
+			uid := p.UID
+			return sa.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}})
+		}
+		if err := evict(pod(opted, "eligible", controller("ReplicaSet"), policy.SourceImage, true)); err != nil {
+			t.Errorf("remediation's eviction of an eligible pod: %v", err)
+		}
+		const evictMsg = "may only evict a pod of one UID in an opted-in namespace"
+		checkRefused(t, "evicting a pod in a namespace not opted in", evict(pod(plain, "elsewhere", controller("ReplicaSet"), policy.SourceImage, true)), policyRefuses(evictMsg))
+		checkRefused(t, "evicting a pod by name alone", sa.SubResource("eviction").Create(ctx, pod(opted, "by-name", controller("ReplicaSet"), policy.SourceImage, true), &policyv1.Eviction{}),
+			policyRefuses(evictMsg))
+		checkRefused(t, "deleting a pod remediation may evict", sa.Delete(ctx, pod(opted, "eligible-2", controller("ReplicaSet"), policy.SourceImage, true)), rbacRefuses(`delete resource "pods"`))
+
+		// The pod's PodDisruptionBudget has the last word: with no disruption allowed, its Ready pod stays
+		// and a pod that is not Ready goes (the budget is healthy without it). No disruption controller
+		// runs here: the budget's status is written as it would write it.
+		guarded := func(name string) *corev1.Pod {
+			p := pod(opted, name, controller("ReplicaSet"), policy.SourceImage, true)
+			one := intstr.FromInt32(1)
+			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: name},
+				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+			create(ctx, t, admin, pdb)
+			pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}
+			if err := admin.Status().Update(ctx, pdb); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		if err := evict(ready(guarded("guarded-ready"))); !apierrors.IsTooManyRequests(err) {
+			t.Errorf("evicting a Ready pod its PodDisruptionBudget protects: %v, want 429 Too Many Requests", err)
+		}
+		if err := evict(guarded("guarded-failing")); err != nil {
+			t.Errorf("evicting a pod that is not Ready under a healthy PodDisruptionBudget: %v", err)
+		}
+
+		// Should delete on pods ever be granted (an administrator's extra role), the policy still allows only
+		// what remediation would evict.
+		create(ctx, t, admin, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "extra-pod-delete"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}}}})
+		create(ctx, t, admin, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "extra-pod-delete"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "extra-pod-delete"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ownNamespace, Name: "wincompat"}}})
+		undecided := pod(opted, "undecided", controller("ReplicaSet"), "", true)
+		waitUntil(t, 30*time.Second, "the extra role to grant delete", func() bool {
+			err := sa.Delete(ctx, undecided, client.DryRunAll)
+			return err == nil || !strings.Contains(err.Error(), "cannot delete")
+		})
 		if err := sa.Delete(ctx, undecided); err != nil {
-			t.Errorf("remediation's deletion of a pod wincompat chose no build for: %v", err)
+			t.Errorf("deleting a pod wincompat chose no build for: %v", err)
 		}
 		const podMsg = "may only delete a Windows pod it admitted"
 		for _, tc := range []struct {
 			name string
 			pod  *corev1.Pod
 		}{
+			{"a Ready pod", ready(pod(opted, "ready", controller("ReplicaSet"), policy.SourceImage, true))},
+			{"a Job's pod", pod(opted, "job", controller("Job"), policy.SourceImage, true)},
 			{"a Linux pod", pod(opted, "linux", controller("ReplicaSet"), "", false)},
 			{"a bare pod", pod(opted, "bare", nil, policy.SourceImage, true)},
 			{"a DaemonSet's pod", pod(opted, "daemon", controller("DaemonSet"), policy.SourceImage, true)},
 			{"a pod whose nodeSelector chose the build", pod(opted, "pinned", controller("ReplicaSet"), policy.SourceNodeSelector, true)},
 			{"a pod whose annotation asked for the build", pod(opted, "asked", controller("ReplicaSet"), policy.SourceAnnotation, true)},
-			{"a pod in a namespace not opted in", pod(plain, "elsewhere", controller("ReplicaSet"), policy.SourceImage, true)},
+			{"a pod in a namespace not opted in", pod(plain, "elsewhere-2", controller("ReplicaSet"), policy.SourceImage, true)},
 		} {
 			checkRefused(t, "deleting "+tc.name, sa.Delete(ctx, tc.pod), policyRefuses(podMsg))
 		}

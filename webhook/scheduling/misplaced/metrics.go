@@ -10,8 +10,9 @@ import (
 // Outcomes of wincompat_misplaced_deletions_total.
 const (
 	outcomeDeleted     = "deleted"
-	outcomeRateLimited = "rate-limited" // no token: tried again when one is due
-	outcomeOwnerWindow = "owner-window" // its controller had a pod deleted within the window
+	outcomeRateLimited = "rate-limited"      // no token: tried again when one is due
+	outcomeOwnerWindow = "owner-window"      // its controller had a pod deleted within the window
+	outcomeBudget      = "disruption-budget" // the eviction was refused: its PodDisruptionBudget allows none now
 )
 
 // Metrics are the watcher's series: labels from policy.MisplacedCauses and the outcomes above only.
@@ -29,12 +30,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"cause"}),
 		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_misplaced_deletions_total",
-			Help: "Misplaced pods remediation deleted, or held back by the rate limit or the controller's window.",
+			Help: "Misplaced pods remediation evicted, or held back by the rate limit, the controller's window or a PodDisruptionBudget.",
 		}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.pods, m.deletions)
 	m.reset()
-	for _, o := range []string{outcomeDeleted, outcomeRateLimited, outcomeOwnerWindow} {
+	for _, o := range []string{outcomeDeleted, outcomeRateLimited, outcomeOwnerWindow, outcomeBudget} {
 		m.deletions.WithLabelValues(o)
 	}
 	return m

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,7 +147,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, err
 	}
 	pol := w.Policy()
-	failure, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, &pod)
+	failure, fromStatus, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, &pod)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -159,16 +160,17 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
 		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
 	}
-	if !w.Remediation.Enabled {
+	// An Event is written by anyone who may create Events in the namespace: it is reported, never acted on.
+	if !w.Remediation.Enabled || !fromStatus {
 		return reconcile.Result{}, nil
 	}
 	return w.remediate(ctx, &pod, fix)
 }
 
 // judge says whether pod failed for one of the table's reasons: in scope, bound to a node, a failure in
-// its container states or its Events, corroborated where the row needs it. reported: an Event of
-// wincompat's already says so (a leader before this one recorded it).
-func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f policy.PodFailure, nodeBuild string, pl policy.Placement, reported, ok bool, err error) {
+// its container states (fromStatus: written by its node alone) or its Events, corroborated where the row
+// needs it. reported: an Event of wincompat's already says so (a leader before this one recorded it).
+func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f policy.PodFailure, fromStatus bool, nodeBuild string, pl policy.Placement, reported, ok bool, err error) {
 	if pod.Spec.NodeName == "" || !windowsPod(pod) {
 		return
 	}
@@ -184,8 +186,9 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 	if err = w.Client.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}); err != nil {
 		return
 	}
-	found := false
-	if f, found = policy.PodStatusFailure(pod); !found {
+	f, fromStatus = policy.PodStatusFailure(pod)
+	found := fromStatus
+	if !found {
 		for _, e := range events.Items {
 			if f, found = policy.EventFailure(e.Reason, e.Message); found {
 				break
@@ -214,11 +217,12 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 		}
 	}
 	pl = pol.PlacementOf(pod, nodeBuild, builds)
-	return f, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
+	return f, fromStatus, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
 }
 
-// remediate deletes pod once, when it is eligible, the bucket has a token and its controller had no pod
-// deleted within the window; a pod that must wait is asked about again when a token is due.
+// remediate evicts pod once, when it is eligible, the bucket has a token and its controller had no pod
+// deleted within the window; a pod that must wait is asked about again when a token is due. Eviction,
+// not delete: the API server then keeps the pod's PodDisruptionBudget.
 func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (reconcile.Result, error) {
 	if why := policy.RemediationBlock(pod); why != "" {
 		w.Log.V(1).Info("misplaced pod left alone", "pod", client.ObjectKeyFromObject(pod), "why", why)
@@ -258,18 +262,24 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	w.deleted[owner.UID] = now
 	w.mu.Unlock()
 	uid := pod.UID
-	err := w.Client.Delete(ctx, pod, client.Preconditions{UID: &uid})
+	eviction := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
+	err := w.Client.SubResource("eviction").Create(ctx, pod, eviction)
 	if err != nil {
 		w.mu.Lock()
 		delete(w.deleted, owner.UID)
 		w.mu.Unlock()
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			return reconcile.Result{}, nil // gone, or replaced by a pod of the same name: judged anew
+		case apierrors.IsTooManyRequests(err):
+			// Its PodDisruptionBudget allows no disruption now; the budget's owner decides, not wincompat.
+			w.Metrics.deletion(outcomeBudget)
+			return reconcile.Result{RequeueAfter: budgetRetry}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	w.Metrics.deletion(outcomeDeleted)
-	w.Log.Info("deleted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
+	w.Log.Info("evicted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
 	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
 	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
 	// The pod's Event names its controller as related: the record a later leader reads the window from.
@@ -277,6 +287,9 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote("deleted pod "+pod.Name+": "+fix))
 	return reconcile.Result{}, nil
 }
+
+// budgetRetry is how long a pod its PodDisruptionBudget protects waits before it is asked about again.
+const budgetRetry = time.Minute
 
 // maxNote is the API server's limit on an Event's note (events.k8s.io/v1; NoteLengthLimit): a longer
 // one is refused, and the Event lost. Node and controller names of 253 characters make that possible.

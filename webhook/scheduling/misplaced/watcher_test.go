@@ -1,0 +1,143 @@
+package misplaced
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/wincompat/wincompat/policy"
+)
+
+const (
+	testNamespace = "apps"
+	osMismatch    = "Error: failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem app: The container operating system does not match the host operating system.: unknown"
+)
+
+// writes counts what the watcher asked the API server to do to pods, and the Events it listed.
+type writes struct{ deletes, evictions, eventLists, eventsListed int }
+
+// newTestWatcher is a watcher with remediation on, tokens to spare, over a fake API server holding objs
+// and an opted-in namespace.
+func newTestWatcher(t *testing.T, objs ...client.Object) (*Watcher, *writes) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}
+	w := &writes{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, ns)...).
+		WithIndex(&corev1.Event{}, eventIndex, podOfEvent).WithIndex(&corev1.Event{}, deletedIndex, controllerOfDeletion).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if _, ok := obj.(*corev1.Pod); ok {
+					w.deletes++
+				}
+				return c.Delete(ctx, obj, opts...)
+			},
+			SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+				if sub == "eviction" {
+					w.evictions++
+				}
+				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				err := c.List(ctx, list, opts...)
+				if l, ok := list.(*corev1.EventList); ok {
+					w.eventLists++
+					w.eventsListed += len(l.Items)
+				}
+				return err
+			},
+		}).Build()
+	watcher := &Watcher{Client: c, Policy: policy.Default, Recorder: events.NewFakeRecorder(100), Log: logr.Discard(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Remediation: Remediation{Enabled: true, PerMinute: 100, OwnerWindow: 10 * time.Minute}}
+	watcher.init()
+	return watcher, w
+}
+
+// misplacedPod is a Windows pod remediation may evict on every other count: a ReplicaSet's, its build
+// chosen by wincompat from its 2019 image's tag, bound to a 2022 node.
+func misplacedPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID(name + "-uid"),
+			Annotations:     map[string]string{policy.AnnotationVersion: "v1", policy.AnnotationBuildSource: policy.SourceImage, policy.AnnotationBuild: "10.0.17763"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: types.UID(name + "-rs"), Controller: new(true)}}},
+		Spec: corev1.PodSpec{NodeName: "win-2022", OS: &corev1.PodOS{Name: corev1.Windows},
+			Containers: []corev1.Container{{Name: "app", Image: "mcr.microsoft.com/windows/servercore:ltsc2019"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+}
+
+func failingState(p *corev1.Pod) *corev1.Pod {
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: osMismatch}}}}
+	return p
+}
+
+func running(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	return p
+}
+
+// kubeletEvent is a Warning Event about p, as the kubelet writes one or anyone who may create Events
+// forges one.
+func kubeletEvent(p *corev1.Pod, name, reason, message string) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}, Type: corev1.EventTypeWarning,
+		Reason: reason, Message: message, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+}
+
+// TestRemediationActsOnPodsOwnStates: issue 40, finding 3. A pod is evicted (never deleted: the API
+// server then keeps its PodDisruptionBudget) only when its own container states, which only its node
+// writes, say it failed; never on an Event, never when it is Ready, never a Job's pod.
+func TestRemediationActsOnPodsOwnStates(t *testing.T) {
+	jobPod := failingState(misplacedPod("job"))
+	jobPod.OwnerReferences[0].APIVersion, jobPod.OwnerReferences[0].Kind = "batch/v1", "Job"
+	readyButFailedBefore := running(misplacedPod("ready"))
+	readyButFailedBefore.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: osMismatch, ExitCode: 128}}
+	for name, tc := range map[string]struct {
+		pod       *corev1.Pod
+		event     bool // a Warning Event Failed with the runtime's words about it
+		wantEvict bool
+	}{
+		"a forged Event about a Running, Ready pod":    {running(misplacedPod("healthy")), true, false},
+		"an Event alone about a pod that is not Ready": {misplacedPod("event-only"), true, false},
+		"a Ready pod whose last state failed":          {readyButFailedBefore, false, false},
+		"a Job's pod":                                  {jobPod, false, false},
+		"its own state, not Ready":                     {failingState(misplacedPod("misplaced")), false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.pod}
+			if tc.event {
+				objs = append(objs, kubeletEvent(tc.pod, "forged", "Failed", "0xc0370101"))
+			}
+			w, did := newTestWatcher(t, objs...)
+			if _, err := w.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.pod)}); err != nil {
+				t.Fatal(err)
+			}
+			if did.deletes != 0 {
+				t.Errorf("deleted the pod with Delete %d times: PodDisruptionBudgets bypassed", did.deletes)
+			}
+			if got := did.evictions == 1; got != tc.wantEvict {
+				t.Errorf("evictions %d, want evicted %v", did.evictions, tc.wantEvict)
+			}
+		})
+	}
+}
