@@ -100,6 +100,14 @@ func ClassifyFailure(message string) (MisplacedRow, bool) {
 	return r, ok
 }
 
+// FailurePattern is the pattern of the table that message matches, "" when none: all a cache needs
+// to keep of a message, since ClassifyFailure classifies the pattern as it classified the message (an
+// earlier row's pattern inside it would have matched the message first).
+func FailurePattern(message string) string {
+	_, p, _ := classify(message)
+	return p
+}
+
 func classify(message string) (MisplacedRow, string, bool) {
 	lower := asciiLower(truncate(message))
 	for _, r := range misplacedTable {

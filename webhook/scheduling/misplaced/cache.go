@@ -1,7 +1,10 @@
 package misplaced
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -9,14 +12,23 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// maxKeptMessage bounds what the cache keeps of one message: what policy.ClassifyFailure reads.
-const maxKeptMessage = policy.MaxFailureMessage
+// Bounds on what the cache keeps of one string. The API server validates names (253), label values
+// (63) and the namespace of an Event, but not an Event's reason, the names and UID of the object it is
+// about, an image or a container's state: anyone who may create Events, or pods, chooses those lengths.
+const (
+	maxName  = 253  // longer names no object, so what is longer is dropped, never cut
+	maxUID   = 64   // a UID is 36 bytes
+	maxShort = 64   // reasons, kinds, API versions, wincompat's version and build source
+	maxLong  = 1024 // an image reference (the registry allows 255 for the name, 128 for the tag), a build list
+)
 
-// CacheOptions keep in the leader's memory only what the watcher reads. Pods: of a Windows pod its
-// owners, wincompat's annotations, node, scheduling, images and container states (messages cut to
-// 4 KiB); of every other pod its name alone. Events: only Warnings about pods (a field selector, so the
-// API server filters them), and of those the reason, message (cut) and the pod they are about; of
-// wincompat's own WindowsBuildMismatchDeleted also the controller and the time.
+// CacheOptions keep in the leader's memory only what the watcher reads, every string bounded. Pods: of
+// a Windows pod its controller, wincompat's annotations, the skip label, node, the build and OS terms of
+// its scheduling, images, readiness and container states (of a message only the pattern of the table
+// it matches); of every other pod its name alone. Events: only Warnings about pods (a field selector, so
+// the API server filters them); of an Event of a reason the watcher reads, the reason, the pod it is
+// about and the pattern its message matches, and of wincompat's own WindowsBuildMismatchDeleted also the
+// controller and the time; of any other Event its name alone, which its informer needs to delete it.
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Transform: func(obj any) (any, error) {
@@ -29,23 +41,40 @@ func CacheOptions() map[client.Object]cache.ByObject {
 			Field: fields.SelectorFromSet(fields.Set{"type": corev1.EventTypeWarning, "involvedObject.kind": "Pod"}),
 			Transform: func(obj any) (any, error) {
 				if e, ok := obj.(*corev1.Event); ok {
-					kept := &corev1.Event{Reason: e.Reason, Message: cut(e.Message), Type: e.Type,
-						InvolvedObject: corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace,
-							Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID}}
-					kept.Name, kept.Namespace, kept.UID, kept.ResourceVersion = e.Name, e.Namespace, e.UID, e.ResourceVersion
-					if e.Reason == ReasonDeleted && e.Related != nil {
-						// wincompat's own record of a deletion: its controller and when, for the owner window.
-						kept.Related = &corev1.ObjectReference{Kind: e.Related.Kind, Name: e.Related.Name, UID: e.Related.UID}
-						kept.EventTime, kept.LastTimestamp, kept.FirstTimestamp = e.EventTime, e.LastTimestamp, e.FirstTimestamp
-					}
-					if !policy.FailureEventReason(e.Reason) {
-						kept.Message = ""
-					}
-					return kept, nil
+					return keptEvent(e), nil
 				}
 				return obj, nil
 			}},
 	}
+}
+
+// readEvent: the watcher reads Events of this reason, about a pod that can exist.
+func readEvent(e *corev1.Event) bool {
+	read := policy.FailureEventReason(e.Reason) || e.Reason == ReasonMismatch || e.Reason == ReasonDeleted
+	o := e.InvolvedObject
+	return read && o.Kind == "Pod" && o.Namespace == e.Namespace && len(o.Name) <= maxName && len(o.UID) <= maxUID
+}
+
+func keptEvent(e *corev1.Event) *corev1.Event {
+	kept := &corev1.Event{}
+	kept.Name, kept.Namespace, kept.UID, kept.ResourceVersion = e.Name, e.Namespace, e.UID, e.ResourceVersion
+	if len(kept.UID) > maxUID {
+		kept.UID = ""
+	}
+	if !readEvent(e) {
+		return kept
+	}
+	kept.Reason, kept.Type = e.Reason, corev1.EventTypeWarning
+	kept.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID}
+	if policy.FailureEventReason(e.Reason) {
+		kept.Message = policy.FailurePattern(e.Message)
+	}
+	if r := e.Related; e.Reason == ReasonDeleted && r != nil && len(r.Kind) <= maxShort && len(r.Name) <= maxName && len(r.UID) <= maxUID {
+		// wincompat's own record of a deletion: its controller and when, for the owner window.
+		kept.Related = &corev1.ObjectReference{Kind: r.Kind, Name: r.Name, UID: r.UID}
+		kept.EventTime, kept.LastTimestamp, kept.FirstTimestamp = e.EventTime, e.LastTimestamp, e.FirstTimestamp
+	}
+	return kept
 }
 
 func keptPod(p *corev1.Pod) *corev1.Pod {
@@ -54,24 +83,86 @@ func keptPod(p *corev1.Pod) *corev1.Pod {
 	if !windowsPod(p) {
 		return kept
 	}
-	kept.Labels, kept.OwnerReferences, kept.DeletionTimestamp = p.Labels, p.OwnerReferences, p.DeletionTimestamp
+	kept.DeletionTimestamp = p.DeletionTimestamp
+	if v, ok := p.Labels[policy.LabelSkip]; ok {
+		kept.Labels = map[string]string{policy.LabelSkip: v}
+	}
+	if ref := controllerRef(p); ref != nil {
+		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
 	kept.Annotations = map[string]string{}
-	for _, k := range []string{policy.AnnotationVersion, policy.AnnotationBuild, policy.AnnotationBuildSource} {
+	for k, limit := range map[string]int{policy.AnnotationVersion: maxShort, policy.AnnotationBuild: maxLong, policy.AnnotationBuildSource: maxShort} {
 		if v, ok := p.Annotations[k]; ok {
-			kept.Annotations[k] = v
+			kept.Annotations[k] = policy.CutAtRune(v, limit)
 		}
 	}
-	kept.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, OS: p.Spec.OS,
+	kept.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: buildTerms(p.Spec.NodeSelector), Affinity: buildAffinity(p.Spec.Affinity),
 		Containers: images(p.Spec.Containers), InitContainers: images(p.Spec.InitContainers)}
+	if p.Spec.OS != nil {
+		kept.Spec.OS = &corev1.PodOS{Name: corev1.OSName(policy.CutAtRune(string(p.Spec.OS.Name), maxShort))}
+	}
 	kept.Status = corev1.PodStatus{Phase: p.Status.Phase, ContainerStatuses: states(p.Status.ContainerStatuses),
 		InitContainerStatuses: states(p.Status.InitContainerStatuses)}
+	if policy.PodReady(p) {
+		kept.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
 	return kept
 }
+
+// controllerRef is the pod's controller reference, nil when it has none or one no object can match.
+func controllerRef(p *corev1.Pod) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || len(ref.APIVersion) > maxShort || len(ref.Kind) > maxShort || len(ref.Name) > maxName || len(ref.UID) > maxUID {
+		return nil
+	}
+	return &metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller}
+}
+
+// buildTerms keeps the nodeSelector terms the watcher reads: the OS and the Windows build.
+func buildTerms(selector map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{corev1.LabelOSStable, corev1.LabelWindowsBuild} {
+		if v, ok := selector[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// buildAffinity keeps of the required node affinity what policy.PinnedBuilds reads: every term (a term
+// without a build expression allows every build), and in each the In expressions on the Windows build,
+// without values longer than a label value (which no node has).
+func buildAffinity(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	kept := make([]corev1.NodeSelectorTerm, len(terms))
+	for i, t := range terms {
+		for _, e := range t.MatchExpressions {
+			if e.Key != corev1.LabelWindowsBuild || e.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			values := slices.DeleteFunc(slices.Clone(e.Values), func(v string) bool { return len(v) > maxLabelValue })
+			kept[i].MatchExpressions = append(kept[i].MatchExpressions, corev1.NodeSelectorRequirement{Key: e.Key, Operator: e.Operator, Values: values})
+		}
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: kept}}}
+}
+
+// maxLabelValue is the API server's limit on a label value: a longer build value matches no node.
+const maxLabelValue = 63
 
 func images(cs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(cs))
 	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+		out[i] = corev1.Container{Name: c.Name}
+		if len(c.Image) <= maxLong {
+			out[i].Image = c.Image // a longer one is no image reference: no tag to read a build from
+		}
 	}
 	return out
 }
@@ -79,7 +170,7 @@ func images(cs []corev1.Container) []corev1.Container {
 func states(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, len(ss))
 	for i, s := range ss {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
+		out[i] = corev1.ContainerStatus{Name: policy.CutAtRune(s.Name, maxName), State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
 	}
 	return out
 }
@@ -87,12 +178,11 @@ func states(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 func state(s corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if s.Waiting != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: s.Waiting.Reason, Message: cut(s.Waiting.Message)}
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: policy.CutAtRune(s.Waiting.Reason, maxShort), Message: policy.FailurePattern(s.Waiting.Message)}
 	}
 	if s.Terminated != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{Reason: s.Terminated.Reason, Message: cut(s.Terminated.Message), ExitCode: s.Terminated.ExitCode}
+		out.Terminated = &corev1.ContainerStateTerminated{Reason: policy.CutAtRune(s.Terminated.Reason, maxShort),
+			Message: policy.FailurePattern(s.Terminated.Message), ExitCode: s.Terminated.ExitCode}
 	}
 	return out
 }
-
-func cut(s string) string { return policy.CutAtRune(s, maxKeptMessage) }
