@@ -107,13 +107,7 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, controllerOfDeletion); err != nil {
 		return fmt.Errorf("indexing Events: %w", err)
 	}
-	toPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		e, ok := o.(*corev1.Event)
-		if !ok || e.InvolvedObject.Kind != "Pod" || !policy.FailureEventReason(e.Reason) {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}}}
-	})
+	toPod := handler.EnqueueRequestsFromMapFunc(w.eventRequests)
 	// A replica that stops leading stops counting: the gauge is the leader's, and a stale count on a
 	// former leader would hold the alert's max up.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -134,6 +128,15 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		For(&corev1.Pod{}, builder.WithPredicates(windows)).
 		Watches(&corev1.Event{}, toPod).
 		Complete(w)
+}
+
+// eventRequests maps an Event to the pod it tells a failure of.
+func (w *Watcher) eventRequests(_ context.Context, o client.Object) []reconcile.Request {
+	e, ok := o.(*corev1.Event)
+	if !ok || e.InvolvedObject.Kind != "Pod" || !policy.FailureEventReason(e.Reason) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}}}
 }
 
 // Reconcile judges one pod.
