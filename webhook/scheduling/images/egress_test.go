@@ -91,7 +91,7 @@ func TestEgressNeverMetadata(t *testing.T) {
 		"169.254.169.254/latest/meta-data:1", "169.254.169.254:80/app:1", "[fe80::1]:5000/app:1",
 		"[fd00:ec2::23]:80/app:1", "podidentity.example/app:1",
 		"metadata.google.internal/computemetadata/v1:1", "imds.example/app:1", "alibaba.example/app:1",
-		"nat64.example/app:1", "linklocal.example/app:1", "[::ffff:169.254.169.254]:443/app:1",
+		"nat64.example/app:1", "linklocal.example/app:1", "[::ffff:a9fe:a9fe]:443/app:1",
 	}
 	for _, image := range images {
 		got := lookupImage(r, image)

@@ -283,3 +283,32 @@ func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
 		t.Errorf("%d requests reached a loopback registry without AllowPrivateNetworks", n)
 	}
 }
+
+// TestRepositoryCannotEscapePrefix: go-containerregistry takes "." and ".." for repository
+// components, so "REGISTRY/../x" would have been read at the mirror's PREFIX/../x, outside the
+// repositoryPrefix the operator gave it; no container runtime pulls such a reference. It is invalid,
+// and nothing is dialled for it (issue 40, finding 8).
+func TestRepositoryCannotEscapePrefix(t *testing.T) {
+	upstream, mirror := newRegistry(t), newRegistry(t)
+	var mu sync.Mutex
+	var paths []string
+	mirror.setHook(func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		return false
+	})
+	r := newResolver(t, Config{})
+	mirrors := mirrorOf(upstream, true, policy.Mirror{Host: mirror.host, RepositoryPrefix: "mcr-proxy"})
+	for _, repo := range []string{"../x", "windows/../../x", "./x", "a/./b", "a..b", ".../x"} {
+		image := upstream.ref(repo + ":1")
+		if got := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrors}); got.Err != errInvalid {
+			t.Errorf("%s: Err %q, want %q", image, got.Err, errInvalid)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 0 {
+		t.Errorf("the mirror was asked %v", paths)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -435,7 +436,7 @@ func (r *Resolver) parse(image string, creds credentials, routes router) (lookup
 	if v, ok := r.refs.Get(image); ok {
 		p = v.(parsed)
 	} else {
-		if ref, err := name.ParseReference(image); err == nil {
+		if ref, err := parseReference(image); err == nil {
 			p = parsed{ref: ref, name: ref.Name()}
 		}
 		r.refs.Add(image, p, forever)
@@ -445,6 +446,17 @@ func (r *Resolver) parse(image string, creds credentials, routes router) (lookup
 	}
 	sources, via, refusal := routes.route(p.ref)
 	return lookup{ref: p.ref, name: p.name, key: p.name + creds.key + via, creds: creds, sources: sources, refusal: refusal}, true
+}
+
+// parseReference reads image as go-containerregistry does, if container runtimes could pull it too:
+// containerd and the kubelet parse references with distribution/reference. go-containerregistry alone
+// takes "." and ".." for repository components, so "REGISTRY/../x" would be read at a mirror's
+// PREFIX/../x, which the mirror resolves outside the repositoryPrefix the operator gave it.
+func parseReference(image string) (name.Reference, error) {
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return nil, err
+	}
+	return name.ParseReference(image)
 }
 
 // cached answers from the caches alone.
