@@ -62,9 +62,27 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	causes   map[types.NamespacedName]policy.MisplacedCause
-	reported map[types.NamespacedName]types.UID // the pods reported, so that each is reported once
-	deleted  map[types.UID]time.Time            // controllers, by UID, and when one of their pods was deleted
+	reported map[types.NamespacedName]types.UID  // the pods reported, so that each is reported once
+	deleted  map[types.UID]time.Time             // controllers, by UID, and when one of their pods was deleted
+	events   map[types.NamespacedName]*podEvents // what the Events of each pod judged tell
 	limiter  *rate.Limiter
+}
+
+// podEvents is what the Events about one pod (of this UID) tell: the first failure of the table, and
+// whether wincompat reported the pod. Read from the cache once per pod, then kept by eventRequests from
+// each new Event, so that an Event costs the same however many came before it.
+type podEvents struct {
+	uid      types.UID
+	failure  policy.PodFailure
+	failed   bool
+	reported bool
+}
+
+func (pe *podEvents) add(e *corev1.Event) {
+	if !pe.failed {
+		pe.failure, pe.failed = policy.EventFailure(e.Reason, e.Message)
+	}
+	pe.reported = pe.reported || e.Reason == ReasonMismatch
 }
 
 // Indexes of the Event cache: a pod's Events, and wincompat's records of deletions by controller.
@@ -77,6 +95,7 @@ func (w *Watcher) init() {
 	w.causes = map[types.NamespacedName]policy.MisplacedCause{}
 	w.reported = map[types.NamespacedName]types.UID{}
 	w.deleted = map[types.UID]time.Time{}
+	w.events = map[types.NamespacedName]*podEvents{}
 	if w.Now == nil {
 		w.Now = time.Now
 	}
@@ -130,13 +149,45 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		Complete(w)
 }
 
-// eventRequests maps an Event to the pod it tells a failure of.
+// eventRequests maps an Event to the pod it tells a failure of, and adds it to what the watcher knows
+// of that pod's Events once it has read them.
 func (w *Watcher) eventRequests(_ context.Context, o client.Object) []reconcile.Request {
 	e, ok := o.(*corev1.Event)
-	if !ok || e.InvolvedObject.Kind != "Pod" || !policy.FailureEventReason(e.Reason) {
+	if !ok || e.InvolvedObject.Kind != "Pod" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}}}
+	key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
+	w.mu.Lock()
+	if pe, ok := w.events[key]; ok && pe.uid == e.InvolvedObject.UID {
+		pe.add(e)
+	}
+	w.mu.Unlock()
+	if !policy.FailureEventReason(e.Reason) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// podEventsOf is what pod's Events tell, read from the cache the first time the pod is judged. The
+// informer updates its store before it calls eventRequests, and both hold w.mu: an Event is either in
+// the list read here or added to the result afterwards.
+func (w *Watcher) podEventsOf(ctx context.Context, pod *corev1.Pod) (podEvents, error) {
+	key := client.ObjectKeyFromObject(pod)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pe, ok := w.events[key]; ok && pe.uid == pod.UID {
+		return *pe, nil
+	}
+	var list corev1.EventList
+	if err := w.Client.List(ctx, &list, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return podEvents{}, err
+	}
+	pe := &podEvents{uid: pod.UID}
+	for i := range list.Items {
+		pe.add(&list.Items[i])
+	}
+	w.events[key] = pe
+	return *pe, nil
 }
 
 // Reconcile judges one pod.
@@ -185,25 +236,18 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 	if pol.Scope(pod.Labels, policy.Namespace{Name: ns.Name, Labels: ns.Labels}) != policy.InScope {
 		return
 	}
-	var events corev1.EventList
-	if err = w.Client.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}); err != nil {
+	pe, err := w.podEventsOf(ctx, pod)
+	if err != nil {
 		return
 	}
 	f, fromStatus = policy.PodStatusFailure(pod)
-	found := fromStatus
-	if !found {
-		for _, e := range events.Items {
-			if f, found = policy.EventFailure(e.Reason, e.Message); found {
-				break
-			}
+	if !fromStatus {
+		if !pe.failed {
+			return
 		}
+		f = pe.failure
 	}
-	if !found {
-		return
-	}
-	for _, e := range events.Items {
-		reported = reported || e.Reason == ReasonMismatch
-	}
+	reported = pe.reported
 	var nodes corev1.NodeList
 	if err = w.Client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
 		return
@@ -311,7 +355,7 @@ func eventNote(s string) string {
 // window: a leader keeps the window of the one before it, for as long as the API server keeps Events.
 func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID, now time.Time) (bool, error) {
 	var list corev1.EventList
-	if err := w.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{deletedIndex: string(owner)}); err != nil {
+	if err := w.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{deletedIndex: string(owner)}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for _, e := range list.Items {
@@ -337,8 +381,8 @@ func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause policy.M
 	return first
 }
 
-// forget drops a pod that is no longer misplaced; uid "" (the pod is gone) forgets its report too, so
-// that both maps are bounded by the pods that exist. A pod that recovered keeps its report: it is not
+// forget drops a pod that is no longer misplaced; uid "" (the pod is gone) forgets its report and its
+// Events too, so that the maps are bounded by the pods that exist. A pod that recovered keeps its report: it is not
 // reported twice.
 func (w *Watcher) forget(key types.NamespacedName, uid types.UID) {
 	w.mu.Lock()
@@ -349,6 +393,7 @@ func (w *Watcher) forget(key types.NamespacedName, uid types.UID) {
 	}
 	if uid == "" {
 		delete(w.reported, key)
+		delete(w.events, key)
 	}
 }
 

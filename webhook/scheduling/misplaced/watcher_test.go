@@ -2,6 +2,7 @@ package misplaced
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,5 +140,49 @@ func TestRemediationActsOnPodsOwnStates(t *testing.T) {
 				t.Errorf("evictions %d, want evicted %v", did.evictions, tc.wantEvict)
 			}
 		})
+	}
+}
+
+// TestWorkPerEventIsConstant: issue 40, finding 10. Each new Event about a Windows pod re-read and
+// copied all that pod's Events, on the watcher's one worker: n Events cost n² copies. The watcher reads
+// a pod's Events once, then learns of each new one from the Event itself, and still sees what it says.
+func TestWorkPerEventIsConstant(t *testing.T) {
+	ctx := context.Background()
+	pod := misplacedPod("flooded")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	const before, after = 50, 200
+	objs := []client.Object{pod}
+	for i := range before {
+		objs = append(objs, kubeletEvent(pod, fmt.Sprintf("noise-%d", i), "BackOff", "Back-off pulling image"))
+	}
+	w, did := newTestWatcher(t, objs...)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}
+	if _, err := w.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	seeded := did.eventsListed
+	for i := range after {
+		e := kubeletEvent(pod, fmt.Sprintf("more-%d", i), "BackOff", "Back-off pulling image")
+		if i == after-1 {
+			e = kubeletEvent(pod, "sandbox", "FailedCreatePodSandBox", osMismatch)
+		}
+		if err := w.Client.Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range w.eventRequests(ctx, e) {
+			if _, err := w.Reconcile(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if more := did.eventsListed - seeded; more > after {
+		t.Errorf("%d more Events read for %d new ones: every new Event re-reads the pod's", more, after)
+	}
+	w.mu.Lock()
+	cause, found := w.causes[req.NamespacedName]
+	w.mu.Unlock()
+	if !found || cause != policy.CauseOSMismatch {
+		t.Errorf("the last Event's failure not seen: cause %q, found %v", cause, found)
 	}
 }
