@@ -19,8 +19,9 @@ type Image struct {
 	// imagesWithoutWindows: deny then refuses the pod with a message to retry, rather than admit an
 	// image it could not check.
 	Busy bool
-	// Mirror is the mirror that answered (RegistryMirror: host, and its repository prefix), and
-	// MirrorFor the registry the reference names; both "" when that registry answered itself.
+	// Mirror is the mirror that answered, by its place in the registry's RegistryMirror ("#2": its
+	// host is the operator's network, and the pod's author reads this), and MirrorFor the registry
+	// the reference names; both "" when that registry answered itself.
 	Mirror    string
 	MirrorFor string
 }

@@ -49,7 +49,8 @@ func (d *demo) mirrors(ctx context.Context) error {
 	if err := d.applyPolicy(ctx, mirrored); err != nil {
 		return err
 	}
-	record := "read from mirror " + mirror.Host + " for " + mcr
+	// The pod's record names the mirror by its place in the entry: its host is the operator's network.
+	record := "read from mirror #1 for " + mcr
 	// In force once a dry-run pod of the image is decided from the mirror.
 	var last string
 	err := d.poll(ctx, 20*time.Second, func() (bool, error) {

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -19,8 +20,10 @@ type source struct {
 	// repo is the image's repository there: on a mirror, its host and the repository (after the
 	// mirror's prefix); else the reference's own.
 	repo name.Repository
-	// mirror names the mirror (policy.Mirror.Name), "" for the registry the reference names.
-	mirror string
+	// mirror is how answers name the mirror, "" for the registry the reference names: "#2", its place
+	// in the registry's registryMirrors entry. Answers reach the pod's author, and the mirror's host is
+	// the operator's network; mirrorName (policy.Mirror.Name, the host) is for the operator's log.
+	mirror, mirrorName string
 	// ns is the registry the reference names, sent to a mirror as containerd does (?ns=), so that a
 	// mirror of several registries knows which one is meant.
 	ns string
@@ -29,10 +32,18 @@ type source struct {
 // host is the registry host dialled: what the per-registry bounds count.
 func (s source) host() string { return s.repo.RegistryStr() }
 
-// label names the source in errors: "mirror registry.internal:5000" or the registry's host.
+// label names the source in answers: "mirror #1 of mcr.microsoft.com" or the registry's host.
 func (s source) label() string {
 	if s.mirror != "" {
-		return "mirror " + s.mirror
+		return "mirror " + s.mirror + " of " + s.ns
+	}
+	return s.repo.RegistryStr()
+}
+
+// logLabel names the source in the log: "mirror registry.internal:5000" or the registry's host.
+func (s source) logLabel() string {
+	if s.mirror != "" {
+		return "mirror " + s.mirrorName
 	}
 	return s.repo.RegistryStr()
 }
@@ -82,7 +93,7 @@ func (rt router) route(ref name.Reference) (sources []source, key, refusal strin
 	}
 	_, isTag := ref.(name.Tag)
 	var names []string
-	for _, m := range e.Mirrors {
+	for i, m := range e.Mirrors {
 		if len(sources) == policy.MaxImageSources {
 			break
 		}
@@ -97,7 +108,7 @@ func (rt router) route(ref name.Reference) (sources []source, key, refusal strin
 		if m.RepositoryPrefix != "" {
 			path = m.RepositoryPrefix + "/" + path
 		}
-		sources = append(sources, source{repo: reg.Repo(path), mirror: m.Name(), ns: host})
+		sources = append(sources, source{repo: reg.Repo(path), mirror: "#" + strconv.Itoa(i+1), mirrorName: m.Name(), ns: host})
 		names = append(names, m.Name())
 	}
 	if !e.AirGapped && len(sources) < policy.MaxImageSources {

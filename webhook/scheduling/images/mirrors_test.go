@@ -52,8 +52,8 @@ func TestMirrorsInOrder(t *testing.T) {
 	if img.Err != "" || !samePlatforms(img.Platforms, []policy.Platform{ltsc2022}) {
 		t.Fatalf("answer %+v, want the mirror's ltsc2022", img)
 	}
-	if img.Mirror != full.host || img.MirrorFor != upstream.host {
-		t.Errorf("answered by mirror %q for %q, want %q for %q", img.Mirror, img.MirrorFor, full.host, upstream.host)
+	if img.Mirror != "#2" || img.MirrorFor != upstream.host {
+		t.Errorf("answered by mirror %q for %q, want #2 for %q", img.Mirror, img.MirrorFor, upstream.host)
 	}
 	if n := manifestRequests(empty); n == 0 {
 		t.Error("the first mirror was not asked")
@@ -69,8 +69,8 @@ func TestMirrorsInOrder(t *testing.T) {
 	// Cached: the answer still names the mirror, and nobody is asked.
 	upstream.reset()
 	full.reset()
-	if again := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))}); again.Mirror != full.host {
-		t.Errorf("cached answer names mirror %q, want %q", again.Mirror, full.host)
+	if again := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))}); again.Mirror != "#2" {
+		t.Errorf("cached answer names mirror %q, want #2", again.Mirror)
 	}
 	if n := manifestRequests(upstream) + manifestRequests(full); n != 0 {
 		t.Errorf("%d requests for a cached answer", n)
@@ -94,14 +94,14 @@ func TestMirrorFallsBackToRegistry(t *testing.T) {
 
 	// Neither has it: both are named, the mirror first, in one sentence.
 	img = lookupOne(r, Request{Images: []string{upstream.ref("missing:1.0")}, Mirrors: mirrors})
-	want := "mirror " + mirror.host + ", " + upstream.host + ": " + msgNotReadable
+	want := "mirror #1 of " + upstream.host + ", " + upstream.host + ": " + msgNotReadable
 	if img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
 	// The mirror unreachable, the registry without the image: each says its own.
 	mirror.srv.Close()
 	img = lookupOne(r, Request{Images: []string{upstream.ref("other:1.0")}, Mirrors: mirrors})
-	want = "mirror " + mirror.host + ": " + msgUnreachable + "; " + upstream.host + ": " + msgNotReadable
+	want = "mirror #1 of " + upstream.host + ": " + msgUnreachable + "; " + upstream.host + ": " + msgNotReadable
 	if img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
@@ -117,11 +117,11 @@ func TestAirGappedNeverDialsRegistry(t *testing.T) {
 	r := newResolver(t, Config{})
 	mirrors := mirrorOf(upstream, true, mirrorAt(mirror))
 	img := lookupOne(r, Request{Images: []string{upstream.ref("dotnet/aspnet:8.0")}, Mirrors: mirrors})
-	if img.Mirror != mirror.host || !samePlatforms(img.Platforms, []policy.Platform{ltsc2022, ltsc2025}) {
+	if img.Mirror != "#1" || !samePlatforms(img.Platforms, []policy.Platform{ltsc2022, ltsc2025}) {
 		t.Errorf("answer %+v, want the mirror's", img)
 	}
 	img = lookupOne(r, Request{Images: []string{upstream.ref("dotnet/runtime:8.0")}, Mirrors: mirrors})
-	if want := "mirror " + mirror.host + ": " + msgNotReadable; img.Err != want {
+	if want := "mirror #1 of " + upstream.host + ": " + msgNotReadable; img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
 	if got := upstream.requests(); len(got) != 0 {
@@ -152,7 +152,7 @@ func TestMirrorCapabilities(t *testing.T) {
 	r = newResolver(t, Config{})
 	byDigest := upstream.ref("app@" + digest)
 	img = lookupOne(r, Request{Images: []string{byDigest}, Mirrors: mirrorOf(upstream, false, mirrorAt(pullOnly, policy.CapabilityPull))})
-	if img.Err != "" || img.Mirror != pullOnly.host {
+	if img.Err != "" || img.Mirror != "#1" {
 		t.Errorf("digest: answer %+v, want the pull-only mirror's", img)
 	}
 
@@ -178,7 +178,7 @@ func TestMirrorCacheSeparate(t *testing.T) {
 	viaMirror := Request{Images: []string{image}, Mirrors: mirrorOf(upstream, true, mirrorAt(stale))}
 	direct := Request{Images: []string{image}}
 
-	if img := lookupOne(r, viaMirror); !samePlatforms(img.Platforms, []policy.Platform{ltsc2019}) || img.Mirror != stale.host {
+	if img := lookupOne(r, viaMirror); !samePlatforms(img.Platforms, []policy.Platform{ltsc2019}) || img.Mirror != "#1" {
 		t.Fatalf("through the mirror: %+v, want its ltsc2019", img)
 	}
 	if img := lookupOne(r, direct); !samePlatforms(img.Platforms, []policy.Platform{ltsc2022}) || img.Mirror != "" {
@@ -235,8 +235,8 @@ func TestRouteBounded(t *testing.T) {
 	}
 	rt := newRouter([]policy.RegistryMirror{{Registry: "mcr.microsoft.com", Mirrors: many}})
 	sources, key, _ := rt.route(mustRef(t, "mcr.microsoft.com/windows/nanoserver:ltsc2022"))
-	if len(sources) != policy.MaxImageSources || sources[0].mirror != "m1.example" {
-		t.Fatalf("%d sources starting with %q, want %d starting with m1.example", len(sources), sources[0].mirror, policy.MaxImageSources)
+	if len(sources) != policy.MaxImageSources || sources[0].mirrorName != "m1.example" || sources[0].mirror != "#1" {
+		t.Fatalf("%d sources starting with %q (%s), want %d starting with m1.example (#1)", len(sources), sources[0].mirrorName, sources[0].mirror, policy.MaxImageSources)
 	}
 	three := newRouter([]policy.RegistryMirror{{Registry: "mcr.microsoft.com", Mirrors: many[:3]}})
 	s3, key3, _ := three.route(mustRef(t, "mcr.microsoft.com/windows/nanoserver:ltsc2022"))
@@ -253,7 +253,7 @@ func TestRouteBounded(t *testing.T) {
 		t.Errorf("docker.io entry for nginx: %+v, want hub.internal/proxy/hub/library/nginx with ns index.docker.io", s)
 	}
 	def := newRouter([]policy.RegistryMirror{{Registry: policy.RegistryMirrorDefault, Mirrors: []policy.Mirror{{Host: "all.internal"}}, AirGapped: true}})
-	if s, _, _ := def.route(mustRef(t, "ghcr.io/org/app:1")); len(s) != 1 || s[0].mirror != "all.internal" {
+	if s, _, _ := def.route(mustRef(t, "ghcr.io/org/app:1")); len(s) != 1 || s[0].mirrorName != "all.internal" {
 		t.Errorf("_default: %+v, want all.internal alone", s)
 	}
 }
@@ -270,14 +270,14 @@ func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
-	if want := "mirror " + mirror.host + ": " + msgUnreachable; img.Err != want {
+	if want := "mirror #1 of " + upstream.host + ": " + msgUnreachable; img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
 	logged := capture.logged()
 	if !slices.ContainsFunc(logged, func(l string) bool {
-		return strings.Contains(l, "Registry mirror refused by the egress policy") && strings.Contains(l, "--image-allow-private-networks")
+		return strings.Contains(l, "Registry mirror refused by the egress policy") && strings.Contains(l, "--image-allow-private-networks") && strings.Contains(l, mirror.host)
 	}) {
-		t.Errorf("the log does not tell the operator to allow private networks: %q", logged)
+		t.Errorf("the log does not tell the operator to allow private networks for %s: %q", mirror.host, logged)
 	}
 	if n := len(mirror.requests()) + len(upstream.requests()); n != 0 {
 		t.Errorf("%d requests reached a loopback registry without AllowPrivateNetworks", n)
@@ -310,5 +310,30 @@ func TestRepositoryCannotEscapePrefix(t *testing.T) {
 	defer mu.Unlock()
 	if len(paths) != 0 {
 		t.Errorf("the mirror was asked %v", paths)
+	}
+}
+
+// TestMirrorAnswersNameTheRegistry: what a pod's author reads (Err, and Mirror, which the policy's
+// image-mirror record quotes) names the registry of the reference and the mirror's place in its
+// registryMirrors entry, never the mirror's host: that is the operator's network (issue 40, finding 8).
+// The log (V(1)) still names the host.
+func TestMirrorAnswersNameTheRegistry(t *testing.T) {
+	upstream, empty, full := newRegistry(t), newRegistry(t), newRegistry(t)
+	r := newResolver(t, Config{})
+	mirrors := mirrorOf(upstream, true, mirrorAt(empty), policy.Mirror{Host: full.host, RepositoryPrefix: "mcr-proxy"})
+	full.pushIndex("mcr-proxy/app:1", testIndex(t, types.OCIImageIndex, ltsc2022))
+	hosts := []string{empty.host, full.host}
+	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1")}, Mirrors: mirrors})
+	if img.Err != "" || img.Mirror != "#2" || img.MirrorFor != upstream.host {
+		t.Errorf("answer %+v, want mirror #2 for %s", img, upstream.host)
+	}
+	img = lookupOne(r, Request{Images: []string{upstream.ref("missing:1")}, Mirrors: mirrors})
+	if want := "mirror #1 of " + upstream.host + ", mirror #2 of " + upstream.host + ": " + msgNotReadable; img.Err != want {
+		t.Errorf("Err %q, want %q", img.Err, want)
+	}
+	for _, h := range hosts {
+		if strings.Contains(img.Err+img.Mirror, h) {
+			t.Errorf("the answer names mirror %s: %+v", h, img)
+		}
 	}
 }

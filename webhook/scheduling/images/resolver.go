@@ -561,7 +561,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 	for _, src := range l.sources {
 		host := src.host()
 		if !r.acquire(ctx, l, host) {
-			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "source", src.label(), "answer", r.busy)
+			r.c.Log.V(1).Info("Image lookup refused", "image", l.name, "source", src.logLabel(), "answer", r.busy)
 			r.c.Metrics.fail(reasonBusy)
 			return busy
 		}
@@ -579,15 +579,15 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 		msg, reason = r.explain(src.label(), l.creds, err)
 		r.c.Metrics.fail(reason)
 		if reason == reasonBusy {
-			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "source", src.label(), "error", err.Error())
+			r.c.Log.V(1).Info("Image lookup cut short by the byte budget", "image", l.name, "source", src.logLabel(), "error", err.Error())
 			return busy
 		}
 		// The operator's detail: the pod's author gets msg, which tells network failures apart
 		// by nothing.
-		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "source", src.label(), "reason", reason, "error", err.Error(), "answer", msg)
+		r.c.Log.V(1).Info("Image lookup failed", "image", l.name, "source", src.logLabel(), "reason", reason, "error", err.Error(), "answer", msg)
 		if src.mirror != "" && reason == reasonPolicy {
 			// The operator named this mirror: a refusal is theirs to fix, not a pod author's probe.
-			r.c.Log.Info("Registry mirror refused by the egress policy", "mirror", src.mirror, "for", src.ns, "error", err.Error())
+			r.c.Log.Info("Registry mirror refused by the egress policy", "mirror", src.mirrorName, "for", src.ns, "error", err.Error())
 		}
 		failures = append(failures, sourceFailure{label: src.label(), text: strings.TrimPrefix(msg, src.label()+": ")})
 		if ctx.Err() != nil {
