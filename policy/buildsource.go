@@ -166,7 +166,7 @@ func (p *Policy) annotationBuild(q *buildQuery) (buildChoice, bool) {
 		return one(b, SourceAnnotation)
 	}
 	q.rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
-		Reason: "unknown build " + jsonString(v) + "; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
+		Reason: "unknown build " + jsonString(clipName(v)) + "; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
 	return buildChoice{}, false
 }
 
@@ -175,7 +175,7 @@ func (p *Policy) annotationBuild(q *buildQuery) (buildChoice, bool) {
 func (p *Policy) checkAgainstImages(q *buildQuery, b Build, why string) {
 	for _, ci := range q.images {
 		if ci.constrains() && !ci.linuxOnly() && !p.runs(ci, b.Number) {
-			q.rec.add(Change{Action: Warn, Path: ci.path + ".image",
+			q.rec.add(Change{Action: Warn, Path: ci.imagePath(),
 				Reason: "the pod is pinned to Windows build " + b.Number + " (" + why + "), which cannot run " + ci.describe(), Rule: RuleImageNotOnBuild})
 		}
 	}
@@ -188,8 +188,8 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	constraining := 0
 	for _, ci := range q.images {
 		if ci.lookupErr != "" {
-			q.rec.add(Change{Action: Warn, Path: ci.path + ".image",
-				Reason: "could not read " + ci.image + " from its registry (" + ci.lookupErr + "); its build is taken from the tag, namespace, cluster or default", Rule: RuleImageUnread})
+			q.rec.add(Change{Action: Warn, Path: ci.imagePath(),
+				Reason: "could not read " + ci.shown() + " from its registry (" + ci.lookupErr + "); its build is taken from the tag, namespace, cluster or default", Rule: RuleImageUnread})
 		}
 		if !ci.constrains() {
 			continue
@@ -266,7 +266,7 @@ func (p *Policy) namespaceBuild(q *buildQuery) (buildChoice, bool) {
 		return one(b, SourceNamespace)
 	}
 	q.rec.add(Change{Action: Warn, Path: "namespace.annotations[" + AnnotationBuild + "]",
-		Reason: "unknown build " + jsonString(v) + " on the namespace; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
+		Reason: "unknown build " + jsonString(clipName(v)) + " on the namespace; use one of " + p.buildNames(), Rule: RuleUnknownBuild})
 	return buildChoice{}, false
 }
 

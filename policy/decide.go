@@ -246,7 +246,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
-		rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
+		rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: linuxOnlyImageReason(ci.shown(), ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 	}
 	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 		// An image wincompat could not check because of its own load may be one deny refuses: admitting
@@ -254,7 +254,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		// busy. The refusal is temporary; controllers retry pod creation.
 		for _, ci := range images {
 			if ci.busy {
-				return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.image + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
+				return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.shown() + " could not be checked for a Windows entry now (" + ci.lookupErr + ") and the policy refuses images without one (imagesWithoutWindows: deny); retry in a few seconds"}
 			}
 		}
 	}
@@ -293,7 +293,10 @@ func stripEphemeral(spec *corev1.PodSpec, rec *recorder) {
 }
 
 // recorder collects changes in the order they are made.
-type recorder struct{ changes []Change }
+type recorder struct {
+	changes []Change
+	warned  map[Rule]int // warnings recorded, by rule
+}
 
 // newRecorder is a recorder for an object whose record is under key. One that wincompat has not
 // changed yet gets room for the changes a pod of spec's containers usually gets (a chart's pod of two:
@@ -303,10 +306,27 @@ func newRecorder(meta *metav1.ObjectMeta, key string, spec *corev1.PodSpec) *rec
 	if _, recorded := meta.Annotations[key]; recorded {
 		return &recorder{}
 	}
-	return &recorder{changes: make([]Change, 0, 16+4*(len(spec.InitContainers)+len(spec.Containers)))}
+	return &recorder{changes: make([]Change, 0, min(16+4*(len(spec.InitContainers)+len(spec.Containers)), maxPreallocatedChanges))}
 }
 
-func (r *recorder) add(c Change) { r.changes = append(r.changes, c) }
+// maxPreallocatedChanges bounds the room a recorder takes ahead: a pod of thousands of containers must not
+// reserve four changes for each before one is found.
+const maxPreallocatedChanges = 256
+
+// add records c; past maxFindingsPerRow warnings of one rule it drops the warning (a change made is always
+// recorded): one image or one container repeated thousands of times says nothing new after the first few.
+func (r *recorder) add(c Change) {
+	if c.Action == Warn {
+		if r.warned == nil {
+			r.warned = map[Rule]int{}
+		}
+		if r.warned[c.Rule] >= maxFindingsPerRow {
+			return
+		}
+		r.warned[c.Rule]++
+	}
+	r.changes = append(r.changes, c)
+}
 
 // recordChanges merges found into the record under key. A record that does not parse (edited by hand)
 // is replaced rather than trusted; the lost entries are past decisions, not state we depend on. An

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -349,8 +350,17 @@ func FuzzDecide(f *testing.F) {
 		before := obj.DeepCopyObject()
 		beforeJSON := mustJSON(t, before)
 
+		var allocBefore, allocAfter goruntime.MemStats
+		goruntime.ReadMemStats(&allocBefore)
 		d, err := pol.Decide(obj, facts)
+		goruntime.ReadMemStats(&allocAfter)
 		checkRules(t, d)
+		// What recordbounds_test.go measures on the worst shapes, on every input: linear in the object,
+		// with room for the policy's fixed work on a small one.
+		if allocated, limit := allocAfter.TotalAlloc-allocBefore.TotalAlloc, uint64(maxDecisionFactor*len(beforeJSON)+256<<10); allocated > limit {
+			t.Fatalf("the decision allocated %d bytes for an object of %d, more than %d", allocated, len(beforeJSON), limit)
+		}
+		checkKeptBounded(t, d)
 		var unsupported *UnsupportedKindError
 		if _, isService := obj.(*corev1.Service); isService {
 			if !errors.As(err, &unsupported) || d.Windows {
@@ -478,13 +488,13 @@ func linuxOnlyLeft(spec *corev1.PodSpec, onlyEphemeral bool) []string {
 	} else {
 		s = &corev1.PodSpec{EphemeralContainers: s.EphemeralContainers}
 	}
-	forEachContainer(s, func(path string, c *corev1.Container) {
+	forEachContainer(s, func(at containerAt, c *corev1.Container) {
 		if c.SecurityContext == nil {
 			return
 		}
 		for _, r := range containerSecurityContextRows {
 			if _, ok := r.take(c.SecurityContext); ok {
-				left = append(left, path+".securityContext."+r.Name)
+				left = append(left, at.path(".securityContext."+r.Name))
 			}
 		}
 	})
@@ -588,4 +598,24 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("the printed policy reads back as another:\n%+v\n%+v", p, again)
 		}
 	})
+}
+
+// checkKeptBounded fails when a change keeps more of the object's strings than recordbounds.go allows,
+// or a rule warned more than maxFindingsPerRow times.
+func checkKeptBounded(t *testing.T, d Decision) {
+	t.Helper()
+	warned := map[Rule]int{}
+	for _, c := range d.Changes {
+		if c.Action == Warn {
+			if warned[c.Rule]++; warned[c.Rule] > maxFindingsPerRow {
+				t.Fatalf("rule %s warned more than %d times", c.Rule, maxFindingsPerRow)
+			}
+			if len(c.From)+len(c.To) > maxBoundedValue {
+				t.Fatalf("rule %s: a value of %d bytes", c.Rule, len(c.From)+len(c.To))
+			}
+		}
+		if len(c.Path) > maxBoundedPath || len(c.Reason) > maxBoundedReason {
+			t.Fatalf("rule %s: a path of %d bytes or a reason of %d", c.Rule, len(c.Path), len(c.Reason))
+		}
+	}
 }

@@ -10,7 +10,8 @@ import (
 
 // containerImage is what one container's image tells about the node builds that can run it.
 type containerImage struct {
-	path, image string
+	at    containerAt
+	image string
 	// source is SourceImageManifest when the registry answered, SourceImage when only the tag names a
 	// build, "" when nothing is known.
 	source string
@@ -51,9 +52,9 @@ func (p *Policy) runsAll(images []containerImage, host string) bool {
 // describe names the image and what is known of it: example.com/app:1.0 (windows/amd64:10.0.17763.5830).
 func (ci containerImage) describe() string {
 	if ci.source == SourceImage {
-		return describedImage(ci.image, "tag: Windows build "+ci.entries[0].OSVersion)
+		return describedImage(ci.shown(), "tag: Windows build "+ci.entries[0].OSVersion)
 	}
-	return describedImage(ci.image, ci.platformsDescribed())
+	return describedImage(ci.shown(), ci.platformsDescribed())
 }
 
 // platformsDescribed lists the entries the registry gave for the image.
@@ -68,14 +69,20 @@ func (ci containerImage) platformsDescribed() string {
 func describedImage(image, known string) string { return image + " (" + known + ")" }
 
 // owner is the container as warnings name it: containers[app].
-func (ci containerImage) owner() string { return strings.TrimPrefix(ci.path, "spec.") }
+func (ci containerImage) owner() string { return strings.TrimPrefix(ci.at.path(""), "spec.") }
+
+// imagePath is the record path of the container's image.
+func (ci containerImage) imagePath() string { return ci.at.path(".image") }
+
+// shown is the image reference as messages give it: the pod author's string, clipped.
+func (ci containerImage) shown() string { return clipName(ci.image) }
 
 // containerImages reads what the facts and the tags say of every container and init container image.
 // Ephemeral containers are added to running pods and never decide placement.
 func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerImage {
-	var out []containerImage
-	add := func(path string, c *corev1.Container) {
-		ci := containerImage{path: path, image: c.Image}
+	out := make([]containerImage, 0, len(spec.InitContainers)+len(spec.Containers))
+	add := func(at containerAt, c *corev1.Container) {
+		ci := containerImage{at: at, image: c.Image}
 		img, known := facts.Images[c.Image]
 		switch {
 		case known && img.Err == "":
@@ -105,7 +112,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 func recordMirrors(images []containerImage, rec *recorder) {
 	for _, ci := range images {
 		if ci.mirror != "" {
-			rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: "read from mirror " + ci.mirror + " for " + ci.mirrorFor, Rule: RuleImageMirror})
+			rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: "read from mirror " + ci.mirror + " for " + ci.mirrorFor, Rule: RuleImageMirror})
 		}
 	}
 }

@@ -105,7 +105,7 @@ func (p *Policy) nameUserForRunAsNonRoot(spec *corev1.PodSpec, rec *recorder) {
 	}
 	if podNonRoot {
 		found := false
-		forEachPlacingContainer(spec, func(_ string, c *corev1.Container) { found = found || needs(c) })
+		forEachPlacingContainer(spec, func(_ containerAt, c *corev1.Container) { found = found || needs(c) })
 		if found {
 			if psc.WindowsOptions == nil {
 				psc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
@@ -116,7 +116,7 @@ func (p *Policy) nameUserForRunAsNonRoot(spec *corev1.PodSpec, rec *recorder) {
 		}
 		return
 	}
-	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
+	forEachPlacingContainer(spec, func(at containerAt, c *corev1.Container) {
 		if !needs(c) {
 			return
 		}
@@ -124,7 +124,7 @@ func (p *Policy) nameUserForRunAsNonRoot(spec *corev1.PodSpec, rec *recorder) {
 			c.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
 		}
 		c.SecurityContext.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
-		rec.add(Change{Action: Inject, Path: path + ".securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName),
+		rec.add(Change{Action: Inject, Path: at.path(".securityContext.windowsOptions.runAsUserName"), To: jsonValue(p.NonRootUserName),
 			Reason: ReasonRunAsNonRootUser, Rule: RuleRunAsNonRootUser})
 	})
 }
@@ -138,7 +138,7 @@ func (p *Policy) limitMemory(spec *corev1.PodSpec, rec *recorder) {
 		return
 	}
 	def, _ := memoryLimit(p.DefaultMemoryLimit()) // used only when there is one
-	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
+	forEachPlacingContainer(spec, func(at containerAt, c *corev1.Container) {
 		if _, limited := c.Resources.Limits[corev1.ResourceMemory]; limited {
 			return
 		}
@@ -158,7 +158,7 @@ func (p *Policy) limitMemory(spec *corev1.PodSpec, rec *recorder) {
 			c.Resources.Limits = corev1.ResourceList{}
 		}
 		c.Resources.Limits[corev1.ResourceMemory] = limit
-		rec.add(Change{Action: Inject, Path: path + ".resources.limits[" + string(corev1.ResourceMemory) + "]", To: jsonValue(limit),
+		rec.add(Change{Action: Inject, Path: at.path(".resources.limits[" + string(corev1.ResourceMemory) + "]"), To: jsonValue(limit),
 			Reason: reason, Rule: rule})
 	})
 }

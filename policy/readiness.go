@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -255,22 +254,22 @@ func checkReadiness(spec *corev1.PodSpec, rec *recorder) {
 }
 
 func memoryWithoutLimit(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
-	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
-		if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
-			found = append(found, readinessFinding{Path: path + ".resources.limits.memory"})
+	var found findingList
+	forEachPlacingContainer(spec, func(at containerAt, c *corev1.Container) {
+		if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok && !found.full() {
+			found.add(at.path(".resources.limits.memory"), nil)
 		}
 	})
 	return found
 }
 
 func memoryRequestNotLimit(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
-	forEachPlacingContainer(spec, func(path string, c *corev1.Container) {
+	var found findingList
+	forEachPlacingContainer(spec, func(at containerAt, c *corev1.Container) {
 		limit, limited := c.Resources.Limits[corev1.ResourceMemory]
 		request, requested := c.Resources.Requests[corev1.ResourceMemory]
-		if limited && requested && request.Cmp(limit) != 0 {
-			found = append(found, readinessFinding{Path: path + ".resources.requests.memory", Value: jsonValue(request)})
+		if limited && requested && request.Cmp(limit) != 0 && !found.full() {
+			found.add(at.path(".resources.requests.memory"), jsonValue(request))
 		}
 	})
 	return found
@@ -281,7 +280,7 @@ const windowsRootUser = "ContainerAdministrator"
 
 // forEachNonRootContainer visits each container whose effective runAsNonRoot is true, with its effective
 // Windows user (nil for none): a container's own setting, else the pod's, as the kubelet merges them.
-func forEachNonRootContainer(spec *corev1.PodSpec, visit func(path string, user *string)) {
+func forEachNonRootContainer(spec *corev1.PodSpec, visit func(at containerAt, user *string)) {
 	if HostProcess(spec) {
 		return
 	}
@@ -293,7 +292,7 @@ func forEachNonRootContainer(spec *corev1.PodSpec, visit func(path string, user 
 			podUser = sc.WindowsOptions.RunAsUserName
 		}
 	}
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		nonRoot, user := podNonRoot, podUser
 		if sc := c.SecurityContext; sc != nil {
 			if sc.RunAsNonRoot != nil {
@@ -304,42 +303,45 @@ func forEachNonRootContainer(spec *corev1.PodSpec, visit func(path string, user 
 			}
 		}
 		if nonRoot != nil && *nonRoot {
-			visit(path, user)
+			visit(at, user)
 		}
 	})
 }
 
 func nonRootWithoutUser(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
-	forEachNonRootContainer(spec, func(path string, user *string) {
-		if user == nil {
-			found = append(found, readinessFinding{Path: path + ".securityContext.runAsNonRoot", Value: jsonValue(true)})
+	var found findingList
+	forEachNonRootContainer(spec, func(at containerAt, user *string) {
+		if user == nil && !found.full() {
+			found.add(at.path(".securityContext.runAsNonRoot"), jsonValue(true))
 		}
 	})
 	return found
 }
 
 func nonRootAsAdmin(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
-	forEachNonRootContainer(spec, func(path string, user *string) {
-		if user != nil && strings.EqualFold(*user, windowsRootUser) {
-			found = append(found, readinessFinding{Path: path + ".securityContext.windowsOptions.runAsUserName", Value: jsonValue(*user)})
+	var found findingList
+	forEachNonRootContainer(spec, func(at containerAt, user *string) {
+		if user != nil && strings.EqualFold(*user, windowsRootUser) && !found.full() {
+			found.add(at.path(".securityContext.windowsOptions.runAsUserName"), jsonValue(*user))
 		}
 	})
 	return found
 }
 
 func subPathMounts(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	var found findingList
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		for i := range c.VolumeMounts {
+			if found.full() {
+				return
+			}
 			m := &c.VolumeMounts[i]
-			at := path + ".volumeMounts[" + m.MountPath + "]"
+			mount := ".volumeMounts[" + clipName(m.MountPath) + "]"
 			if m.SubPath != "" {
-				found = append(found, readinessFinding{Path: at + ".subPath", Value: jsonValue(m.SubPath)})
+				found.add(at.path(mount+".subPath"), recordString(m.SubPath))
 			}
 			if m.SubPathExpr != "" {
-				found = append(found, readinessFinding{Path: at + ".subPathExpr", Value: jsonValue(m.SubPathExpr)})
+				found.add(at.path(mount+".subPathExpr"), recordString(m.SubPathExpr))
 			}
 		}
 	})
@@ -351,45 +353,54 @@ func subPathMounts(spec *corev1.PodSpec) []readinessFinding {
 const defaultFileMode = 0o644
 
 func volumeFileModes(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
+	var found findingList
 	defaultMode := func(at string, mode *int32) {
 		if mode != nil && *mode != defaultFileMode {
-			found = append(found, readinessFinding{Path: at + ".defaultMode", Value: jsonValue(*mode)})
+			found.add(at+".defaultMode", jsonValue(*mode))
 		}
 	}
 	keyModes := func(at string, items []corev1.KeyToPath) {
-		for _, it := range items {
-			if it.Mode != nil {
-				found = append(found, readinessFinding{Path: at + ".items[" + it.Key + "].mode", Value: jsonValue(*it.Mode)})
+		for i := range items {
+			if it := &items[i]; it.Mode != nil && !found.full() {
+				found.add(named(at+".items", it.Key)+".mode", jsonValue(*it.Mode))
 			}
 		}
 	}
 	fileModes := func(at string, items []corev1.DownwardAPIVolumeFile) {
-		for _, it := range items {
-			if it.Mode != nil {
-				found = append(found, readinessFinding{Path: at + ".items[" + it.Path + "].mode", Value: jsonValue(*it.Mode)})
+		for i := range items {
+			if it := &items[i]; it.Mode != nil && !found.full() {
+				found.add(named(at+".items", it.Path)+".mode", jsonValue(*it.Mode))
 			}
 		}
 	}
 	for i := range spec.Volumes {
+		if found.full() {
+			break
+		}
 		v := &spec.Volumes[i]
-		at := "spec.volumes[" + v.Name + "]"
 		switch {
 		case v.Secret != nil:
-			defaultMode(at+".secret", v.Secret.DefaultMode)
-			keyModes(at+".secret", v.Secret.Items)
+			at := volumePath(v.Name, ".secret")
+			defaultMode(at, v.Secret.DefaultMode)
+			keyModes(at, v.Secret.Items)
 		case v.ConfigMap != nil:
-			defaultMode(at+".configMap", v.ConfigMap.DefaultMode)
-			keyModes(at+".configMap", v.ConfigMap.Items)
+			at := volumePath(v.Name, ".configMap")
+			defaultMode(at, v.ConfigMap.DefaultMode)
+			keyModes(at, v.ConfigMap.Items)
 		case v.DownwardAPI != nil:
-			defaultMode(at+".downwardAPI", v.DownwardAPI.DefaultMode)
-			fileModes(at+".downwardAPI", v.DownwardAPI.Items)
+			at := volumePath(v.Name, ".downwardAPI")
+			defaultMode(at, v.DownwardAPI.DefaultMode)
+			fileModes(at, v.DownwardAPI.Items)
 		case v.Projected != nil:
-			defaultMode(at+".projected", v.Projected.DefaultMode)
+			at := volumePath(v.Name, ".projected")
+			defaultMode(at, v.Projected.DefaultMode)
 			for j := range v.Projected.Sources {
+				if found.full() {
+					break
+				}
 				src := &v.Projected.Sources[j]
 				// Projected sources have no name of their own: the index names them.
-				sat := at + ".projected.sources[" + strconv.Itoa(j) + "]"
+				sat := indexed(at+".sources", j)
 				switch {
 				case src.Secret != nil:
 					keyModes(sat+".secret", src.Secret.Items)
@@ -405,17 +416,19 @@ func volumeFileModes(spec *corev1.PodSpec) []readinessFinding {
 }
 
 func secretVolumes(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
+	var found findingList
 	for i := range spec.Volumes {
+		if found.full() {
+			break
+		}
 		v := &spec.Volumes[i]
-		at := "spec.volumes[" + v.Name + "]"
 		if v.Secret != nil {
-			found = append(found, readinessFinding{Path: at + ".secret", Value: jsonValue(v.Secret.SecretName)})
+			found.add(volumePath(v.Name, ".secret"), jsonValue(clipName(v.Secret.SecretName)))
 		}
 		if v.Projected != nil {
 			for j := range v.Projected.Sources {
-				if s := v.Projected.Sources[j].Secret; s != nil {
-					found = append(found, readinessFinding{Path: at + ".projected.sources[" + strconv.Itoa(j) + "].secret", Value: jsonValue(s.Name)})
+				if s := v.Projected.Sources[j].Secret; s != nil && !found.full() {
+					found.add(indexed(volumePath(v.Name, ".projected.sources"), j)+".secret", jsonValue(clipName(s.Name)))
 				}
 			}
 		}
@@ -424,12 +437,15 @@ func secretVolumes(spec *corev1.PodSpec) []readinessFinding {
 }
 
 func unmountableVolumes(spec *corev1.PodSpec) []readinessFinding {
-	var found []readinessFinding
+	var found findingList
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
 		for _, s := range unmountableSources {
+			if found.full() {
+				return found
+			}
 			if src := s.of(&v.VolumeSource); src != nil {
-				found = append(found, readinessFinding{Path: "spec.volumes[" + v.Name + "]." + s.name, Value: jsonValue(src)})
+				found.add(volumePath(v.Name, "."+s.name), recordJSON(src))
 			}
 		}
 	}

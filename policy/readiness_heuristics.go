@@ -38,18 +38,9 @@ func (c certainty) String() string {
 	return "Windows form (never reported)"
 }
 
-// maxHeuristicFindings bounds what one detector reports for one pod: past it the pod says what is wrong
-// often enough, and a pod of 10,000 containers must not make a record of 10,000 entries. The scan stops
-// there too.
-const maxHeuristicFindings = 32
-
-// maxRecordedBytes bounds one recorded string (a command element, a host path, a service name), and
-// maxRecordedArgs the elements recorded of one command: enough to recognise it, small enough that the
-// record stays small however long the pod's strings are.
-const (
-	maxRecordedBytes = 128
-	maxRecordedArgs  = 4
-)
+// maxRecordedBytes bounds one recorded string (a program, a host path, a service name): enough to
+// recognise it, small enough that the record stays small however long the pod's strings are.
+const maxRecordedBytes = 128
 
 // clipMark ends a recorded string or command that was cut.
 const clipMark = "…"
@@ -66,45 +57,60 @@ func clipRecorded(s string) string {
 // recordString is a found string as a finding's Value.
 func recordString(s string) json.RawMessage { return jsonValue(clipRecorded(s)) }
 
-// recordArgv is a found command as a finding's Value: its first elements, each clipped, and clipMark as
-// a last element when some were left out.
+// recordArgv is a found command as a finding's Value: its program alone, clipped, and clipMark as a
+// second element when it has arguments. The record is an audit annotation, which lands in the API
+// server's audit log where pod specs usually do not, and arguments carry passwords (sh -c "curl -u
+// admin:secret ..."); the program is all the rule matched.
+// A program written with its arguments in one element ("/bin/sh -c ...") is cut at the first blank.
 func recordArgv(argv []string) json.RawMessage {
-	n := min(len(argv), maxRecordedArgs)
-	out := make([]string, n, n+1)
-	for i := range n {
-		out[i] = clipRecorded(argv[i])
-	}
-	if len(argv) > n {
+	program, _, withArgs := strings.Cut(argv[0], " ")
+	out := []string{clipRecorded(program)}
+	if withArgs || len(argv) > 1 {
 		out = append(out, clipMark)
 	}
 	return jsonValue(out)
 }
 
-// findingList collects a detector's findings up to maxHeuristicFindings.
-type findingList []readinessFinding
-
-// add records a finding and says whether there is room for more.
-func (l *findingList) add(path string, value json.RawMessage) bool {
-	*l = append(*l, readinessFinding{Path: path, Value: value})
-	return len(*l) < maxHeuristicFindings
+// recordJSON is a found value as a finding's Value, cut to a string of maxRecordedBytes when its JSON
+// is longer: a volume source is the pod author's to fill.
+func recordJSON(v any) json.RawMessage {
+	b := jsonValue(v)
+	if len(b) <= maxRecordedBytes {
+		return b
+	}
+	return recordString(string(b))
 }
 
-// eachContainer visits init containers, containers and ephemeral containers with their record path,
-// in that order, until visit returns false. It only reads: an ephemeral container is visited as a copy.
-func eachContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container) bool) {
+// findingList collects a detector's findings up to maxFindingsPerRow.
+type findingList []readinessFinding
+
+// add records a finding, unless the list is full, and says whether there is room for more.
+func (l *findingList) add(path string, value json.RawMessage) bool {
+	if !l.full() {
+		*l = append(*l, readinessFinding{Path: path, Value: value})
+	}
+	return !l.full()
+}
+
+// full says that the list holds maxFindingsPerRow findings: a detector stops building paths there.
+func (l *findingList) full() bool { return len(*l) >= maxFindingsPerRow }
+
+// eachContainer visits init containers, containers and ephemeral containers with where they are, in
+// that order, until visit returns false. It only reads.
+func eachContainer(spec *corev1.PodSpec, visit func(at containerAt, c *corev1.Container) bool) {
 	for i := range spec.InitContainers {
-		if !visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i]) {
+		if !visit(containerAt{"initContainers", spec.InitContainers[i].Name}, &spec.InitContainers[i]) {
 			return
 		}
 	}
 	for i := range spec.Containers {
-		if !visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i]) {
+		if !visit(containerAt{"containers", spec.Containers[i].Name}, &spec.Containers[i]) {
 			return
 		}
 	}
 	for i := range spec.EphemeralContainers {
-		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-		if !visit("spec.ephemeralContainers["+c.Name+"]", &c) {
+		ec := &spec.EphemeralContainers[i]
+		if !visit(containerAt{"ephemeralContainers", ec.Name}, (*corev1.Container)(&ec.EphemeralContainerCommon)) {
 			return
 		}
 	}

@@ -124,7 +124,7 @@ func containerCommands(c *corev1.Container) (cmds []commandField, entrypointUnkn
 // commandFindings reports the commands whose program the table recognises with exactly want.
 func commandFindings(spec *corev1.PodSpec, want certainty) []readinessFinding {
 	var found findingList
-	eachContainer(spec, func(owner string, c *corev1.Container) bool {
+	eachContainer(spec, func(at containerAt, c *corev1.Container) bool {
 		cmds, entrypointUnknown := containerCommands(c)
 		for _, cmd := range cmds {
 			if len(cmd.argv) == 0 {
@@ -137,7 +137,7 @@ func commandFindings(spec *corev1.PodSpec, want certainty) []readinessFinding {
 			if entrypointUnknown && cmd.field == "args" {
 				got = min(got, likely)
 			}
-			if got == want && !found.add(owner+"."+cmd.field, recordArgv(cmd.argv)) {
+			if got == want && !found.add(at.path("."+cmd.field), recordArgv(cmd.argv)) {
 				return false
 			}
 		}

@@ -24,38 +24,38 @@ import (
 // is the readiness table's business.
 var corpusHeuristics = map[string][]string{
 	"argo-cd.yaml Deployment/argo-cd-argocd-applicationset-controller": {
-		`linuxCommands spec.containers[applicationset-controller].args = ["/usr/local/bin/argocd-applicationset-controller","--metrics-addr=:8080","--probe-addr=:8081","--webhook-addr=:7000"]`,
+		`linuxCommands spec.containers[applicationset-controller].args = ["/usr/local/bin/argocd-applicationset-controller","…"]`,
 	},
 	"argo-cd.yaml Deployment/argo-cd-argocd-notifications-controller": {
-		`linuxCommands spec.containers[notifications-controller].args = ["/usr/local/bin/argocd-notifications","--metrics-port=9001","--namespace=demo","--argocd-repo-server=argo-cd-argocd-repo-server:8081","…"]`,
+		`linuxCommands spec.containers[notifications-controller].args = ["/usr/local/bin/argocd-notifications","…"]`,
 	},
 	"argo-cd.yaml Deployment/argo-cd-argocd-repo-server": {
-		`linuxCommands spec.initContainers[copyutil].command = ["sh","-c"]`,
-		`linuxCommands spec.containers[repo-server].args = ["/usr/local/bin/argocd-repo-server","--port=8081","--metrics-port=8084"]`,
+		`linuxCommands spec.initContainers[copyutil].command = ["sh","…"]`,
+		`linuxCommands spec.containers[repo-server].args = ["/usr/local/bin/argocd-repo-server","…"]`,
 	},
 	"argo-cd.yaml Deployment/argo-cd-argocd-server": {
-		`linuxCommands spec.containers[server].args = ["/usr/local/bin/argocd-server","--port=8080","--metrics-port=8083"]`,
+		`linuxCommands spec.containers[server].args = ["/usr/local/bin/argocd-server","…"]`,
 	},
 	"argo-cd.yaml Deployment/argo-cd-argocd-dex-server": {
-		`linuxCommands spec.initContainers[copyutil].command = ["/bin/cp","-n","/usr/local/bin/argocd","/shared/argocd-dex"]`,
+		`linuxCommands spec.initContainers[copyutil].command = ["/bin/cp","…"]`,
 	},
 	"argo-cd.yaml StatefulSet/argo-cd-argocd-application-controller": {
-		`linuxCommands spec.containers[application-controller].args = ["/usr/local/bin/argocd-application-controller","--metrics-port=8082"]`,
+		`linuxCommands spec.containers[application-controller].args = ["/usr/local/bin/argocd-application-controller","…"]`,
 	},
 	"bitnami-nginx.yaml Deployment/nginx": {
 		`linuxCommands spec.initContainers[preserve-logs-symlinks].command = ["/bin/bash"]`,
 	},
 	"bitnami-postgresql.yaml StatefulSet/postgresql": {
-		`linuxCommands spec.containers[postgresql].livenessProbe.exec.command = ["/bin/sh","-c","exec pg_isready -U \"postgres\" -h 127.0.0.1 -p 5432"]`,
-		`linuxCommands spec.containers[postgresql].readinessProbe.exec.command = ["/bin/sh","-c","-e","exec pg_isready -U \"postgres\" -h 127.0.0.1 -p 5432\n[ -f /opt/bitnami/postgresql/tmp/.initialized ] || [ -f /bitnami/postgresq…"]`,
+		`linuxCommands spec.containers[postgresql].livenessProbe.exec.command = ["/bin/sh","…"]`,
+		`linuxCommands spec.containers[postgresql].readinessProbe.exec.command = ["/bin/sh","…"]`,
 	},
 	"datadog-windows.yaml Deployment/datadog-cluster-agent": {
-		`linuxCommands spec.initContainers[init-volume].command = ["cp","-r"]`,
+		`linuxCommands spec.initContainers[init-volume].command = ["cp","…"]`,
 	},
 	"datadog.yaml DaemonSet/datadog": {
-		`linuxCommands spec.initContainers[init-volume].command = ["bash","-c"]`,
-		`linuxCommands spec.initContainers[init-config].command = ["bash","-c"]`,
-		`linuxCommands spec.initContainers[seccomp-setup].command = ["cp","/etc/config/system-probe-seccomp.json","/host/var/lib/kubelet/seccomp/system-probe"]`,
+		`linuxCommands spec.initContainers[init-volume].command = ["bash","…"]`,
+		`linuxCommands spec.initContainers[init-config].command = ["bash","…"]`,
+		`linuxCommands spec.initContainers[seccomp-setup].command = ["cp","…"]`,
 		`posixHostPaths spec.volumes[procdir].hostPath.path = "/proc"`,
 		`posixHostPaths spec.volumes[cgroups].hostPath.path = "/sys/fs/cgroup"`,
 		`posixHostPaths spec.volumes[os-release-file].hostPath.path = "/etc/os-release"`,
@@ -80,7 +80,7 @@ var corpusHeuristics = map[string][]string{
 		`posixRuntimeHostPaths spec.volumes[runtimesocketdir].hostPath.path = "/var/run"`,
 	},
 	"datadog.yaml Deployment/datadog-cluster-agent": {
-		`linuxCommands spec.initContainers[init-volume].command = ["cp","-r"]`,
+		`linuxCommands spec.initContainers[init-volume].command = ["cp","…"]`,
 	},
 	"fluent-bit.yaml DaemonSet/fluent-bit": {
 		`posixHostPaths spec.volumes[etcmachineid].hostPath.path = "/etc/machine-id"`,

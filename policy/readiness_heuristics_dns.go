@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,9 +34,9 @@ var serviceNameForms = []serviceNameForm{
 // host and port alone, never the whole field, which may carry a password in a URL.
 func partialServiceNames(spec *corev1.PodSpec) []readinessFinding {
 	var found findingList
-	eachContainer(spec, func(owner string, c *corev1.Container) bool {
+	eachContainer(spec, func(at containerAt, c *corev1.Container) bool {
 		for _, e := range c.Env {
-			if name, ok := findPartialServiceName(e.Value); ok && !found.add(owner+".env["+e.Name+"].value", recordString(name)) {
+			if name, ok := findPartialServiceName(e.Value); ok && !found.add(at.path(".env["+clipName(e.Name)+"].value"), recordString(name)) {
 				return false
 			}
 		}
@@ -46,7 +45,7 @@ func partialServiceNames(spec *corev1.PodSpec) []readinessFinding {
 			argv  []string
 		}{{"command", c.Command}, {"args", c.Args}} {
 			for i, arg := range list.argv {
-				if name, ok := findPartialServiceName(arg); ok && !found.add(owner+"."+list.field+"["+strconv.Itoa(i)+"]", recordString(name)) {
+				if name, ok := findPartialServiceName(arg); ok && !found.add(indexed(at.path("."+list.field), i), recordString(name)) {
 					return false
 				}
 			}

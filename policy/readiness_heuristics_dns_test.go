@@ -22,7 +22,7 @@ containers:
   - {name: NOPORT, value: "https://grafana.monitoring.svc"}
   args: ["--v=2", "--server=http://grafana.monitoring.SVC:3000", "--metrics=x.y.svc:9090/metrics"]
 `, []string{
-			`linuxCommands spec.initContainers[wait].command = ["sh","-c","until wget -qO- http://api.app.svc:8080/healthz; do sleep 1; done"]`,
+			`linuxCommands spec.initContainers[wait].command = ["sh","…"]`,
 			`partialServiceNames spec.initContainers[wait].command[2] = "api.app.svc:8080"`,
 			`partialServiceNames spec.containers[app].env[REDIS_ADDR].value = "redis-master.cache.svc:6379"`,
 			`partialServiceNames spec.containers[app].env[DATABASE_URL].value = "db.data.svc:5432"`,

@@ -103,7 +103,7 @@ func hostPathFindings(spec *corev1.PodSpec, want certainty) []readinessFinding {
 			continue
 		}
 		if got, ok := classifyHostPath(v.HostPath.Path); ok && got == want {
-			if !found.add("spec.volumes["+v.Name+"].hostPath.path", recordString(v.HostPath.Path)) {
+			if !found.add(volumePath(v.Name, ".hostPath.path"), recordString(v.HostPath.Path)) {
 				break
 			}
 		}
@@ -148,7 +148,7 @@ func hostPathTypeFindings(spec *corev1.PodSpec, want certainty) []readinessFindi
 		}
 		for _, f := range hostPathTypeForms {
 			if f.hostPathType == *v.HostPath.Type && f.certainty == want {
-				if !found.add("spec.volumes["+v.Name+"].hostPath.type", jsonValue(f.hostPathType)) {
+				if !found.add(volumePath(v.Name, ".hostPath.type"), jsonValue(f.hostPathType)) {
 					return found
 				}
 			}

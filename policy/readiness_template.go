@@ -25,7 +25,7 @@ func (p *Policy) checkTemplate(tpl *corev1.PodTemplateSpec, facts Facts, rec *re
 	if facts.Images != nil {
 		for _, ci := range p.containerImages(spec, facts) {
 			if ci.linuxOnly() {
-				rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: linuxOnlyImageReason(ci.image, ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
+				rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: linuxOnlyImageReason(ci.shown(), ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 			}
 		}
 	}

@@ -41,7 +41,7 @@ func (p *Policy) checkRevisions(images []containerImage, chosen []string, c *Clu
 				continue
 			}
 			if v, ahead := p.revisionAhead(ci.entries, b, node); ahead {
-				rec.add(Change{Action: Warn, Path: ci.path + ".image", Reason: newerRevisionReason(ci.image, v, b, node), Rule: RuleImageNewerRevision})
+				rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: newerRevisionReason(ci.shown(), v, b, node), Rule: RuleImageNewerRevision})
 			}
 		}
 	}
@@ -76,7 +76,7 @@ func (p *Policy) RevisionsAhead(spec *corev1.PodSpec, images map[string]Image, h
 			continue
 		}
 		if v, ahead := p.revisionAhead(ci.entries, host, revision); ahead {
-			out = append(out, ci.owner()+": "+ci.image+" (Windows "+v+")")
+			out = append(out, ci.owner()+": "+ci.shown()+" (Windows "+v+")")
 		}
 	}
 	return out

@@ -44,7 +44,7 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 	if podUser != nil {
 		return // every container without its own user inherits the pod's
 	}
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		sc := c.SecurityContext
 		if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
 			return
@@ -56,7 +56,7 @@ func (p *Policy) keepNonRootIntent(spec *corev1.PodSpec, rec *recorder) {
 			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{}
 		}
 		sc.WindowsOptions.RunAsUserName = new(p.NonRootUserName)
-		rec.add(Change{Action: Inject, Path: path + ".securityContext.windowsOptions.runAsUserName", To: jsonValue(p.NonRootUserName), Reason: ReasonNonRootIntent, Rule: RuleNonRootIntent})
+		rec.add(Change{Action: Inject, Path: at.path(".securityContext.windowsOptions.runAsUserName"), To: jsonValue(p.NonRootUserName), Reason: ReasonNonRootIntent, Rule: RuleNonRootIntent})
 	})
 }
 
@@ -85,7 +85,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 		v := &spec.Volumes[i]
 		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
 			v.EmptyDir.Medium = corev1.StorageMediumDefault
-			rec.add(Change{Action: Rewrite, Path: "spec.volumes[" + v.Name + "].emptyDir.medium",
+			rec.add(Change{Action: Rewrite, Path: volumePath(v.Name, ".emptyDir.medium"),
 				From: jsonValue(corev1.StorageMediumMemory), To: jsonValue(corev1.StorageMediumDefault),
 				Reason: ReasonMemoryEmptyDir, Rule: RuleMemoryEmptyDir})
 		}
@@ -97,21 +97,21 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 	}
 	dropMountPropagation(spec, rec)
 	dropStopSignal(spec, rec)
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		for _, list := range []struct {
 			name string
 			rl   corev1.ResourceList
 		}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
 			for _, name := range sortedKeys(list.rl) {
 				if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
-					rec.add(Change{Action: Rewrite, Path: path + ".resources." + list.name + "[" + string(name) + "]",
+					rec.add(Change{Action: Rewrite, Path: at.path(".resources." + list.name + "[" + clipName(string(name)) + "]"),
 						From: jsonValue(list.rl[name]), Reason: ReasonHugePages, Rule: RuleHugePages})
 					delete(list.rl, name)
 				}
 			}
 		}
 		if len(c.VolumeDevices) > 0 {
-			rec.add(Change{Action: Warn, Path: path + ".volumeDevices",
+			rec.add(Change{Action: Warn, Path: at.path(".volumeDevices"),
 				Reason: reasonVolumeDevices, Rule: RuleVolumeDevices})
 		}
 	})
@@ -121,7 +121,7 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 	}
 	for _, key := range sortedKeys(pod.Annotations) {
 		if key == annotationSeccompPod || strings.HasPrefix(key, annotationSeccompContainerPrefix) || strings.HasPrefix(key, annotationAppArmorPrefix) {
-			rec.add(Change{Action: Rewrite, Path: "metadata.annotations[" + key + "]", From: jsonValue(pod.Annotations[key]),
+			rec.add(Change{Action: Rewrite, Path: named("metadata.annotations", key), From: jsonValue(pod.Annotations[key]),
 				Reason: ReasonDeprecatedAnnotation, Rule: RuleDeprecatedAnnotation})
 			delete(pod.Annotations, key)
 		}
@@ -135,11 +135,11 @@ func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 const ReasonMountPropagation = "mount propagation is not supported on Windows"
 
 func dropMountPropagation(spec *corev1.PodSpec, rec *recorder) {
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		for i := range c.VolumeMounts {
 			m := &c.VolumeMounts[i]
 			if m.MountPropagation != nil {
-				rec.add(Change{Action: Rewrite, Path: path + ".volumeMounts[" + m.MountPath + "].mountPropagation",
+				rec.add(Change{Action: Rewrite, Path: at.path(".volumeMounts[" + clipName(m.MountPath) + "].mountPropagation"),
 					From: jsonValue(*m.MountPropagation), Reason: ReasonMountPropagation, Rule: RuleMountPropagation})
 				m.MountPropagation = nil
 			}
@@ -161,9 +161,9 @@ func WindowsStopSignals() []corev1.Signal { return slices.Clone(windowsStopSigna
 // container then stops as every Windows container does. Templates need it as much as pods: the API
 // server validates the signal against the template's operating system.
 func dropStopSignal(spec *corev1.PodSpec, rec *recorder) {
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		if l := c.Lifecycle; l != nil && l.StopSignal != nil && !slices.Contains(windowsStopSignals, *l.StopSignal) {
-			rec.add(Change{Action: Rewrite, Path: path + ".lifecycle.stopSignal",
+			rec.add(Change{Action: Rewrite, Path: at.path(".lifecycle.stopSignal"),
 				From: jsonValue(*l.StopSignal), Reason: ReasonStopSignal, Rule: RuleStopSignal})
 			l.StopSignal = nil
 		}
@@ -190,14 +190,14 @@ func (p *Policy) satisfyRestricted(spec *corev1.PodSpec, ns Namespace, rec *reco
 		rec.add(Change{Action: Rewrite, Path: "spec.securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
 	}
 	allNamed := true
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		if c.SecurityContext == nil {
 			allNamed = false
 			return
 		}
 		if c.SecurityContext.RunAsNonRoot != nil && !*c.SecurityContext.RunAsNonRoot {
 			c.SecurityContext.RunAsNonRoot = new(true)
-			rec.add(Change{Action: Rewrite, Path: path + ".securityContext.runAsNonRoot", From: jsonValue(false), To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
+			rec.add(Change{Action: Rewrite, Path: at.path(".securityContext.runAsNonRoot"), From: jsonValue(false), To: jsonValue(true), Reason: ReasonRestrictedNonRoot, Rule: RuleRestrictedNonRoot})
 		}
 		if wo := c.SecurityContext.WindowsOptions; wo == nil || wo.RunAsUserName == nil {
 			allNamed = false

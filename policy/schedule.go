@@ -47,7 +47,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	pin := func(key, value string, rule Rule) {
 		if v, set := classSelector[key]; set && v != value {
 			rec.add(Change{Action: Warn, Path: "spec.nodeSelector[" + key + "]",
-				Reason: "RuntimeClass " + *spec.RuntimeClassName + " selects " + key + "=" + v + "; left to it", Rule: rule})
+				Reason: "RuntimeClass " + clipName(*spec.RuntimeClassName) + " selects " + key + "=" + v + "; left to it", Rule: rule})
 			return
 		}
 		p.pinNodeLabel(spec, key, value, rule, rec)
@@ -202,7 +202,7 @@ func (p *Policy) overriddenRequest(pod *corev1.Pod, chosen Build, why string, re
 		return
 	}
 	rec.add(Change{Action: Warn, Path: "metadata.annotations[" + AnnotationBuild + "]",
-		Reason: "requested build " + jsonString(v) + " ignored: " + why, Rule: RuleBuildRequestIgnored})
+		Reason: "requested build " + jsonString(clipName(v)) + " ignored: " + why, Rule: RuleBuildRequestIgnored})
 }
 
 // ResolveBuild resolves a build number or catalog name (case-insensitive) to its catalog entry, and also

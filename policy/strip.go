@@ -215,8 +215,8 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 			}
 		}
 	}
-	last := "" // the container whose strips were recorded last
-	forEachContainer(spec, func(path string, c *corev1.Container) {
+	var last containerAt // the container whose strips were recorded last
+	forEachContainer(spec, func(at containerAt, c *corev1.Container) {
 		if c.SecurityContext == nil {
 			return
 		}
@@ -225,38 +225,37 @@ func stripLinuxOnly(spec *corev1.PodSpec, rec *recorder) {
 			if v, ok := r.take(c.SecurityContext); ok {
 				// Two containers of one name: the record keeps their strips apart, as the admission
 				// policies write them.
-				split := first && path == last
-				rec.add(Change{Action: Strip, Path: path + ".securityContext." + r.Name, From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule, split: split})
-				first, last = false, path
+				split := first && at == last
+				rec.add(Change{Action: Strip, Path: at.path(".securityContext." + r.Name), From: jsonValue(v), Reason: ReasonLinuxOnly, Rule: r.rule, split: split})
+				first, last = false, at
 			}
 		}
 	})
 }
 
-// forEachPlacingContainer visits the init containers and containers with their change path: those that
+// forEachPlacingContainer visits the init containers and containers with where they are: those that
 // take resources and whose images decide where the pod runs (ephemeral containers join a placed pod).
-func forEachPlacingContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
+func forEachPlacingContainer(spec *corev1.PodSpec, visit func(at containerAt, c *corev1.Container)) {
 	for i := range spec.InitContainers {
-		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
+		visit(containerAt{"initContainers", spec.InitContainers[i].Name}, &spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
-		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
+		visit(containerAt{"containers", spec.Containers[i].Name}, &spec.Containers[i])
 	}
 }
 
-// forEachContainer visits containers, initContainers and ephemeralContainers with their change path.
-// Ephemeral containers share the Container fields the table needs through EphemeralContainerCommon.
-func forEachContainer(spec *corev1.PodSpec, visit func(path string, c *corev1.Container)) {
+// forEachContainer visits containers, initContainers and ephemeralContainers with where they are.
+// Ephemeral containers share the Container fields the table needs through EphemeralContainerCommon,
+// whose fields are Container's: visited in place, never copied (a review may carry thousands).
+func forEachContainer(spec *corev1.PodSpec, visit func(at containerAt, c *corev1.Container)) {
 	for i := range spec.InitContainers {
-		visit("spec.initContainers["+spec.InitContainers[i].Name+"]", &spec.InitContainers[i])
+		visit(containerAt{"initContainers", spec.InitContainers[i].Name}, &spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
-		visit("spec.containers["+spec.Containers[i].Name+"]", &spec.Containers[i])
+		visit(containerAt{"containers", spec.Containers[i].Name}, &spec.Containers[i])
 	}
 	for i := range spec.EphemeralContainers {
 		ec := &spec.EphemeralContainers[i]
-		c := corev1.Container(ec.EphemeralContainerCommon)
-		visit("spec.ephemeralContainers["+ec.Name+"]", &c)
-		ec.EphemeralContainerCommon = corev1.EphemeralContainerCommon(c)
+		visit(containerAt{"ephemeralContainers", ec.Name}, (*corev1.Container)(&ec.EphemeralContainerCommon))
 	}
 }

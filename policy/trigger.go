@@ -122,7 +122,7 @@ func HostProcess(spec *corev1.PodSpec) bool {
 		return true
 	}
 	found := false
-	forEachContainer(spec, func(_ string, c *corev1.Container) {
+	forEachContainer(spec, func(_ containerAt, c *corev1.Container) {
 		if c.SecurityContext != nil && hostProcessSet(c.SecurityContext.WindowsOptions) {
 			found = true
 		}
