@@ -206,6 +206,14 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	if want := "--image-cloud-credentials needs --image-pull-secret-namespaces"; code != 1 || !strings.Contains(errOut.String(), want) {
 		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
 	}
+	// ECR credentials serve the operator's regions only: with none named nor in AWS_REGION, none at all.
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	errOut.Reset()
+	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--image-cloud-credentials", "ecr", "--image-pull-secret-namespaces", "a=b"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	if want := "--image-cloud-credentials=ecr needs --image-ecr-regions"; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
+	}
 	errOut.Reset()
 	code = run([]string{"serve", "--cert-dir", t.TempDir(), "--image-cloud-credentials", "ecr,aws"}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
 	if want := `unknown cloud "aws": use [acr ecr gar]`; code != 2 || !strings.Contains(errOut.String(), want) {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,11 +122,20 @@ func runServe(args []string, stderr io.Writer) int {
 		return nil
 	})
 	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups connect to loopback, private (RFC 1918, fc00::/7, 100.64.0.0/10) and unspecified addresses, checked after DNS, and use plain HTTP to loopback registries; for in-cluster or on-premises registries. Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, fd00:ec2::23, 100.100.100.200, 168.63.129.16) are never contacted")
-	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, no pull secret needed, comma-separated (default none; needs --image-pull-secret-namespaces): acr (*.azurecr.io, .cn, .us: Azure workload identity, ServiceAccount annotation azure.workload.identity/client-id and pod label azure.workload.identity/use=true, else the node's managed identity, AZURE_CLIENT_ID naming it), ecr (<account>.dkr.ecr.<region>.amazonaws.com and .com.cn: IRSA, ServiceAccount annotation eks.amazonaws.com/role-arn, or EKS Pod Identity, or the node's instance role), gar (*-docker.pkg.dev, gcr.io, *.gcr.io: GKE workload identity, ServiceAccount annotation iam.gke.io/gcp-service-account, or the node's service account). Identity endpoints are asked only for those hosts, once per token lifetime; see deploy/helm/wincompat/cloud-registries.md", func(v string) error {
+	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, no pull secret needed, comma-separated (default none; needs --image-pull-secret-namespaces): acr (*.azurecr.io, or .cn, .us per --image-azure-cloud: Azure workload identity, ServiceAccount annotation azure.workload.identity/client-id and pod label azure.workload.identity/use=true, else the node's managed identity, AZURE_CLIENT_ID naming it), ecr (<account>.dkr.ecr.<region>.amazonaws.com, .com.cn for cn- regions, of --image-ecr-regions only: IRSA, ServiceAccount annotation eks.amazonaws.com/role-arn, or EKS Pod Identity, or the node's instance role), gar (*-docker.pkg.dev, gcr.io, *.gcr.io: GKE workload identity, ServiceAccount annotation iam.gke.io/gcp-service-account, or the node's service account). Identity endpoints are asked only for those hosts, once per token lifetime; see deploy/helm/wincompat/cloud-registries.md", func(v string) error {
 		clouds, err := images.ParseClouds(v)
 		imageOpts.CloudCredentials = clouds
 		return err
 	})
+	fl.Func("image-ecr-regions", "with --image-cloud-credentials=ecr: the AWS regions whose ECR registries get wincompat's identity, comma-separated (default $AWS_REGION, which IRSA sets); other regions' registries are read anonymously. Each region is a token fetch, and pod authors name any region", func(v string) error {
+		for r := range strings.SplitSeq(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				imageOpts.ECRRegions = append(imageOpts.ECRRegions, r)
+			}
+		}
+		return nil
+	})
+	fl.StringVar(&imageOpts.AzureCloud, "image-azure-cloud", "AzureCloud", "with --image-cloud-credentials=acr: the Azure cloud of wincompat's identity, whose registries alone get its token: "+strings.Join(images.AzureClouds(), ", ")+" (*.azurecr.io, .cn, .us)")
 	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret or --image-cloud-credentials (required then): a label selector of the namespaces whose pods' images may be read with wincompat's credentials, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets, for reviews from a caller verified by --client-ca-file")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
@@ -172,7 +183,15 @@ func runServe(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "wincompat serve: --remediate-misplaced needs --watch-misplaced")
 		return 2
 	}
-	if err := o.Validate(); err != nil {
+	var invalid []error
+	if o.Images != nil && slices.Contains(o.Images.CloudCredentials, images.CloudECR) && len(o.Images.ECRRegions) == 0 &&
+		os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+		invalid = append(invalid, errors.New("--image-cloud-credentials=ecr needs --image-ecr-regions (the chart's imageResolver.ecrRegions) or AWS_REGION: the regions whose ECR registries get wincompat's identity"))
+	}
+	if o.Images != nil && !slices.Contains(images.AzureClouds(), o.Images.AzureCloud) {
+		invalid = append(invalid, fmt.Errorf("--image-azure-cloud %q: use one of %s", o.Images.AzureCloud, strings.Join(images.AzureClouds(), ", ")))
+	}
+	if err := errors.Join(append(invalid, o.Validate())...); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1
 	}

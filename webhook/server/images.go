@@ -33,6 +33,9 @@ type ImageOptions struct {
 	// CloudCredentials are the clouds whose registries are read with wincompat's own identity there
 	// (its ServiceAccount's workload identity, or the node's).
 	CloudCredentials []images.Cloud
+	// ECRRegions and AzureCloud say which of those clouds' registries get the identity (images.Config).
+	ECRRegions []string
+	AzureCloud string
 	// MaxLookups bounds the registry lookups in flight (0: the resolver's default, 64).
 	MaxLookups int
 	// MaxLookupsPerRegistry bounds the lookups in flight to one registry host (0: a quarter of
@@ -54,7 +57,7 @@ func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namesp
 	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, MaxLookupsPerRegistry: o.MaxLookupsPerRegistry,
 		MaxBytesInFlight: o.MaxBytesInFlight, AllowPrivateNetworks: o.AllowPrivateNetworks,
 		Metrics: sharedImageMetrics(), Log: log, UnauthorizedHint: "set imageResolver.pullSecret",
-		CloudCredentials: o.CloudCredentials, CloudHint: "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s"}
+		CloudCredentials: o.CloudCredentials, ECRRegions: o.ECRRegions, AzureCloud: o.AzureCloud, CloudHint: "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s"}
 	if o.PullSecret != "" {
 		c.Keychain = &secretKeychain{reader: reader, key: client.ObjectKey{Namespace: namespace, Name: o.PullSecret}, every: time.Minute, log: log}
 	}

@@ -1,11 +1,13 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -140,6 +142,28 @@ const (
 	gcpScope = "https://www.googleapis.com/auth/cloud-platform"
 )
 
+// azureRegistrySuffixes are the ACR login server suffixes of each Azure cloud, by the names `az cloud
+// list` gives them. An identity's tokens go only to its own cloud's registries.
+var azureRegistrySuffixes = map[string]string{
+	"AzureCloud":        ".azurecr.io",
+	"AzureChinaCloud":   ".azurecr.cn",
+	"AzureUSGovernment": ".azurecr.us",
+}
+
+// AzureClouds are the Azure clouds Config.AzureCloud may name.
+func AzureClouds() []string {
+	return slices.Sorted(maps.Keys(azureRegistrySuffixes))
+}
+
+// ecrPartitionSuffix is the DNS suffix of region's ECR registries: the China regions are their own
+// partition, amazonaws.com.cn.
+func ecrPartitionSuffix(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "amazonaws.com.cn"
+	}
+	return "amazonaws.com"
+}
+
 // cloudKeychain gives the registries of the enabled clouds credentials from wincompat's own identity,
 // and every other host nothing (authn.Anonymous), so that it composes with the pull-secret keychain in a
 // MultiKeychain and the resolver's KeychainNamespaces scope it alike. Credentials are kept for half their
@@ -147,6 +171,11 @@ const (
 // per lookup; concurrent lookups share one fetch.
 type cloudKeychain struct {
 	enabled []Cloud
+	// ecrKeys are the ECR keys (region.partition suffix) of the operator's regions, and acrSuffix the
+	// registries of the operator's Azure cloud: a pod author names any host, and every other region
+	// would be a fetch and a cache entry, every other cloud a receiver of this one's token.
+	ecrKeys   []string
+	acrSuffix string
 	// client carries the ACR token exchange, which goes to the registry itself: the resolver's
 	// transport, egress policy and all.
 	client *http.Client
@@ -164,8 +193,13 @@ type cloudAnswer struct {
 	err  error
 }
 
-func newCloudKeychain(enabled []Cloud, client *http.Client, log logr.Logger) *cloudKeychain {
-	k := &cloudKeychain{enabled: enabled, client: client, log: log, got: cache.NewLRUExpireCache(cloudEntries)}
+// newCloudKeychain serves enabled, ECR in ecrRegions only and ACR in azureCloud only ("" for AzureCloud).
+func newCloudKeychain(enabled []Cloud, ecrRegions []string, azureCloud string, client *http.Client, log logr.Logger) *cloudKeychain {
+	k := &cloudKeychain{enabled: enabled, client: client, log: log, got: cache.NewLRUExpireCache(cloudEntries),
+		acrSuffix: azureRegistrySuffixes[cmp.Or(azureCloud, "AzureCloud")]}
+	for _, r := range ecrRegions {
+		k.ecrKeys = append(k.ecrKeys, r+"."+ecrPartitionSuffix(r))
+	}
 	k.azure = &lazy[azcore.TokenCredential]{make: azureCredential}
 	k.google = &lazy[oauth2.TokenSource]{make: googleTokenSource}
 	return k
@@ -180,7 +214,7 @@ func (k *cloudKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 func (k *cloudKeychain) ResolveContext(ctx context.Context, r authn.Resource) (authn.Authenticator, error) {
 	host := r.RegistryStr()
 	p, key, ok := cloudOf(host)
-	if !ok || !slices.Contains(k.enabled, p.cloud) {
+	if !ok || !slices.Contains(k.enabled, p.cloud) || !k.configured(p.cloud, host, key) {
 		return authn.Anonymous, nil
 	}
 	key = string(p.cloud) + "/" + key
@@ -216,6 +250,17 @@ func (k *cloudKeychain) ResolveContext(ctx context.Context, r authn.Resource) (a
 	case <-ctx.Done():
 		return nil, &cloudError{name: p.name, err: fmt.Errorf("no answer from the identity endpoint in time: %w", ctx.Err())}
 	}
+}
+
+// configured says whether host is of the operator's regions (ECR) or cloud (ACR).
+func (k *cloudKeychain) configured(c Cloud, host, key string) bool {
+	switch c {
+	case CloudECR:
+		return slices.Contains(k.ecrKeys, key)
+	case CloudACR:
+		return strings.HasSuffix(host, k.acrSuffix)
+	}
+	return true
 }
 
 func answerAuth(a cloudAnswer) (authn.Authenticator, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,7 +120,7 @@ func resolveCloud(t *testing.T, k authn.Keychain, host string) (*authn.AuthConfi
 func TestCloudKeychainAsksOnlyEnabledClouds(t *testing.T) {
 	srv, n := metadataServer(t, http.StatusOK, nil)
 	googleEnv(t, srv)
-	k := newCloudKeychain([]Cloud{CloudECR}, http.DefaultClient, logr.Discard())
+	k := newCloudKeychain([]Cloud{CloudECR}, []string{"us-west-2", "eu-west-1"}, "", http.DefaultClient, logr.Discard())
 	for _, host := range []string{"us-docker.pkg.dev", "gcr.io", "myregistry.azurecr.io", "index.docker.io"} {
 		if a, err := resolveCloud(t, k, host); a != nil || err != nil {
 			t.Errorf("%s: got %+v, %v, want anonymous", host, a, err)
@@ -135,7 +136,7 @@ func TestCloudKeychainAsksOnlyEnabledClouds(t *testing.T) {
 func TestCloudKeychainGAR(t *testing.T) {
 	srv, n := metadataServer(t, http.StatusOK, nil)
 	googleEnv(t, srv)
-	k := newCloudKeychain([]Cloud{CloudGAR}, http.DefaultClient, logr.Discard())
+	k := newCloudKeychain([]Cloud{CloudGAR}, nil, "", http.DefaultClient, logr.Discard())
 	for _, host := range []string{"us-docker.pkg.dev", "europe-docker.pkg.dev", "gcr.io", "us-docker.pkg.dev"} {
 		a, err := resolveCloud(t, k, host)
 		if err != nil || a == nil || a.Username != "oauth2accesstoken" || a.Password != "ya29.token" {
@@ -160,7 +161,7 @@ func TestCloudKeychainECR(t *testing.T) {
 		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
 		t.Setenv(k, env[k])
 	}
-	k := newCloudKeychain([]Cloud{CloudECR}, http.DefaultClient, logr.Discard())
+	k := newCloudKeychain([]Cloud{CloudECR}, []string{"us-west-2", "eu-west-1"}, "", http.DefaultClient, logr.Discard())
 	for _, host := range []string{"123456789012.dkr.ecr.us-west-2.amazonaws.com", "210987654321.dkr.ecr.us-west-2.amazonaws.com",
 		"123456789012.dkr.ecr.us-west-2.amazonaws.com", "123456789012.dkr.ecr.eu-west-1.amazonaws.com"} {
 		a, err := resolveCloud(t, k, host)
@@ -198,7 +199,7 @@ func TestCloudKeychainECRChain(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			before := cloud.ECRToken.Load()
-			k := newCloudKeychain([]Cloud{CloudECR}, http.DefaultClient, logr.Discard())
+			k := newCloudKeychain([]Cloud{CloudECR}, []string{"us-west-2", "eu-west-1"}, "", http.DefaultClient, logr.Discard())
 			for range 3 {
 				a, err := resolveCloud(t, k, "123456789012.dkr.ecr.us-west-2.amazonaws.com")
 				if err != nil || a == nil || a.Username != "AWS" {
@@ -265,7 +266,7 @@ func TestCloudIdentityHangs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	reg, _ := name.NewRegistry("us-docker.pkg.dev")
-	_, err = authn.Resolve(ctx, newCloudKeychain([]Cloud{CloudGAR}, http.DefaultClient, logr.Discard()), reg)
+	_, err = authn.Resolve(ctx, newCloudKeychain([]Cloud{CloudGAR}, nil, "", http.DefaultClient, logr.Discard()), reg)
 	var ce *cloudError
 	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want a cloud error for the ended lookup", err)
@@ -281,5 +282,43 @@ func TestJWTExpiry(t *testing.T) {
 		if _, ok := jwtExpiry(bad); ok {
 			t.Errorf("%q: read an expiry", bad)
 		}
+	}
+}
+
+// Only the operator's regions and cloud get credentials (issue 40, finding 6): an ECR host of another
+// region (a pod author can name hundreds, each a fetch and a cache entry that evicts the real tokens),
+// or of a partition the region is not in, and an ACR host of another Azure cloud (a sovereign cloud
+// receiving the public cloud's token) are read anonymously, and no identity endpoint is asked.
+func TestCloudKeychainOnlyConfiguredRegionsAndClouds(t *testing.T) {
+	cloud, err := imagestest.StartCloud(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cloud.Close()
+	env := cloud.Env()
+	for _, k := range []string{"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECR",
+		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
+		t.Setenv(k, env[k])
+	}
+	k := newCloudKeychain([]Cloud{CloudECR, CloudACR}, []string{"us-west-2"}, "AzureChinaCloud", http.DefaultClient, logr.Discard())
+	if a, err := resolveCloud(t, k, "123456789012.dkr.ecr.us-west-2.amazonaws.com"); err != nil || a == nil || a.Username != "AWS" {
+		t.Errorf("the configured region: got %+v, %v", a, err)
+	}
+	for i := range 300 {
+		host := fmt.Sprintf("123456789012.dkr.ecr.us-west-%d.amazonaws.com", i+3)
+		if a, err := resolveCloud(t, k, host); a != nil || err != nil {
+			t.Fatalf("%s: got %+v, %v, want anonymous", host, a, err)
+		}
+	}
+	for _, host := range []string{"123456789012.dkr.ecr.us-west-2.amazonaws.com.cn", "myregistry.azurecr.io", "myregistry.azurecr.us"} {
+		if a, err := resolveCloud(t, k, host); a != nil || err != nil {
+			t.Errorf("%s: got %+v, %v, want anonymous", host, a, err)
+		}
+	}
+	if sts, ecr := cloud.STS.Load(), cloud.ECRToken.Load(); sts != 1 || ecr != 1 {
+		t.Errorf("STS asked %d times and ECR %d, want once, for us-west-2", sts, ecr)
+	}
+	if _, err := New(Config{CloudCredentials: []Cloud{CloudACR}, AzureCloud: "AzureGermanCloud"}); err == nil {
+		t.Error("an unknown Azure cloud is accepted")
 	}
 }

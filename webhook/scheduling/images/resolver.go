@@ -5,12 +5,14 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +80,13 @@ type Config struct {
 	// them (cloudkeychain.go), after Keychain and under the same KeychainNamespaces scope: they are the
 	// server's credentials too. Identity and token endpoints are asked only for an enabled cloud's hosts.
 	CloudCredentials []Cloud
+	// ECRRegions are the AWS regions whose ECR registries CloudECR serves (default $AWS_REGION, else
+	// $AWS_DEFAULT_REGION; none: no ECR registry). Each region is a token fetch and a cache entry, and
+	// pod authors name any region they like.
+	ECRRegions []string
+	// AzureCloud is the Azure cloud whose registries CloudACR serves, as `az cloud list` names it
+	// (AzureClouds; default AzureCloud, *.azurecr.io): the identity's token goes to no other cloud.
+	AzureCloud string
 	// CloudHint is the advice for a cloud registry whose credentials wincompat has not, with %s for the
 	// cloud's name (ECR, ACR, Artifact Registry): the server names its chart value, the CLI the
 	// environment it reads.
@@ -248,9 +257,17 @@ func New(c Config) (*Resolver, error) {
 	// keep registry requests away from what wincompat must not reach.
 	base.DialContext = eg.DialContext
 	transport := guard{next: base, allowPrivate: c.AllowPrivateNetworks}
+	if c.AzureCloud != "" && !slices.Contains(AzureClouds(), c.AzureCloud) {
+		return nil, fmt.Errorf("image resolver: unknown Azure cloud %q: use one of %v", c.AzureCloud, AzureClouds())
+	}
+	if len(c.ECRRegions) == 0 {
+		if r := cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION")); r != "" {
+			c.ECRRegions = []string{r}
+		}
+	}
 	if len(c.CloudCredentials) > 0 {
 		// Explicit credentials first: a pull secret for a cloud registry is what the operator chose.
-		c.Keychain = authn.NewMultiKeychain(c.Keychain, newCloudKeychain(c.CloudCredentials, &http.Client{Transport: transport}, c.Log))
+		c.Keychain = authn.NewMultiKeychain(c.Keychain, newCloudKeychain(c.CloudCredentials, c.ECRRegions, c.AzureCloud, &http.Client{Transport: transport}, c.Log))
 	}
 	if c.Now == nil {
 		c.Now = time.Now

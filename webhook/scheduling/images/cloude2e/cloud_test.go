@@ -44,7 +44,7 @@ func TestCloudCredentials(t *testing.T) {
 	hosts := map[images.Cloud]string{images.CloudECR: cloud.ECRHost, images.CloudACR: cloud.ACRHost, images.CloudGAR: cloud.GARHost}
 	newResolver := func(clouds []images.Cloud, allowed func(string) bool) *images.Resolver {
 		r, err := images.New(images.Config{
-			CloudCredentials: clouds, KeychainNamespaces: allowed,
+			CloudCredentials: clouds, KeychainNamespaces: allowed, ECRRegions: []string{"us-west-2"},
 			CloudHint:        "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s",
 			UnauthorizedHint: "set imageResolver.pullSecret",
 			// The proxy is on loopback: it is what the resolver dials.
