@@ -79,8 +79,10 @@ func TestHelmChartValues(t *testing.T) {
 				values := map[string]any{}
 				setValue(values, e.path, v)
 				if strings.Join(e.path, ".") == "imageResolver.cloudCredentials.[*]" {
-					// Cloud identity needs a namespace scope, as a pull secret does (the check below).
+					// Cloud identity needs a namespace scope, as a pull secret does, and the API server's
+					// client certificate (the checks below).
 					setValue(values, []string{"imageResolver", "pullSecretNamespaces"}, "kubernetes.io/metadata.name")
+					setValue(values, []string{"webhook", "clientAuth", "caConfigMap"}, "apiserver-ca")
 				}
 				data, err := yaml.Marshal(values)
 				if err != nil {
@@ -164,6 +166,8 @@ func TestHelmChartValues(t *testing.T) {
 			{"timeout over 2s", "imageResolver: {timeout: 2500ms}\nwebhook: {timeoutSeconds: 5}\n", false, "imageResolver.timeout 2500ms: use more than 0 and at most 2s"},
 			{"pull secret without namespaces", "imageResolver: {pullSecret: registry-creds}\n", false, "imageResolver.pullSecretNamespaces is required with imageResolver.pullSecret"},
 			{"cloud credentials without namespaces", "imageResolver: {cloudCredentials: [ecr]}\n", false, "imageResolver.pullSecretNamespaces is required with imageResolver.cloudCredentials"},
+			// Any caller of the webhook port names the namespace whose lookups use wincompat's cloud identity.
+			{"cloud credentials without client certificates", "imageResolver: {cloudCredentials: [ecr], pullSecretNamespaces: a=b}\n", false, "imageResolver.cloudCredentials needs webhook.clientAuth.caConfigMap"},
 			{"policy.linuxByDefault", "policy: {linuxByDefault: true}\n", false, "policy.linuxByDefault is set by linuxByDefault.allNamespaces"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
