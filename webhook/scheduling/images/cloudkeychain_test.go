@@ -151,16 +151,7 @@ func TestCloudKeychainGAR(t *testing.T) {
 // ECR: IRSA's web identity through STS, then one GetAuthorizationToken per region, whatever the
 // account in the host.
 func TestCloudKeychainECR(t *testing.T) {
-	cloud, err := imagestest.StartCloud(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cloud.Close()
-	env := cloud.Env()
-	for _, k := range []string{"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECR",
-		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
-		t.Setenv(k, env[k])
-	}
+	cloud := startAWSCloud(t)
 	k := newCloudKeychain([]Cloud{CloudECR}, []string{"us-west-2", "eu-west-1"}, "", http.DefaultClient, logr.Discard())
 	for _, host := range []string{"123456789012.dkr.ecr.us-west-2.amazonaws.com", "210987654321.dkr.ecr.us-west-2.amazonaws.com",
 		"123456789012.dkr.ecr.us-west-2.amazonaws.com", "123456789012.dkr.ecr.eu-west-1.amazonaws.com"} {
@@ -290,16 +281,7 @@ func TestJWTExpiry(t *testing.T) {
 // or of a partition the region is not in, and an ACR host of another Azure cloud (a sovereign cloud
 // receiving the public cloud's token) are read anonymously, and no identity endpoint is asked.
 func TestCloudKeychainOnlyConfiguredRegionsAndClouds(t *testing.T) {
-	cloud, err := imagestest.StartCloud(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cloud.Close()
-	env := cloud.Env()
-	for _, k := range []string{"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECR",
-		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
-		t.Setenv(k, env[k])
-	}
+	cloud := startAWSCloud(t)
 	k := newCloudKeychain([]Cloud{CloudECR, CloudACR}, []string{"us-west-2"}, "AzureChinaCloud", http.DefaultClient, logr.Discard())
 	if a, err := resolveCloud(t, k, "123456789012.dkr.ecr.us-west-2.amazonaws.com"); err != nil || a == nil || a.Username != "AWS" {
 		t.Errorf("the configured region: got %+v, %v", a, err)
@@ -321,4 +303,20 @@ func TestCloudKeychainOnlyConfiguredRegionsAndClouds(t *testing.T) {
 	if _, err := New(Config{CloudCredentials: []Cloud{CloudACR}, AzureCloud: "AzureGermanCloud"}); err == nil {
 		t.Error("an unknown Azure cloud is accepted")
 	}
+}
+
+// startAWSCloud starts the fake cloud and points the AWS SDK at it, for the test's duration.
+func startAWSCloud(t *testing.T) *imagestest.Cloud {
+	t.Helper()
+	cloud, err := imagestest.StartCloud(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cloud.Close)
+	env := cloud.Env()
+	for _, k := range []string{"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECR",
+		"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"} {
+		t.Setenv(k, env[k])
+	}
+	return cloud
 }
