@@ -165,7 +165,7 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 // reviewBody wraps a pod in an AdmissionReview as the API server sends it.
-func reviewBody(b *testing.B, pod []byte) []byte {
+func reviewBody(b testing.TB, pod []byte) []byte {
 	b.Helper()
 	review := map[string]any{
 		"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

@@ -146,3 +146,58 @@ func TestEndpointReservesWhatAnsweringHolds(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONObjects(t *testing.T) {
+	for body, want := range map[string]int64{
+		`{}`:                          1,
+		`[{},{"a":{}}]`:               3,
+		`{"a":"{{{"}`:                 1,
+		`{"a":"\"{","b":"\\"}`:        1,
+		`{"a":"\\\"{\\"}`:             1,
+		`"{"`:                         0,
+		`{"unterminated":"{{`:         1,
+		`{"k{":[{"x":"}"},{}],"":{}}`: 4,
+	} {
+		if got := jsonObjects([]byte(body)); got != want {
+			t.Errorf("jsonObjects(%s) = %d, want %d", body, got, want)
+		}
+	}
+}
+
+// A pod of 250,000 containers {"name":"a"} is a 3.2 MiB review that made answering it allocate 739 MB
+// (issue 40): the reservation by size (12 times the body, 39 MB) let it through a 96 MiB budget. Its
+// objects reserve 2 KiB each, so it is refused before anything of it is decoded, while the largest
+// chart pods still fit.
+func TestEndpointReservesPerObject(t *testing.T) {
+	var containers strings.Builder
+	for i := range 250000 {
+		if i > 0 {
+			containers.WriteByte(',')
+		}
+		containers.WriteString(`{"name":"a"}`)
+	}
+	tiny := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","object":{"apiVersion":"v1","kind":"Pod","spec":{"os":{"name":"windows"},"containers":[` + containers.String() + `]}}}}`
+	budget := NewBudget(96 << 20)
+	decoded := false
+	e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		decoded = true
+		return admission.Allowed("")
+	})).WithLimits(Limits{Budget: budget, DecodeFactor: PodDecodeFactor, ObjectBytes: PodObjectBytes})
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, PodPath, strings.NewReader(tiny))
+	r.Header.Set("Content-Type", "application/json")
+	e.ServeHTTP(w, r)
+	if decoded || !strings.Contains(w.Body.String(), `"code":429`) {
+		t.Errorf("a review of 250,000 one-field containers was answered: %.200s", w.Body)
+	}
+	if !budget.sem.TryAcquire(96 << 20) {
+		t.Error("the refused review still holds part of the budget")
+	}
+	budget.sem.Release(96 << 20)
+
+	// The largest pod of the benchmarks, 64 containers of a chart's shape, reserves what its size does.
+	body := reviewBody(t, benchPod(64))
+	if objects, size := jsonObjects(body)*PodObjectBytes, int64(len(body))*PodDecodeFactor; objects > 4*size {
+		t.Errorf("a chart pod of %d bytes reserves %d by its objects, more than 4 times the %d its size does", len(body), objects, size)
+	}
+}

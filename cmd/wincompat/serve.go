@@ -141,7 +141,7 @@ func runServe(args []string, stderr io.Writer) int {
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
 	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most (0: the default); past it new ones wait to be accepted")
 	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s (0: the default)")
-	fl.Func("max-review-bytes-in-flight", "memory reviews in flight may hold at once, as a quantity (default 96Mi, at least 36Mi): each body as it arrives, then 12 times a pod or workload review's body (24 times a policy's) while it is answered, as measured; past it a review is answered 429 at once, and a review needing more than all of it always is. The container's memory limit must leave room for it (the chart's README)", func(v string) error {
+	fl.Func("max-review-bytes-in-flight", "memory reviews in flight may hold at once, as a quantity (default 96Mi, at least 36Mi): each body as it arrives, then 12 times a pod or workload review's body, and at least 2 KiB per JSON object of it (24 times a policy's), while it is answered, as measured; past it a review is answered 429 at once, and a review needing more than all of it always is. The container's memory limit must leave room for it (the chart's README)", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return err

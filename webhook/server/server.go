@@ -301,9 +301,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv := mgr.GetWebhookServer()
 	// One budget for every path: the bound is on the process's memory.
 	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
-		DecodeFactor: webhook.PodDecodeFactor}
+		DecodeFactor: webhook.PodDecodeFactor, ObjectBytes: webhook.PodObjectBytes}
 	policyLimits := limits
-	policyLimits.DecodeFactor = webhook.PolicyDecodeFactor
+	policyLimits.DecodeFactor, policyLimits.ObjectBytes = webhook.PolicyDecodeFactor, 0
 	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared)).WithLimits(limits)))
 	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared)).WithLimits(limits)))
 	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{}).WithLimits(policyLimits)))
