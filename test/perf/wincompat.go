@@ -23,7 +23,8 @@ type Wincompat struct {
 	Bin, WorkDir string
 	// Env is added to the environment, such as GOMAXPROCS=1.
 	Env []string
-	// Flags are added to the shared ones (serving certificate, port, kubeconfig, loopback addresses).
+	// Flags come after the shared ones (serving certificate, port, kubeconfig, loopback addresses, no
+	// RuntimeClass management, no misplaced watcher), so that one of them may override a shared one.
 	Flags []string
 	// Self is the name the calling program is metered under, as its generator.
 	Self string
@@ -51,13 +52,14 @@ func StartWincompat(ctx context.Context, cp *controlplane.ControlPlane, w Wincom
 			return nil, nil, err
 		}
 	}
-	args := append([]string{"serve"}, w.Flags...)
-	args = append(args,
+	args := []string{"serve",
 		"--cert-dir", cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(cp.Webhook.Port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--watch-misplaced=false",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
-	)
+	}
+	// The last of a repeated flag wins: a caller that measures the watcher turns it back on.
+	args = append(args, w.Flags...)
 	fmt.Printf("wincompat: %s %s %s\n", strings.Join(w.Env, " "), w.Bin, strings.Join(args, " "))
 	logName := w.Log
 	if logName == "" {
