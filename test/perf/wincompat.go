@@ -55,8 +55,8 @@ func StartWincompat(ctx context.Context, cp *controlplane.ControlPlane, w Wincom
 	args := []string{"serve",
 		"--cert-dir", cp.Webhook.CertDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(cp.Webhook.Port), "--kubeconfig", kubeconfigPath,
 		"--manage-runtimeclasses=false", "--watch-misplaced=false",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(ports[1]),
 	}
 	// The last of a repeated flag wins: a caller that measures the watcher turns it back on.
 	args = append(args, w.Flags...)
