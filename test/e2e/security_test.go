@@ -40,10 +40,10 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"/nodes":                     {any: []string{"list", "watch"}},
 		"node.k8s.io/runtimeclasses": {any: []string{"get", "list", "watch", "create"}, byName: []string{"update", "delete"}},
 		"events.k8s.io/events":       {any: []string{"create", "patch"}},
-		// misplacedPods: watch pods and the kubelet's Events; evict with remediation on (never delete: an
-		// eviction keeps PodDisruptionBudgets), pinned by the chart's ValidatingAdmissionPolicy to opted-in
-		// namespaces.
-		"/pods":          {any: []string{"list", "watch"}},
+		// misplacedPods: watch pods and the kubelet's Events; with remediation on, ask a pod's
+		// PodDisruptionBudget by an eviction in dry run, then delete it, both pinned by the chart's
+		// ValidatingAdmissionPolicy (evictions only in dry run, deletes only of the pods remediation picks).
+		"/pods":          {any: []string{"list", "watch", "delete"}},
 		"/pods/eviction": {any: []string{"create"}},
 		"/events":        {any: []string{"list", "watch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
@@ -442,7 +442,7 @@ func TestChartSecurity(t *testing.T) {
 			{"ClusterRole", map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}, "verbs": []any{"update"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"update", "patch"}}},
-			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"delete"}}},
+			{"ClusterRole", map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"deletecollection"}}},
 			{"ClusterRole", map[string]any{"apiGroups": []any{"node.k8s.io"}, "resources": []any{"runtimeclasses"}, "verbs": []any{"delete"}}},
 			{"ClusterRole", map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}},
 			// Its own pin on its writes is out of its reach.

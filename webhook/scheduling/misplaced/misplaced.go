@@ -267,9 +267,16 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 	return f, fromStatus, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
 }
 
-// remediate evicts pod once, when it is eligible, the bucket has a token and its controller had no pod
-// deleted within the window; a pod that must wait is asked about again when a token is due. Eviction,
-// not delete: the API server then keeps the pod's PodDisruptionBudget.
+// remediate deletes pod once, when it is eligible, the bucket has a token and its controller had no pod
+// deleted within the window; a pod that must wait is asked about again when a token is due.
+//
+// The pod's PodDisruptionBudget is asked first, by an eviction in dry run, then the pod is deleted with
+// preconditions on the UID and resourceVersion that were judged. A real eviction would keep the budget
+// without the short race between the two, but an eviction request shows admission the Eviction alone,
+// never the pod, and the API server then deletes without asking admission again: the chart's
+// ValidatingAdmissionPolicy could hold the account's evictions only to a namespace, so a stolen token
+// could evict any pod there. A delete shows it the pod, and the policy allows deleting only a pod
+// remediation would pick; evictions it allows only in dry run.
 func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (reconcile.Result, error) {
 	if why := policy.RemediationBlock(pod); why != "" {
 		w.Log.V(1).Info("misplaced pod left alone", "pod", client.ObjectKeyFromObject(pod), "why", why)
@@ -308,16 +315,20 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	}
 	w.deleted[owner.UID] = now
 	w.mu.Unlock()
-	uid := pod.UID
-	eviction := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
-	err := w.Client.SubResource("eviction").Create(ctx, pod, eviction)
+	uid, version := pod.UID, pod.ResourceVersion
+	judged := metav1.Preconditions{UID: &uid, ResourceVersion: &version}
+	eviction := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &judged}}
+	err := w.Client.SubResource("eviction").Create(ctx, pod, eviction, client.DryRunAll)
+	if err == nil {
+		err = w.Client.Delete(ctx, pod, client.Preconditions(judged))
+	}
 	if err != nil {
 		w.mu.Lock()
 		delete(w.deleted, owner.UID)
 		w.mu.Unlock()
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			return reconcile.Result{}, nil // gone, or replaced by a pod of the same name: judged anew
+			return reconcile.Result{}, nil // gone, changed since it was judged, or replaced: judged anew
 		case apierrors.IsTooManyRequests(err):
 			// Its PodDisruptionBudget allows no disruption now; the budget's owner decides, not wincompat.
 			w.Metrics.deletion(outcomeBudget)
@@ -326,7 +337,7 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 		return reconcile.Result{}, err
 	}
 	w.Metrics.deletion(outcomeDeleted)
-	w.Log.Info("evicted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
+	w.Log.Info("deleted misplaced Windows pod for its controller to make again", "pod", client.ObjectKeyFromObject(pod), "controller", owner.Kind+"/"+owner.Name)
 	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
 	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
 	// The pod's Event names its controller as related: the record a later leader reads the window from.

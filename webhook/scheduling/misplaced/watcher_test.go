@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +29,11 @@ const (
 )
 
 // writes counts what the watcher asked the API server to do to pods, and the Events it listed.
-type writes struct{ deletes, evictions, eventLists, eventsListed int }
+type writes struct{ deletes, evictions, dryEvictions, eventLists, eventsListed int }
+
+// protectedPod is the name of a pod whose PodDisruptionBudget allows no disruption: the test API server
+// answers an eviction of it 429, as kube-apiserver does.
+const protectedPod = "protected"
 
 // newTestWatcher is a watcher with remediation on, tokens to spare, over a fake API server holding objs
 // and an opted-in namespace.
@@ -51,7 +56,17 @@ func newTestWatcher(t *testing.T, objs ...client.Object) (*Watcher, *writes) {
 			},
 			SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
 				if sub == "eviction" {
-					w.evictions++
+					var o client.SubResourceCreateOptions
+					o.ApplyOptions(opts)
+					switch {
+					case len(o.DryRun) == 0:
+						w.evictions++
+					case obj.GetName() == protectedPod:
+						return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+					default:
+						w.dryEvictions++
+						return nil // what kube-apiserver answers; the fake client would evict for real
+					}
 				}
 				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
 			},
@@ -104,9 +119,11 @@ func kubeletEvent(p *corev1.Pod, name, reason, message string) *corev1.Event {
 		Reason: reason, Message: message, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
 }
 
-// TestRemediationActsOnPodsOwnStates: issue 40, finding 3. A pod is evicted (never deleted: the API
-// server then keeps its PodDisruptionBudget) only when its own container states, which only its node
-// writes, say it failed; never on an Event, never when it is Ready, never a Job's pod.
+// TestRemediationActsOnPodsOwnStates: issue 40, finding 3. A pod is deleted only when its own container
+// states, which only its node writes, say it failed; never on an Event, never when it is Ready, never a
+// Job's pod, and only after its PodDisruptionBudget allowed an eviction in dry run. It is never evicted
+// for real: the chart's admission policy can judge a delete by the pod, an eviction only by its
+// namespace.
 func TestRemediationActsOnPodsOwnStates(t *testing.T) {
 	jobPod := failingState(misplacedPod("job"))
 	jobPod.OwnerReferences[0].APIVersion, jobPod.OwnerReferences[0].Kind = "batch/v1", "Job"
@@ -114,14 +131,15 @@ func TestRemediationActsOnPodsOwnStates(t *testing.T) {
 	readyButFailedBefore.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{
 		Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", Message: osMismatch, ExitCode: 128}}
 	for name, tc := range map[string]struct {
-		pod       *corev1.Pod
-		event     bool // a Warning Event Failed with the runtime's words about it
-		wantEvict bool
+		pod        *corev1.Pod
+		event      bool // a Warning Event Failed with the runtime's words about it
+		wantDelete bool
 	}{
 		"a forged Event about a Running, Ready pod":    {running(misplacedPod("healthy")), true, false},
 		"an Event alone about a pod that is not Ready": {misplacedPod("event-only"), true, false},
 		"a Ready pod whose last state failed":          {readyButFailedBefore, false, false},
 		"a Job's pod":                                  {jobPod, false, false},
+		"its own state, but its budget is spent":       {failingState(misplacedPod(protectedPod)), false, false},
 		"its own state, not Ready":                     {failingState(misplacedPod("misplaced")), false, true},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -133,11 +151,11 @@ func TestRemediationActsOnPodsOwnStates(t *testing.T) {
 			if _, err := w.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.pod)}); err != nil {
 				t.Fatal(err)
 			}
-			if did.deletes != 0 {
-				t.Errorf("deleted the pod with Delete %d times: PodDisruptionBudgets bypassed", did.deletes)
+			if did.evictions != 0 {
+				t.Errorf("evicted the pod %d times: the chart's policy cannot tell which pod an eviction names", did.evictions)
 			}
-			if got := did.evictions == 1; got != tc.wantEvict {
-				t.Errorf("evictions %d, want evicted %v", did.evictions, tc.wantEvict)
+			if got := did.deletes == 1 && did.dryEvictions == 1; got != tc.wantDelete || did.deletes > did.dryEvictions {
+				t.Errorf("%d deletes after %d evictions in dry run, want deleted %v (and never without its budget asked)", did.deletes, did.dryEvictions, tc.wantDelete)
 			}
 		})
 	}
