@@ -1,5 +1,5 @@
-// Command hostile runs the attacks of issue 24 on wincompat's webhook port, one after the other, each for
-// a bounded time, against `wincompat serve` (GOMAXPROCS=1, WINCOMPAT_MEMORY_LIMIT as the chart sets it)
+// Command hostile runs the attacks of issue 24 on wincompat's webhook port, and those of issue 40 through
+// the API server (issue40.go), one after the other, each for a bounded time, against `wincompat serve` (GOMAXPROCS=1, WINCOMPAT_MEMORY_LIMIT as the chart sets it)
 // on 127.0.0.1 next to a real control plane, and measures what each costs the server (peak RSS, CPU) and
 // whether legitimate reviews are answered during and after it: reviews POSTed directly, each on a new
 // connection, and pods created (dry run) through the API server with wincompat's webhook configuration
@@ -129,6 +129,10 @@ type AttackResult struct {
 	AttackerOutcomes    map[string]int64 `json:"attackerOutcomes"`
 	// HeldSecondsMean is how long, on average, the server let an attacker's connection stay open.
 	HeldSecondsMean float64 `json:"heldSecondsMean,omitempty"`
+	// Figures and Notes are what an attack of issue 40 measured of its own: serve's RSS between the
+	// phases of a flood, how long a pod survived, the largest Event reason the API server took.
+	Figures map[string]float64 `json:"figures,omitempty"`
+	Notes   []string           `json:"notes,omitempty"`
 	// Direct and API are the legitimate reviews during the attack (from its second second on) and after.
 	DirectDuring Counts `json:"directDuring"`
 	DirectAfter  Counts `json:"directAfter"`
@@ -161,6 +165,7 @@ type env struct {
 	port     int
 	tls      *tls.Config
 	cs       kubernetes.Interface
+	attacker kubernetes.Interface // without a client-side rate limit, for the attacks through the API server
 	server   *perf.Server
 	meter    *perf.Meter
 	timeout  time.Duration
@@ -173,21 +178,27 @@ type env struct {
 type attack struct {
 	name, description string
 	run               func(ctx context.Context, e *env, s *stats)
+	// serve are flags of this attack's own for wincompat serve, after the lab's (the misplaced watcher's).
+	serve []string
 }
 
 func attacks() []attack {
 	return []attack{
-		{"none", "no attack: the legitimate probes alone, for reference", func(ctx context.Context, _ *env, _ *stats) { <-ctx.Done() }},
-		{"bodies-24-at-once", "24 connections each declare a 7 MiB body, send all but its last byte at once, then wait; reconnect when cut off", slowBodies(24, false)},
-		{"bodies-24-trickle", "the same, sending 64 KiB every 100 ms (about 11 s for the body)", slowBodies(24, true)},
-		{"bodies-300-at-once", "300 connections (past --max-connections 256), all but the last byte at once, then wait", slowBodies(300, false)},
-		{"bodies-300-trickle", "300 connections, 64 KiB every 100 ms", slowBodies(300, true)},
-		{"largest-reviews-32", "32 keep-alive connections send reviews of a 4,000-container chart pod (about 3.6 MiB) back to back", largestReviews(32, 4000)},
-		{"policy-256KiB-32", "32 keep-alive connections send /validate-policy reviews of just-under-256 KiB policies, half of unknown keys, half of one key repeated", policies(32, policy.MaxPolicyBytes-1)},
-		{"policy-1MiB-32", "the same with 1 MiB policies", policies(32, 1<<20)},
-		{"idle-tls-1000", "1,000 connections complete the TLS handshake and send nothing; reconnect when closed", idle(1000, idleAfterHandshake)},
-		{"stalled-handshake-1000", "1,000 TCP connections never start the TLS handshake; reconnect when closed", idle(1000, idleBeforeHandshake)},
-		{"idle-keepalive-1000", "1,000 connections send one small request each, then keep the connection open and send nothing", idle(1000, idleAfterRequest)},
+		{"none", "no attack: the legitimate probes alone, for reference", func(ctx context.Context, _ *env, _ *stats) { <-ctx.Done() }, nil},
+		{"bodies-24-at-once", "24 connections each declare a 7 MiB body, send all but its last byte at once, then wait; reconnect when cut off", slowBodies(24, false), nil},
+		{"bodies-24-trickle", "the same, sending 64 KiB every 100 ms (about 11 s for the body)", slowBodies(24, true), nil},
+		{"bodies-300-at-once", "300 connections (past --max-connections 256), all but the last byte at once, then wait", slowBodies(300, false), nil},
+		{"bodies-300-trickle", "300 connections, 64 KiB every 100 ms", slowBodies(300, true), nil},
+		{"largest-reviews-32", "32 keep-alive connections send reviews of a 4,000-container chart pod (about 3.6 MiB) back to back", largestReviews(32, 4000), nil},
+		{"policy-256KiB-32", "32 keep-alive connections send /validate-policy reviews of just-under-256 KiB policies, half of unknown keys, half of one key repeated", policies(32, policy.MaxPolicyBytes-1), nil},
+		{"policy-1MiB-32", "the same with 1 MiB policies", policies(32, 1<<20), nil},
+		{"idle-tls-1000", "1,000 connections complete the TLS handshake and send nothing; reconnect when closed", idle(1000, idleAfterHandshake), nil},
+		{"stalled-handshake-1000", "1,000 TCP connections never start the TLS handshake; reconnect when closed", idle(1000, idleBeforeHandshake), nil},
+		{"idle-keepalive-1000", "1,000 connections send one small request each, then keep the connection open and send nothing", idle(1000, idleAfterRequest), nil},
+		{"huge-name-pod-api", "a 1.3 MB Windows pod whose Secret volume has a 200 KB name and 20,000 items with a mode, created (dry run) through the API server in a loop; the API server refuses it in validation, after wincompat's answer", hugeNameThroughAPI, nil},
+		{"huge-name-pod-direct-8", "8 keep-alive connections send reviews of the same pod back to back", hugeNameDirect(8), nil},
+		{"event-flood-240", "Warning Events about pods with a reason of 1 MiB (or the largest the API server takes), in a namespace never opted in, created through the API server: 120, then 120 more; serve elects itself leader and runs the misplaced watcher", eventFlood(120, 120), leaderFlags},
+		{"forged-event-remediate", "a forged Warning Event Failed (0xc0370101) about a Running, Ready Windows pod of a ReplicaSet, then one every 2 s; serve is leader with remediation on", forgedEvent, append(slices.Clip(leaderFlags), "--remediate-misplaced")},
 	}
 }
 
@@ -233,6 +244,9 @@ func run(ctx context.Context, c config) (err error) {
 	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	if err := prepareIssue40(ctx, cs); err != nil {
+		return err
+	}
 	e, err := newEnv(c, cp, cs, time.Duration(timeoutSeconds)*time.Second)
 	if err != nil {
 		return err
@@ -241,8 +255,14 @@ func run(ctx context.Context, c config) (err error) {
 	// the kernel's accept queue is not counted against the next.
 	r.Alive = true
 	for i, a := range chosen {
-		if err := e.start(ctx, limit.Value(), fmt.Sprintf("wincompat-%02d-%s.log", i, a.name)); err != nil {
+		started := time.Now()
+		if err := e.start(ctx, limit.Value(), fmt.Sprintf("wincompat-%02d-%s.log", i, a.name), a.serve); err != nil {
 			return err
+		}
+		if slices.Contains(a.serve, "--leader-elect") {
+			if err := e.waitForLeader(ctx, started); err != nil {
+				return errors.Join(err, e.server.Stop(10*time.Second))
+			}
 		}
 		if r.Wincompat == "" {
 			if r.Wincompat, err = e.version(ctx); err != nil {
@@ -284,7 +304,11 @@ func newEnv(c config, cp *controlplane.ControlPlane, cs kubernetes.Interface, ti
 	if !pool.AppendCertsFromPEM(cp.Webhook.CAData) {
 		return nil, errors.New("no CA certificate in envtest's webhook CA")
 	}
-	e := &env{c: c, cp: cp, port: cp.Webhook.Port, cs: cs, timeout: timeout, probeGen: 16,
+	attacker, err := attackerClient(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{c: c, cp: cp, port: cp.Webhook.Port, cs: cs, attacker: attacker, timeout: timeout, probeGen: 16,
 		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
 	review, err := perf.NewReview("chart-pod", "the Windows chart pod of make perf", perf.ChartPod(2, namespace, true), namespace, admissionv1.Create, perf.WithPatch, "mutated")
 	if err != nil {
@@ -318,13 +342,14 @@ func newEnv(c config, cp *controlplane.ControlPlane, cs kubernetes.Interface, ti
 }
 
 // start runs a new `wincompat serve` with serve's serving flags as shipped (the bounds measured are its
-// defaults), told of a container memory limit of limit bytes.
-func (e *env) start(ctx context.Context, limit int64, log string) error {
+// defaults), told of a container memory limit of limit bytes, with the attack's own flags.
+func (e *env) start(ctx context.Context, limit int64, log string, attackFlags []string) error {
+	flags := append([]string{"--resolve-images=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s"}, e.c.serveFlags...)
 	var err error
 	e.server, e.meter, err = perf.StartWincompat(ctx, e.cp, perf.Wincompat{
 		Bin: e.c.wincompat, WorkDir: e.c.workDir, Self: "hostile", Log: log,
 		Env:   []string{"GOMAXPROCS=1", "WINCOMPAT_MEMORY_LIMIT=" + strconv.FormatInt(limit, 10)},
-		Flags: append([]string{"--resolve-images=false", "--shutdown-delay", "0s", "--shutdown-timeout", "5s"}, e.c.serveFlags...),
+		Flags: append(flags, attackFlags...),
 	})
 	return err
 }
@@ -349,13 +374,32 @@ func (e *env) version(ctx context.Context) (string, error) {
 	}
 }
 
-// stats is what an attack saw of its own requests and connections.
+// stats is what an attack saw of its own requests and connections, and what it measured besides.
 type stats struct {
 	conns    atomic.Int64
 	mu       sync.Mutex
 	outcomes map[string]int64
 	held     time.Duration
 	heldN    int64
+	figures  map[string]float64
+	notes    []string
+}
+
+// figure records a number an attack measured of its own, such as serve's RSS between two of its phases.
+func (s *stats) figure(name string, v float64) {
+	s.mu.Lock()
+	if s.figures == nil {
+		s.figures = map[string]float64{}
+	}
+	s.figures[name] = v
+	s.mu.Unlock()
+}
+
+// note records what an attack found that is no number, such as whether its pod survived.
+func (s *stats) note(format string, args ...any) {
+	s.mu.Lock()
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
 }
 
 func (s *stats) add(outcome string) {
@@ -490,6 +534,7 @@ func (e *env) measure(ctx context.Context, a attack, limitMiB float64) (AttackRe
 	res.OtherCores = max(0, cores(during.machine-before.machine)-res.Cores-res.GeneratorCores-res.ControlPlaneCores)
 	res.AttackerConnections = s.conns.Load()
 	res.AttackerOutcomes = s.outcomes
+	res.Figures, res.Notes = s.figures, s.notes
 	if s.heldN > 0 {
 		res.HeldSecondsMean = s.held.Seconds() / float64(s.heldN)
 	}
@@ -911,6 +956,12 @@ func printSummary(out io.Writer, r *Results) {
 			fmt.Fprintf(out, "; a connection held %.1f s on average", a.HeldSecondsMean)
 		}
 		fmt.Fprintln(out)
+		for _, k := range slices.Sorted(maps.Keys(a.Figures)) {
+			fmt.Fprintf(out, "    %s: %.1f\n", k, a.Figures[k])
+		}
+		for _, n := range a.Notes {
+			fmt.Fprintf(out, "    %s\n", n)
+		}
 		for _, p := range []struct {
 			name string
 			c    Counts
