@@ -53,6 +53,7 @@ var leaderFlags = []string{"--leader-elect", "--namespace", leaseNamespace, "--w
 func attackerClient(cfg *rest.Config) (kubernetes.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS = -1
+	cfg.WarningHandler = rest.NoWarnings{}
 	return kubernetes.NewForConfig(cfg)
 }
 

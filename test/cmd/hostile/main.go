@@ -41,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
@@ -233,7 +234,10 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-	cs, err := kubernetes.NewForConfig(cp.Config)
+	// The probes' pods draw wincompat's warnings, 20 of them twice a second: they would drown the report.
+	quiet := rest.CopyConfig(cp.Config)
+	quiet.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(quiet)
 	if err != nil {
 		return err
 	}
