@@ -125,7 +125,7 @@ overload: build $(K8S_BINS) ## 2x wincompat serve's maximum review rate for 60 s
 # Flags for test/cmd/hostile, e.g. HOSTILE_FLAGS="-duration 30s -memory-limit 192Mi -attacks bodies-300-at-once".
 HOSTILE_FLAGS ?=
 
-hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port, ~20 s each (~5 min): peak RSS, CPU, legitimate reviews answered (test/perf/README.md)
+hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port and of issue 40 through the API server, ~20 s each (~7 min): peak RSS, CPU, legitimate reviews answered (test/perf/README.md)
 	cd test && $(GO) run ./cmd/hostile -root .. -wincompat ../bin/wincompat $(HOSTILE_FLAGS)
 
 # V=1 prints every detail (each command, warning, pod and rule); KEEP=1 keeps the cluster running
