@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,10 +24,7 @@ const (
 // CacheOptions keep in the leader's memory only what the watcher reads, every string bounded. Pods: of
 // a Windows pod its controller, wincompat's annotations, the skip label, node, the build and OS terms of
 // its scheduling, images, readiness and container states (of a message only the pattern of the table
-// it matches); of every other pod its name alone. Events: only Warnings about pods (a field selector, so
-// the API server filters them); of an Event of a reason the watcher reads, the reason, the pod it is
-// about and the pattern its message matches, and of wincompat's own WindowsBuildMismatchDeleted also the
-// controller and the time; of any other Event its name alone, which its informer needs to delete it.
+// it matches); of every other pod its name alone. Events have an informer of their own (events.go).
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Transform: func(obj any) (any, error) {
@@ -37,14 +33,6 @@ func CacheOptions() map[client.Object]cache.ByObject {
 			}
 			return obj, nil
 		}},
-		&corev1.Event{}: {
-			Field: fields.SelectorFromSet(fields.Set{"type": corev1.EventTypeWarning, "involvedObject.kind": "Pod"}),
-			Transform: func(obj any) (any, error) {
-				if e, ok := obj.(*corev1.Event); ok {
-					return keptEvent(e), nil
-				}
-				return obj, nil
-			}},
 	}
 }
 
@@ -55,6 +43,9 @@ func readEvent(e *corev1.Event) bool {
 	return read && o.Kind == "Pod" && o.Namespace == e.Namespace && len(o.Name) <= maxName && len(o.UID) <= maxUID
 }
 
+// keptEvent is what the Event informer keeps of an Event: the reason, the pod it is about and the
+// pattern its message matches, and of wincompat's own WindowsBuildMismatchDeleted also the controller
+// and the time; of an Event the watcher does not read (the informer's filter drops those) its name.
 func keptEvent(e *corev1.Event) *corev1.Event {
 	kept := &corev1.Event{}
 	kept.Name, kept.Namespace, kept.UID, kept.ResourceVersion = e.Name, e.Namespace, e.UID, e.ResourceVersion

@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
@@ -57,6 +60,9 @@ type Watcher struct {
 	Log         logr.Logger
 	Metrics     *Metrics
 	Remediation Remediation
+	// Events are the Events the watcher reads, indexed by pod and by deleted controller; SetupWithManager
+	// fills it from its own informer (events.go).
+	Events toolscache.Indexer
 	// Now is the clock of the owner window; time.Now when nil.
 	Now func() time.Time
 
@@ -106,25 +112,26 @@ func (w *Watcher) init() {
 	w.Metrics.reset()
 }
 
-func podOfEvent(o client.Object) []string {
-	return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
-}
-
-func controllerOfDeletion(o client.Object) []string {
-	if e := o.(*corev1.Event); e.Reason == ReasonDeleted && e.Related != nil {
-		return []string{string(e.Related.UID)}
-	}
-	return nil
-}
-
-// SetupWithManager registers the controller and the Event index with the leader's manager.
+// SetupWithManager registers the controller and its Event informer (events.go) with the leader's
+// manager.
 func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	w.init()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, eventIndex, podOfEvent); err != nil {
-		return fmt.Errorf("indexing Events: %w", err)
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("a client for Events: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Event{}, deletedIndex, controllerOfDeletion); err != nil {
-		return fmt.Errorf("indexing Events: %w", err)
+	events := newEventInformer(cs, w.keepEvent)
+	w.Events = events.GetIndexer()
+	// keepEvent reads namespaces from the manager's cache: the informer starts once it has synced, so
+	// that no Event of an opted-in namespace is dropped as if it were not.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil // stopping
+		}
+		events.RunWithContext(ctx)
+		return nil
+	})); err != nil {
+		return err
 	}
 	toPod := handler.EnqueueRequestsFromMapFunc(w.eventRequests)
 	// A replica that stops leading stops counting: the gauge is the leader's, and a stale count on a
@@ -145,7 +152,7 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		Named("misplaced-pods").
 		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		For(&corev1.Pod{}, builder.WithPredicates(windows)).
-		Watches(&corev1.Event{}, toPod).
+		WatchesRawSource(&source.Informer{Informer: events, Handler: toPod}).
 		Complete(w)
 }
 
@@ -178,13 +185,13 @@ func (w *Watcher) podEventsOf(ctx context.Context, pod *corev1.Pod) (podEvents, 
 	if pe, ok := w.events[key]; ok && pe.uid == pod.UID {
 		return *pe, nil
 	}
-	var list corev1.EventList
-	if err := w.Client.List(ctx, &list, client.InNamespace(pod.Namespace), client.MatchingFields{eventIndex: string(pod.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+	list, err := w.eventsBy(eventIndex, string(pod.UID))
+	if err != nil {
 		return podEvents{}, err
 	}
 	pe := &podEvents{uid: pod.UID}
-	for i := range list.Items {
-		pe.add(&list.Items[i])
+	for _, e := range list {
+		pe.add(e)
 	}
 	w.events[key] = pe
 	return *pe, nil
@@ -365,11 +372,14 @@ func eventNote(s string) string {
 // deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
 // window: a leader keeps the window of the one before it, for as long as the API server keeps Events.
 func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID, now time.Time) (bool, error) {
-	var list corev1.EventList
-	if err := w.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{deletedIndex: string(owner)}, client.UnsafeDisableDeepCopy); err != nil {
+	list, err := w.eventsBy(deletedIndex, string(owner))
+	if err != nil {
 		return false, err
 	}
-	for _, e := range list.Items {
+	for _, e := range list {
+		if e.Namespace != ns {
+			continue
+		}
 		at := e.EventTime.Time
 		if at.IsZero() {
 			at = e.LastTimestamp.Time

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -45,8 +46,20 @@ func newTestWatcher(t *testing.T, objs ...client.Object) (*Watcher, *writes) {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace, Labels: map[string]string{policy.LabelEnabled: "true"}}}
 	w := &writes{}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, ns)...).
-		WithIndex(&corev1.Event{}, eventIndex, podOfEvent).WithIndex(&corev1.Event{}, deletedIndex, controllerOfDeletion).
+	// Events go to the watcher's own informer's store, as the informer keeps them; the rest to the API
+	// server.
+	store := &countingIndexer{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, eventIndexers), counts: w}
+	var others []client.Object
+	for _, o := range objs {
+		if e, ok := o.(*corev1.Event); ok {
+			if err := store.Add(keptEvent(e)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		others = append(others, o)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(others, ns)...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				if _, ok := obj.(*corev1.Pod); ok {
@@ -70,16 +83,8 @@ func newTestWatcher(t *testing.T, objs ...client.Object) (*Watcher, *writes) {
 				}
 				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
 			},
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				err := c.List(ctx, list, opts...)
-				if l, ok := list.(*corev1.EventList); ok {
-					w.eventLists++
-					w.eventsListed += len(l.Items)
-				}
-				return err
-			},
 		}).Build()
-	watcher := &Watcher{Client: c, Policy: policy.Default, Recorder: events.NewFakeRecorder(100), Log: logr.Discard(),
+	watcher := &Watcher{Client: c, Events: store, Policy: policy.Default, Recorder: events.NewFakeRecorder(100), Log: logr.Discard(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Remediation: Remediation{Enabled: true, PerMinute: 100, OwnerWindow: 10 * time.Minute}}
 	watcher.init()
 	return watcher, w
@@ -110,6 +115,19 @@ func running(p *corev1.Pod) *corev1.Pod {
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	return p
+}
+
+// countingIndexer counts the Events the watcher reads from its store.
+type countingIndexer struct {
+	toolscache.Indexer
+	counts *writes
+}
+
+func (c *countingIndexer) ByIndex(index, key string) ([]any, error) {
+	objs, err := c.Indexer.ByIndex(index, key)
+	c.counts.eventLists++
+	c.counts.eventsListed += len(objs)
+	return objs, err
 }
 
 // kubeletEvent is a Warning Event about p, as the kubelet writes one or anyone who may create Events
@@ -172,7 +190,7 @@ func TestWorkPerEventIsConstant(t *testing.T) {
 	const before, after = 50, 200
 	objs := []client.Object{pod}
 	for i := range before {
-		objs = append(objs, kubeletEvent(pod, fmt.Sprintf("noise-%d", i), "BackOff", "Back-off pulling image"))
+		objs = append(objs, kubeletEvent(pod, fmt.Sprintf("noise-%d", i), "Failed", "Error: ImagePullBackOff"))
 	}
 	w, did := newTestWatcher(t, objs...)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}
@@ -181,11 +199,11 @@ func TestWorkPerEventIsConstant(t *testing.T) {
 	}
 	seeded := did.eventsListed
 	for i := range after {
-		e := kubeletEvent(pod, fmt.Sprintf("more-%d", i), "BackOff", "Back-off pulling image")
+		e := kubeletEvent(pod, fmt.Sprintf("more-%d", i), "Failed", "Error: ImagePullBackOff")
 		if i == after-1 {
 			e = kubeletEvent(pod, "sandbox", "FailedCreatePodSandBox", osMismatch)
 		}
-		if err := w.Client.Create(ctx, e); err != nil {
+		if err := w.Events.Add(keptEvent(e)); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range w.eventRequests(ctx, e) {
