@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -570,6 +571,33 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 		checkRefused(t, "updating a pod", sa.Update(ctx, undecided2), rbacRefuses(`update resource "pods"`))
 		checkRefused(t, "creating a pod", sa.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "new"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}), rbacRefuses(`create resource "pods"`))
+	})
+
+	// What a stolen token reads (SECURITY.md, "Least privilege"): the watcher's pods and Events in every
+	// namespace, which RBAC cannot narrow to the opted-in ones, and nothing of workloads, Secrets or
+	// ConfigMaps outside its own names.
+	t.Run("what it reads", func(t *testing.T) {
+		const elsewhere = "some-team"
+		setUpNamespace(ctx, t, admin, elsewhere, nil, nil)
+		for what, list := range map[string]client.ObjectList{"pods": &corev1.PodList{}, "events": &corev1.EventList{}} {
+			if err := sa.List(ctx, list); err != nil {
+				t.Errorf("listing %s in every namespace, which the misplaced watcher needs: %v", what, err)
+			}
+		}
+		for _, tc := range []struct {
+			what   string
+			list   client.ObjectList
+			refuse string
+		}{
+			{"Secrets", &corev1.SecretList{}, `list resource "secrets"`},
+			{"ConfigMaps", &corev1.ConfigMapList{}, `list resource "configmaps"`},
+			{"Deployments", &appsv1.DeploymentList{}, `list resource "deployments"`},
+			{"pod templates", &corev1.PodTemplateList{}, `list resource "podtemplates"`},
+		} {
+			checkRefused(t, "listing "+tc.what, sa.List(ctx, tc.list, client.InNamespace(elsewhere)), rbacRefuses(tc.refuse))
+		}
+		checkRefused(t, "reading a pod's log", sa.SubResource("log").Get(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "p"}}, &corev1.Pod{}),
+			rbacRefuses(`get resource "pods/log"`))
 	})
 
 	// What RBAC still allows with admission policies, no admission control sees: a policy of any name, and
