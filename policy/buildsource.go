@@ -174,7 +174,7 @@ func (p *Policy) annotationBuild(q *buildQuery) (buildChoice, bool) {
 // choice stands (the user may know better, or the registry may be wrong), but not silently.
 func (p *Policy) checkAgainstImages(q *buildQuery, b Build, why string) {
 	for _, ci := range q.images {
-		if ci.constrains() && !ci.linuxOnly() && !p.runs(ci, b.Number) {
+		if ci.constrains() && !ci.linuxOnly() && q.rec.room(RuleImageNotOnBuild) && !p.runs(ci, b.Number) {
 			q.rec.add(Change{Action: Warn, Path: ci.imagePath(),
 				Reason: "the pod is pinned to Windows build " + b.Number + " (" + why + "), which cannot run " + ci.describe(), Rule: RuleImageNotOnBuild})
 		}
@@ -187,7 +187,7 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 	source := SourceImage
 	constraining := 0
 	for _, ci := range q.images {
-		if ci.lookupErr != "" {
+		if ci.lookupErr != "" && q.rec.room(RuleImageUnread) {
 			q.rec.add(Change{Action: Warn, Path: ci.imagePath(),
 				Reason: "could not read " + ci.shown() + " from its registry (" + ci.lookupErr + "); its build is taken from the tag, namespace, cluster or default", Rule: RuleImageUnread})
 		}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -246,6 +247,9 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
 			return Decision{Windows: true, Denied: ci.owner() + ": image " + ci.describe() + " has no Windows entry and can never run on a Windows node; use a Windows image, or set imagesWithoutWindows: warn in the policy"}
 		}
+		if !rec.room(RuleLinuxOnlyImage) {
+			continue
+		}
 		rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: linuxOnlyImageReason(ci.shown(), ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 	}
 	if p.ImagesWithoutWindows == ImagesWithoutWindowsDeny {
@@ -313,6 +317,10 @@ func newRecorder(meta *metav1.ObjectMeta, key string, spec *corev1.PodSpec) *rec
 // reserve four changes for each before one is found.
 const maxPreallocatedChanges = 256
 
+// room says whether a warning of rule would still be recorded: a caller checks it before building a
+// warning's reason once per container.
+func (r *recorder) room(rule Rule) bool { return r.warned[rule] < maxFindingsPerRow }
+
 // add records c; past maxFindingsPerRow warnings of one rule it drops the warning (a change made is always
 // recorded): one image or one container repeated thousands of times says nothing new after the first few.
 func (r *recorder) add(c Change) {
@@ -324,6 +332,10 @@ func (r *recorder) add(c Change) {
 			return
 		}
 		r.warned[c.Rule]++
+	}
+	if len(r.changes) == cap(r.changes) {
+		// Doubled: append grows a long slice by a quarter, which allocates five times what it keeps.
+		r.changes = slices.Grow(r.changes, max(len(r.changes), 16))
 	}
 	r.changes = append(r.changes, c)
 }

@@ -111,7 +111,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 // registry: the build decision rests on what the mirror said, and the operator chose to trust it.
 func recordMirrors(images []containerImage, rec *recorder) {
 	for _, ci := range images {
-		if ci.mirror != "" {
+		if ci.mirror != "" && rec.room(RuleImageMirror) {
 			rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: "read from mirror " + ci.mirror + " for " + ci.mirrorFor, Rule: RuleImageMirror})
 		}
 	}

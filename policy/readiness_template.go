@@ -24,7 +24,7 @@ func (p *Policy) checkTemplate(tpl *corev1.PodTemplateSpec, facts Facts, rec *re
 	spec, ns := &tpl.Spec, facts.Namespace
 	if facts.Images != nil {
 		for _, ci := range p.containerImages(spec, facts) {
-			if ci.linuxOnly() {
+			if ci.linuxOnly() && rec.room(RuleLinuxOnlyImage) {
 				rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: linuxOnlyImageReason(ci.shown(), ci.platformsDescribed()), Rule: RuleLinuxOnlyImage})
 			}
 		}

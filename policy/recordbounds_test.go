@@ -15,11 +15,12 @@ import (
 
 // maxDecisionFactor bounds what one decision (Decide, then its warnings and record rendered) allocates,
 // in bytes per byte of the object's JSON: linear, whatever the names. Measured on the shapes below, the
-// rows that warn stay under 1 (their findings are capped), and the rows that act are 17 to 44 times:
-// each change a one-byte-named container gets costs its Change, its path, a key in the merge's map and
-// its record entry, about 1.7 KB, for some 40 bytes of JSON. Before names were clipped and paths built
+// rows that warn stay under 1 (their findings are capped; images' under 16, what each container's image
+// is known to run), and the rows that act 17 to 36 times: each change a one-byte-named container gets
+// costs what the change itself adds to the pod (a limit's map, a user's options), its Change, its path,
+// a key in the merge's map and its record entry, about 1.5 KB, for some 40 bytes of JSON. Before names were clipped and paths built
 // only when recorded, issue 40's reproduction allocated 1.4 GB for 1.3 MB.
-const maxDecisionFactor = 48
+const maxDecisionFactor = 40
 
 // boundedShape is the worst shape of the rows named in rules: one element of what they act on or warn
 // about, which the test repeats until the pod is about a mebibyte, once with names of 64 KiB (a path

@@ -40,7 +40,7 @@ func (p *Policy) checkRevisions(images []containerImage, chosen []string, c *Clu
 			if !known {
 				continue
 			}
-			if v, ahead := p.revisionAhead(ci.entries, b, node); ahead {
+			if v, ahead := p.revisionAhead(ci.entries, b, node); ahead && rec.room(RuleImageNewerRevision) {
 				rec.add(Change{Action: Warn, Path: ci.imagePath(), Reason: newerRevisionReason(ci.shown(), v, b, node), Rule: RuleImageNewerRevision})
 			}
 		}
