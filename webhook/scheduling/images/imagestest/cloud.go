@@ -101,7 +101,9 @@ func (c *Cloud) Env() map[string]string {
 		"NO_PROXY":      "",
 		"SSL_CERT_FILE": filepath.Join(c.dir, "ca.pem"),
 		"SSL_CERT_DIR":  c.dir,
-		// AWS: IRSA, as the EKS Pod Identity webhook sets it, with the service endpoints here.
+		// AWS: IRSA, as the EKS Pod Identity webhook sets it (the region too: ECR credentials serve the
+		// operator's regions only), with the service endpoints here.
+		"AWS_REGION":                  "us-west-2",
 		"AWS_ROLE_ARN":                c.RoleARN,
 		"AWS_WEB_IDENTITY_TOKEN_FILE": filepath.Join(c.dir, "aws-token"),
 		"AWS_ENDPOINT_URL_STS":        c.sts.URL,
