@@ -24,25 +24,34 @@ type Admissions struct {
 	ImageLookups map[string]float64 `json:"imageLookups,omitempty"`
 }
 
-// ScrapeAdmissions reads wincompat's admission counters from its metrics endpoint.
-func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
-	a := Admissions{ByResult: map[string]float64{}, ImageLookups: map[string]float64{}}
+// ScrapeFamilies reads every metric family of a Prometheus text endpoint.
+func ScrapeFamilies(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return a, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return a, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return a, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return families, nil
+}
+
+// ScrapeAdmissions reads wincompat's admission counters from its metrics endpoint.
+func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
+	a := Admissions{ByResult: map[string]float64{}, ImageLookups: map[string]float64{}}
+	families, err := ScrapeFamilies(ctx, url)
+	if err != nil {
+		return a, err
 	}
 	sumByResult(families["wincompat_admission_total"], a.ByResult)
 	sumByResult(families["wincompat_image_lookups_total"], a.ImageLookups)

@@ -9,13 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -218,7 +215,7 @@ func eventFlood(batches ...int) func(ctx context.Context, e *env, s *stats) {
 				s.figure(name+" RSS MiB", mib(p.RSS))
 				s.figure(name+" RssAnon MiB", mib(p.RSSAnon))
 			}
-			if m, err := scrapeMetrics(ctx, e.meter.MetricsURL); err == nil {
+			if m, err := perf.ScrapeFamilies(ctx, e.meter.MetricsURL); err == nil {
 				for _, g := range m["go_gc_heap_live_bytes"].GetMetric() {
 					s.figure(name+" live heap MiB", g.GetGauge().GetValue()/(1<<20))
 				}
@@ -435,24 +432,10 @@ func (e *env) gone(ctx context.Context, pod *corev1.Pod) string {
 	return ""
 }
 
-func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
-}
-
 // watcherCounters are what say whether the watcher worked and what it did: its reconciles by result
 // and its deletions by outcome, from serve's /metrics.
 func watcherCounters(ctx context.Context, url string) (map[string]float64, error) {
-	families, err := scrapeMetrics(ctx, url)
+	families, err := perf.ScrapeFamilies(ctx, url)
 	if err != nil {
 		return nil, err
 	}
