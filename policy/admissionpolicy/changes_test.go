@@ -165,6 +165,8 @@ func goldenPods(t *testing.T) []namedPod {
 type compiledPolicy struct {
 	name        string
 	expressions []compiledExpression
+	// params is the policy's parameter object as the API server passes it (an unstructured ConfigMap).
+	params map[string]any
 }
 
 type compiledExpression struct {
@@ -217,7 +219,7 @@ func (p *compiledPolicy) evaluateConditions(t testing.TB, where string, obj map[
 		if e.kind != matchCondition {
 			continue
 		}
-		val, details, err := e.prg.Eval(map[string]any{"object": obj, "variables": map[string]any{}})
+		val, details, err := e.prg.Eval(p.activation(map[string]any{"object": obj, "variables": map[string]any{}}))
 		if err != nil {
 			t.Fatalf("%s: %s: %v", where, e.where, err)
 		}
@@ -247,7 +249,7 @@ func (p *compiledPolicy) evaluate(t testing.TB, where string, obj, ns map[string
 		if e.kind != variable && e.kind != jsonPatch {
 			continue
 		}
-		val, details, err := e.prg.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": ev.variables})
+		val, details, err := e.prg.Eval(p.activation(map[string]any{"object": obj, "namespaceObject": ns, "variables": ev.variables}))
 		if err != nil {
 			t.Fatalf("%s: %s: %v", where, e.where, err)
 		}
@@ -263,6 +265,14 @@ func (p *compiledPolicy) evaluate(t testing.TB, where string, obj, ns map[string
 		ev.cost = conditions // the API server stops at changes
 	}
 	return ev
+}
+
+// activation is vars with the policy's params, when it has any.
+func (p *compiledPolicy) activation(vars map[string]any) map[string]any {
+	if p.params != nil {
+		vars["params"] = p.params
+	}
+	return vars
 }
 
 func (p *compiledPolicy) report(e compiledExpression, cost uint64, each func(expression string, cost uint64)) {
