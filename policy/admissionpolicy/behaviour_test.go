@@ -33,8 +33,7 @@ func TestPoliciesBehaveAsPinned(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(renderings)) {
 		policies, params := renderedForEvaluation(t, renderings[name])
 		for _, p := range policies {
-			e := compilePolicy(t, c, p)
-			e.params = params
+			e := compilePolicy(t, c, p, params)
 			ns := map[string]any{"metadata": map[string]any{"name": "web", "labels": bindingLabels(p.Name)}}
 			for _, pod := range pods {
 				for _, obj := range objectsFor(t, p.Name, pod.obj) {
@@ -109,9 +108,15 @@ func objectsFor(t *testing.T, name string, pod map[string]any) []namedPod {
 	return nil
 }
 
-// renderedForEvaluation are the policies that do what pol says, and the params they read.
-func renderedForEvaluation(t *testing.T, pol *policy.Policy) ([]admissionregistrationv1.MutatingAdmissionPolicy, map[string]any) {
+// renderedForEvaluation are the policies that do what pol says, and their params object as the API
+// server passes it to CEL (an unstructured ConfigMap), with version v1.2.3.
+func renderedForEvaluation(t testing.TB, pol *policy.Policy) ([]admissionregistrationv1.MutatingAdmissionPolicy, map[string]any) {
 	t.Helper()
-	policies, _ := Render(pol, Options{Version: "v1.2.3"})
-	return policies, nil
+	r := Render(pol, Options{Version: "v1.2.3"})
+	data := map[string]any{}
+	for k, v := range r.Params.Data {
+		data[k] = v
+	}
+	return r.Policies, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": r.Params.Name, "namespace": r.Params.Namespace}, "data": data}
 }

@@ -37,12 +37,12 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 	renderings := policiesShipped(t)
 	checked, changed := 0, 0
 	for _, name := range slices.Sorted(maps.Keys(renderings)) {
-		policies, _ := Render(renderings[name], Options{Version: "v1.2.3"})
+		policies, params := renderedForEvaluation(t, renderings[name])
 		for _, p := range policies {
 			if !strings.HasPrefix(p.Name, "wincompat-pods") {
 				continue
 			}
-			e := compilePolicy(t, c, p)
+			e := compilePolicy(t, c, p, params)
 			ns := map[string]any{"metadata": map[string]any{"name": "web", "labels": bindingLabels(p.Name)}}
 			var all []namedPod
 			for _, pod := range pods {
@@ -91,8 +91,7 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 // is their binding's.
 func TestPodChangesConditionNeedsNoNamespace(t *testing.T) {
 	for name, pol := range policiesShipped(t) {
-		policies, _ := Render(pol, Options{Version: "v1"})
-		for _, p := range policies {
+		for _, p := range Render(pol, Options{Version: "v1"}).Policies {
 			for _, m := range p.Spec.MatchConditions {
 				if strings.Contains(m.Expression, "namespaceObject") {
 					t.Errorf("%s, %s: matchCondition %s reads namespaceObject", name, p.Name, m.Name)
@@ -174,11 +173,11 @@ type compiledExpression struct {
 	prg cel.Program
 }
 
-func compilePolicy(t testing.TB, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy) *compiledPolicy {
+func compilePolicy(t testing.TB, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy, params map[string]any) *compiledPolicy {
 	t.Helper()
-	out := &compiledPolicy{name: p.Name}
+	out := &compiledPolicy{name: p.Name, params: params}
 	for _, e := range mutatingPolicyExpressions(p) {
-		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch})
+		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch, HasParams: e.params})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +357,7 @@ func TestPodChangesConditionBudget(t *testing.T) {
 	delete(stripped, "volumeMounts")
 	delete(stripped, "resources")
 	bare := map[string]any{"name": "c", "image": "app"}
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	policies, params := renderedForEvaluation(t, policy.Default())
 	c := newAdmissionCompiler(t)
 	ns := perfNamespace()
 	withContainers := func(container map[string]any, n int, marked bool) map[string]any {
@@ -383,7 +382,7 @@ func TestPodChangesConditionBudget(t *testing.T) {
 		if p.Name != "wincompat-pods" && p.Name != "wincompat-pods-restricted" {
 			continue
 		}
-		e := compilePolicy(t, c, p)
+		e := compilePolicy(t, c, p, params)
 		for _, kind := range []struct {
 			name      string
 			container map[string]any

@@ -187,11 +187,7 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 	t.Run("admission-policy", func(t *testing.T) {
 		cfg, c := controlplane.Start(t)
 		requireAdmissionPolicies(t, cfg)
-		policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-map"})
-		for i := range policies {
-			create(ctx, t, c, &policies[i])
-			create(ctx, t, c, &bindings[i])
-		}
+		installAdmissionPolicies(ctx, t, c, admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-map"}))
 		setUpNamespace(ctx, t, c, ns, map[string]string{policy.LabelEnabled: "true"}, nil)
 		waitForAdmissionPolicy(t, c, ns)
 		v := installVPCWebhook(t, c, ns)
