@@ -172,7 +172,7 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 		cl := startClusterWith(t, nil, func(o *server.Options) { o.Engine = server.EngineHybrid })
 		requireAdmissionPolicies(t, cl.cfg)
 		cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
-		waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, len(admissionpolicy.Names()))
+		installHybridPolicies(t, cl.c, policy.Default())
 		setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
 		waitForHybridPolicy(t, cl.c, ns)
 		v := installVPCWebhook(t, cl.c, ns)
