@@ -1,8 +1,9 @@
 // Package admissionpolicy renders the part of wincompat's decisions that needs no cluster state as
 // MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA in Kubernetes 1.36): CEL JSONPatch
 // mutations the API server evaluates itself, with no network hop, certificate or replica to lose. The
-// CEL is generated from the same tables the Go decisions use (policy.LinuxOnlyFields, the catalog's
-// taints, the policy's values), never written out by hand, so that one table keeps driving Go, CEL,
+// CEL is generated from the same tables the Go decisions use (policy.LinuxOnlyFields, the injector
+// table), never written out by hand, and reads the policy's values from params (params.go), so that the
+// policies are the same for every policy and one table keeps driving Go, CEL,
 // docs and tests.
 //
 // What the admission policies do, for pods and the pod templates of the eight workload kinds in
