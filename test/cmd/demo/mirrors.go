@@ -109,9 +109,11 @@ func (d *demo) mirrors(ctx context.Context) error {
 	d.say("  its record and warning: %q", record)
 	// Not on the mirror: the answer names every source tried, the mirror alone; MCR, which this
 	// machine cannot reach, would have made it "registry unreachable".
-	tried := "(mirror " + mirror.Host + ": no such image"
+	// A mirror is named by its place, never its host (images: answers name a mirror by its place).
+	mirrorNamed := "mirror #1 of " + mcr + ": "
+	tried := "(" + mirrorNamed + "no such image"
 	i := slices.IndexFunc(warned, func(w string) bool { return strings.Contains(w, absentImage) && strings.Contains(w, tried) })
-	if i < 0 || strings.Contains(warned[i], mcr+": ") {
+	if i < 0 || strings.Contains(strings.Replace(warned[i], mirrorNamed, "", 1), mcr+": ") {
 		return fmt.Errorf("pod nanoserver: no warning names the mirror alone as the source tried for %s (warnings %q)", absentImage, warned)
 	}
 	n := nano.Annotations
