@@ -1,15 +1,15 @@
 package e2e
 
-// Issue 24, finding 8: a stolen token widens nothing. RBAC lets wincompat's ServiceAccount create
-// RuntimeClasses, Secrets and MutatingAdmissionPolicies of any name and rewrite its webhook configurations
-// whole. The chart pins the first three kinds of write with a ValidatingAdmissionPolicy
+// Issue 24, finding 8, and issue 40, finding 11: a stolen token widens nothing. RBAC lets wincompat's
+// ServiceAccount create RuntimeClasses and Secrets of any name and rewrite its webhook configurations
+// whole. The chart pins those writes with a ValidatingAdmissionPolicy
 // (templates/validatingadmissionpolicy.yaml). The API server shows no admission control the writes of
-// admission policies or bindings, so for those the chart installs the bindings itself and the account
-// has no access to them: a policy it writes acts only where the chart's binding says. Here, on the real
-// API server, the chart is applied as an installer would (engine hybrid, self-managed TLS), then, acting
-// as the ServiceAccount (impersonation: the API server sees exactly that user and its groups), every
-// widening is tried and must be refused, by RBAC or by the policy as stated, or be inert, shown by what
-// the API server then does to objects; and every write wincompat itself makes must still succeed.
+// admission policies or bindings, so the chart installs the policies, their bindings and params itself
+// and the account has no access to any of them. Here, on the real API server, the chart is applied as
+// an installer would (engine hybrid, self-managed TLS), then, acting as the ServiceAccount
+// (impersonation: the API server sees exactly that user and its groups), every widening is tried and
+// must be refused, by RBAC or by the policy as stated; and every write wincompat itself makes must still
+// succeed.
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func checkRefused(t *testing.T, what string, err error, want refusal) {
 	}
 }
 
-// TestStolenTokenWidensNothing: issue 24, finding 8.
+// TestStolenTokenWidensNothing: issue 24, finding 8; issue 40, finding 11.
 func TestStolenTokenWidensNothing(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.LaunchBare(t)
