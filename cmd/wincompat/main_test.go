@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,7 +261,7 @@ func TestMutateResolveImages(t *testing.T) {
 }
 
 func TestPolicyExport(t *testing.T) {
-	code, out, stderr := runCLI(t, "", "policy", "export", "--exclude-namespace", "wincompat-system")
+	code, out, stderr := runCLI(t, "", "policy", "export", "--exclude-namespace", "wincompat-system", "--policy", writePolicy(t, "nonRootUserName: WinUser\n"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -268,8 +269,14 @@ func TestPolicyExport(t *testing.T) {
 	kinds := map[string]int{}
 	for _, d := range docs {
 		var o struct {
-			Kind string `json:"kind"`
-			Spec struct {
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Data     map[string]string `json:"data"`
+			Spec     struct {
+				ParamRef *struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"paramRef"`
 				MatchResources struct {
 					NamespaceSelector struct {
 						MatchExpressions []struct {
@@ -286,9 +293,19 @@ func TestPolicyExport(t *testing.T) {
 		if o.Kind == "MutatingAdmissionPolicyBinding" && !strings.Contains(fmt.Sprint(o.Spec.MatchResources.NamespaceSelector.MatchExpressions), "wincompat-system") {
 			t.Errorf("a binding does not exclude wincompat-system: %+v", o.Spec.MatchResources)
 		}
+		// The policy's values are in the params the bindings name, not in the policies.
+		if o.Kind == "MutatingAdmissionPolicyBinding" && (o.Spec.ParamRef == nil || o.Spec.ParamRef.Name != admissionpolicy.DefaultParamsName || o.Spec.ParamRef.Namespace != "kube-system") {
+			t.Errorf("binding %s reads params at %+v", o.Metadata.Name, o.Spec.ParamRef)
+		}
+		if o.Kind == "ConfigMap" && o.Data["nonRootUserName"] != "WinUser" {
+			t.Errorf("the params do not carry the policy's nonRootUserName: %v", o.Data)
+		}
+		if o.Kind == "MutatingAdmissionPolicy" && strings.Contains(d, "WinUser") {
+			t.Errorf("policy %s holds a value of the policy", o.Metadata.Name)
+		}
 	}
-	if n := len(admissionpolicy.Names()); kinds["MutatingAdmissionPolicy"] != n || kinds["MutatingAdmissionPolicyBinding"] != n {
-		t.Errorf("kinds %v, want %d policies and as many bindings", kinds, n)
+	if n := len(admissionpolicy.Names()); kinds["MutatingAdmissionPolicy"] != n || kinds["MutatingAdmissionPolicyBinding"] != n || kinds["ConfigMap"] != 1 {
+		t.Errorf("kinds %v, want %d policies, as many bindings and the params ConfigMap", kinds, n)
 	}
 	if code, _, _ := runCLI(t, "", "policy", "export", "--policy", "/nonexistent"); code != 1 {
 		t.Errorf("a missing policy file: exit %d, want 1", code)
@@ -368,4 +385,14 @@ spec:
 			}
 		}
 	}
+}
+
+// writePolicy writes a policy file of the keys given over the defaults, and returns its path.
+func writePolicy(t *testing.T, keys string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(f, []byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"+keys), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const policyUsage = `Usage: wincompat policy [--policy FILE]
-       wincompat policy export [--policy FILE] [--exclude-namespace NS]...
+       wincompat policy export [--policy FILE] [--exclude-namespace NS]... [--params-namespace NS]
 
 Validates the policy file and prints the effective policy: your file over the defaults, where a key you
 name replaces its default (a list as a whole; [] empties it) and a key you leave out or set to null keeps
@@ -20,12 +20,15 @@ it. Unknown or repeated keys and values of the wrong shape are refused with thei
 values with their path and what to write instead. With no file, prints the defaults with the comment on
 each key (policy/default.yaml).
 
-export prints, as YAML for kubectl apply, the MutatingAdmissionPolicies and their bindings
-(admissionregistration.k8s.io/v1, Kubernetes 1.36 and later) that do inside the API server what needs no
-cluster state: spec.os, the non-root intent rule, the strip table and the change record for Windows pods
+export prints, as YAML for kubectl apply, the MutatingAdmissionPolicies, their bindings
+(admissionregistration.k8s.io/v1, Kubernetes 1.36 and later) and the params ConfigMap they read the
+policy's values from, that do inside the API server what needs no cluster state: spec.os, the non-root intent rule, the strip table and the change record for Windows pods
 and templates in namespaces labelled wincompat.io/enabled=true, and the OS nodeSelector and the policy's
 tolerations for pods. Builds, RuntimeClasses, image resolution, the rewrites and the Pod Security
-adjustments stay with the webhook; see policy/admissionpolicy/README.md.
+adjustments stay with the webhook; see policy/admissionpolicy/README.md. The policies are the same for
+every policy: after a policy edit, apply the params ConfigMap (and bindings) again. Whoever may write the
+params ConfigMap decides the user name and tolerations Windows pods get: keep it in a namespace only
+administrators write to (kube-system unless --params-namespace says otherwise).
 
 Flags:
 `
@@ -64,6 +67,7 @@ func runPolicyExport(args []string, stdout, stderr io.Writer) int {
 		excluded = append(excluded, v)
 		return nil
 	})
+	paramsNamespace := fl.String("params-namespace", "kube-system", "the namespace of the params ConfigMap ("+admissionpolicy.DefaultParamsName+") the bindings name; it must exist")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}
@@ -75,10 +79,11 @@ func runPolicyExport(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	policies, bindings := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded})
-	var objs []any
-	for i := range policies {
-		objs = append(objs, &policies[i], &bindings[i])
+	r := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded, ParamsNamespace: *paramsNamespace})
+	// The params first: a binding without them refuses what it selects (parameterNotFoundAction Deny).
+	objs := []any{&r.Params}
+	for i := range r.Policies {
+		objs = append(objs, &r.Policies[i], &r.Bindings[i])
 	}
 	for i, o := range objs {
 		b, err := sigsyaml.Marshal(o)

@@ -1,8 +1,9 @@
 // Package admissionpolicy renders the part of wincompat's decisions that needs no cluster state as
 // MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA in Kubernetes 1.36): CEL JSONPatch
 // mutations the API server evaluates itself, with no network hop, certificate or replica to lose. The
-// CEL is generated from the same tables the Go decisions use (policy.LinuxOnlyFields, the catalog's
-// taints, the policy's values), never written out by hand, so that one table keeps driving Go, CEL,
+// CEL is generated from the same tables the Go decisions use (policy.LinuxOnlyFields, the injector
+// table), never written out by hand, and reads the policy's values from params (params.go), so that the
+// policies are the same for every policy and one table keeps driving Go, CEL,
 // docs and tests.
 //
 // What the admission policies do, for pods and the pod templates of the eight workload kinds in
@@ -24,7 +25,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -80,23 +80,76 @@ var shapes = []shape{
 
 // Options say how to render.
 type Options struct {
-	// Version is stamped into wincompat.io/admission-policy on every Windows pod.
+	// Version is stamped into wincompat.io/admission-policy on every Windows pod (params' version).
 	Version string
 	// ExcludedNamespaces are never bound, besides the policy's excludedNamespaces.
 	ExcludedNamespaces []string
+	// ParamsName and ParamsNamespace name the ConfigMap the bindings take the policy's values from:
+	// DefaultParamsName in kube-system when empty. Whoever may write it decides the user name and the
+	// tolerations Windows pods get, so it belongs in a namespace where only administrators write.
+	ParamsName, ParamsNamespace string
 }
 
-// Render returns, for each shape of object, a MutatingAdmissionPolicy and its binding for the opted-in
-// namespaces and another pair for those labelled wincompat.io/default-os=windows.
-func Render(pol *policy.Policy, opts Options) ([]admissionregistrationv1.MutatingAdmissionPolicy, []admissionregistrationv1.MutatingAdmissionPolicyBinding) {
-	var policies []admissionregistrationv1.MutatingAdmissionPolicy
-	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
-	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
-	for _, r := range rendered() {
-		p, b := renderOne(r.shape, r.defaultWindows, pol, opts, excluded)
-		policies, bindings = append(policies, p), append(bindings, b)
+// DefaultParamsName is the params ConfigMap's name where Options names none (the chart names it
+// <release>-admission-policy-params, in its namespace).
+const DefaultParamsName = "wincompat-admission-policy-params"
+
+// paramsRef is where the bindings read the params.
+func (o Options) paramsRef() (name, namespace string) {
+	name, namespace = o.ParamsName, o.ParamsNamespace
+	if name == "" {
+		name = DefaultParamsName
 	}
-	return policies, bindings
+	if namespace == "" {
+		namespace = metav1.NamespaceSystem
+	}
+	return name, namespace
+}
+
+// Rendering is what installs the admission policies for one policy: the fixed policies (the same for
+// every policy), their bindings (the policy's mode and excluded namespaces) and the params ConfigMap
+// the bindings name (the policy's other values, which the policies read).
+type Rendering struct {
+	Policies []admissionregistrationv1.MutatingAdmissionPolicy
+	Bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	Params   corev1.ConfigMap
+}
+
+// Render returns the policies, one per shape of object and namespace partition (Names), their bindings
+// for the opted-in namespaces the policy covers, and the params that make the policies do what pol says.
+func Render(pol *policy.Policy, opts Options) Rendering {
+	name, namespace := opts.paramsRef()
+	return Rendering{
+		Policies: Policies(),
+		Bindings: Bindings(pol, opts),
+		Params: corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
+			Data:       Params(pol, opts),
+		},
+	}
+}
+
+// Policies are the MutatingAdmissionPolicies, the same whatever the policy: they read its values from
+// their params (Params), so that nothing but a binding, which the chart writes, decides what they do,
+// and a policy edit reaches them as a new params ConfigMap.
+func Policies() []admissionregistrationv1.MutatingAdmissionPolicy {
+	var policies []admissionregistrationv1.MutatingAdmissionPolicy
+	for _, r := range rendered() {
+		policies = append(policies, renderPolicy(r.shape, r.defaultWindows))
+	}
+	return policies
+}
+
+// Bindings are the policies' bindings, in Policies' order, for the namespaces pol covers, each naming
+// the params ConfigMap of opts.
+func Bindings(pol *policy.Policy, opts Options) []admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	excluded := append(append([]string{}, pol.ExcludedNamespaces...), opts.ExcludedNamespaces...)
+	var bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, r := range rendered() {
+		bindings = append(bindings, renderBinding(r.shape, r.defaultWindows, pol, opts, excluded))
+	}
+	return bindings
 }
 
 // Names are the names of the policies Render returns, and of their bindings, in Render's order,
@@ -154,20 +207,53 @@ func variants(s shape) []shape {
 	return []shape{s, r}
 }
 
-// nsRestricted is the CEL constant of whether the namespace enforces Pod Security restricted, as the
-// binding of this policy selects it.
-func nsRestricted(s shape, pol *policy.Policy) string {
-	if s.restricted && pol.PodSecurityRestricted {
-		return "true"
+// nsRestricted is the CEL of whether the restricted rules apply: the namespace enforces Pod Security
+// restricted, as the binding of this policy selects it, and the policy's podSecurityRestricted is on.
+func nsRestricted(s shape) string {
+	if s.restricted {
+		return paramOn(paramPodSecurityRestricted)
 	}
 	return "false"
 }
 
-// renderOne renders the policy and binding of one shape for the namespaces labelled
-// wincompat.io/default-os=windows (defaultWindows) or the other opted-in ones. The split mirrors the
-// webhooks': matchConditions cannot read the namespace, so only the binding's namespaceSelector can tell
-// the two, and unpinned pods in the other namespaces (Linux pods, mostly) never reach the CEL.
-func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, excluded []string) (admissionregistrationv1.MutatingAdmissionPolicy, admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+// renderPolicy renders the policy of one shape for the namespaces labelled wincompat.io/default-os=windows
+// (defaultWindows) or the other opted-in ones. The split mirrors the webhooks': matchConditions cannot
+// read the namespace, so only the binding's namespaceSelector can tell the two, and unpinned pods in the
+// other namespaces (Linux pods, mostly) never reach the CEL.
+func renderPolicy(s shape, defaultWindows bool) admissionregistrationv1.MutatingAdmissionPolicy {
+	name := policyName(s, defaultWindows)
+	fail := admissionregistrationv1.Fail
+	vars, patch, changes := render(s, defaultWindows)
+	conditions := []admissionregistrationv1.MatchCondition{
+		{Name: "windows", Expression: trigger(s, defaultWindows)},
+		{Name: "not-skipped", Expression: notSkipped(s)},
+	}
+	if changes != "" {
+		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: "changes", Expression: changes})
+	}
+	return admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			// The policy's values, as Params writes them.
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
+			MatchConditions:  conditions,
+			Variables:        vars,
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
+			}},
+			// Fail: a broken expression must not let a Windows pod through unvalidated; the API
+			// server then rejects it with the evaluation error, as it would the unmutated pod.
+			FailurePolicy:      &fail,
+			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+		},
+	}
+}
+
+// renderBinding renders the binding of the policy of one shape (renderPolicy).
+func renderBinding(s shape, defaultWindows bool, pol *policy.Policy, opts Options, excluded []string) admissionregistrationv1.MutatingAdmissionPolicyBinding {
 	name := policyName(s, defaultWindows)
 	defaultOS := metav1.LabelSelectorOpNotIn
 	if defaultWindows {
@@ -187,41 +273,21 @@ func renderOne(s shape, defaultWindows bool, pol *policy.Policy, opts Options, e
 	namespaces = append(namespaces,
 		metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
 		enforced(pol))
-	fail := admissionregistrationv1.Fail
-	vars, patch, changes := render(s, defaultWindows, pol, opts)
-	conditions := []admissionregistrationv1.MatchCondition{
-		{Name: "windows", Expression: trigger(s, defaultWindows, pol)},
-		{Name: "not-skipped", Expression: notSkipped(s)},
-	}
-	if changes != "" {
-		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: "changes", Expression: changes})
-	}
-	return admissionregistrationv1.MutatingAdmissionPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: s.rules},
-				MatchConditions:  conditions,
-				Variables:        vars,
-				Mutations: []admissionregistrationv1.Mutation{{
-					PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-					JSONPatch: &admissionregistrationv1.JSONPatch{Expression: patch},
-				}},
-				// Fail: a broken expression must not let a Windows pod through unvalidated; the API
-				// server then rejects it with the evaluation error, as it would the unmutated pod.
-				FailurePolicy:      &fail,
-				ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+	paramsName, paramsNamespace := opts.paramsRef()
+	// Deny: without its params a policy cannot say what the policy is, and a Windows pod must not go
+	// through unmutated; the API server refuses what the binding selects until the params exist.
+	deny := admissionregistrationv1.DenyAction
+	return admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: name,
+			ParamRef:   &admissionregistrationv1.ParamRef{Name: paramsName, Namespace: paramsNamespace, ParameterNotFoundAction: &deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: namespaces},
 			},
-		}, admissionregistrationv1.MutatingAdmissionPolicyBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "wincompat"}},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-				PolicyName: name,
-				MatchResources: &admissionregistrationv1.MatchResources{
-					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: namespaces},
-				},
-			},
-		}
+		},
+	}
 }
 
 // enforced selects the namespaces whose mode is enforce, as policy.ModeFor reads the label: a value
@@ -247,32 +313,24 @@ func notSkipped(s shape) string {
 // trigger is the Windows test, as policy's windowsReason makes it: spec.os.name=windows, or no spec.os
 // and node constraints that admit only Windows (with inferOSFromNodeSelector), or, in a default-os=windows
 // namespace, constraints that admit Windows at all.
-func trigger(s shape, defaultWindows bool, pol *policy.Policy) string {
+func trigger(s shape, defaultWindows bool) string {
 	spec := optional(s.spec)
 	declared := fmt.Sprintf("%s.?os.?name.orValue('') == 'windows'", spec)
-	switch {
-	case defaultWindows:
+	if defaultWindows {
 		return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s)", declared, spec, osAllowed(s, corev1.Windows))
-	case pol.InferOSFromNodeSelector:
-		return fmt.Sprintf("%s || (!%s.?os.hasValue() && %s && !%s)", declared, spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux))
-	default:
-		return declared
 	}
+	return fmt.Sprintf("%s || (%s && !%s.?os.hasValue() && %s && !%s)", declared, paramOn(paramInferOS), spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux))
 }
 
 // inferred is the reason recorded with the spec.os a pod without one gets (the matchCondition made it a
 // Windows pod), escaped for JSON (jsonText), or "" when it has spec.os already.
-func inferred(s shape, defaultWindows bool, pol *policy.Policy) string {
+func inferred(s shape, defaultWindows bool) string {
 	spec := optional(s.spec)
-	switch {
-	case !defaultWindows:
+	if !defaultWindows {
 		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, text(policy.ReasonPinnedToWindows))
-	case pol.InferOSFromNodeSelector:
-		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s && !%s ? %s : %s", spec, osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux),
-			text(policy.ReasonPinnedToWindows), text(policy.ReasonDefaultOSWindows))
-	default:
-		return fmt.Sprintf("%s.?os.hasValue() ? '' : %s", spec, text(policy.ReasonDefaultOSWindows))
 	}
+	return fmt.Sprintf("%s.?os.hasValue() ? '' : %s && %s && !%s ? %s : %s", spec, paramOn(paramInferOS), osAllowed(s, corev1.Windows), osAllowed(s, corev1.Linux),
+		text(policy.ReasonPinnedToWindows), text(policy.ReasonDefaultOSWindows))
 }
 
 // osAllowed is true when the nodeSelector and the required node affinity admit nodes of os, as policy's
@@ -370,13 +428,11 @@ var scopeTypes = map[policy.Scope]reflect.Type{
 // render returns the policy's variables and its JSONPatch expression. The JSONPatch type exists only in
 // the mutation's own expression, so the variables hold data (what to remove, the record) and the
 // expression builds the operations.
-func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (vars []admissionregistrationv1.Variable, patch, changes string) {
+func render(s shape, defaultWindows bool) (vars []admissionregistrationv1.Variable, patch, changes string) {
 	// In the Go decision's order: spec.os, the non-root intent, the strip table, the rewrites, the
 	// injector opt-outs, scheduling.
 	parts := []part{inferOS(s)}
-	if pol.NonRootUserName != "" {
-		parts = append(parts, nonRootIntent(s, pol.NonRootUserName)...)
-	}
+	parts = append(parts, nonRootIntent(s)...)
 	removals, memory, mountPropagation, stops, huge, deprecated :=
 		strips(s), memoryVolumes(s), propagation(s), stopSignals(s), hugePages(s), deprecatedAnnotations(s)
 	parts = append(parts, stripGroups(removals))
@@ -391,32 +447,20 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 			removeEach(huge),
 			removeEach(deprecated))
 	}
-	if s.pod && s.restricted && pol.PodSecurityRestricted {
-		parts = append(parts, restricted(s, pol.NonRootUserName)...)
+	if s.pod && s.restricted {
+		parts = append(parts, restricted(s)...)
 	}
-	if s.pod && userForRunAsNonRoot(pol) {
-		parts = append(parts, runAsNonRootUser(s, pol))
+	if s.pod {
+		parts = append(parts, runAsNonRootUser(s), memoryLimits(s))
 	}
-	if s.pod && (pol.MemoryLimits.FromRequests || pol.DefaultMemoryLimit() != "") {
-		parts = append(parts, memoryLimits(s, pol))
-	}
-	optOuts, labelsNeeded := injectorOptOuts(s, pol.InjectorOptOuts)
+	optOuts, labelsNeeded := injectorOptOuts(s)
 	parts = append(parts, optOuts...)
 	prelude := metaPrelude(s, labelsNeeded)
 	if s.pod {
-		parts = append(parts, osNodeSelector(s))
-		for _, t := range pol.WindowsNodeTaints {
-			parts = append(parts, toleration(s, t))
-		}
+		parts = append(parts, osNodeSelector(s), tolerations(s))
 		// A pod without tolerations gets the list first; every toleration then appends to it.
-		if len(pol.WindowsNodeTaints) > 0 {
-			var missing []string
-			for _, t := range pol.WindowsNodeTaints {
-				missing = append(missing, "!"+tolerates(s, t))
-			}
-			prelude += fmt.Sprintf(` + (!%s.?tolerations.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: []}] : [])`,
-				optional(s.spec), strings.Join(missing, " || "), quote(s.specPtr+"/tolerations"))
-		}
+		prelude += fmt.Sprintf(` + (!%s.?tolerations.hasValue() && %s ? [JSONPatch{op: "add", path: %s, value: []}] : [])`,
+			optional(s.spec), untoleratedTaints(s), quote(s.specPtr+"/tolerations"))
 	}
 	all := join(parts...)
 	recordKey := policy.AnnotationTemplateChanges
@@ -431,7 +475,7 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 		// webhook's, so that the audit tells pods admitted without the webhook (no build decision).
 		annotate += fmt.Sprintf(` +
     (%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}])`,
-			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
+			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), param(paramVersion))
 	}
 	// A Windows pod with nothing to change still gets the marker: the audit counts it as seen.
 	unchanged := "[]"
@@ -440,10 +484,10 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
     %[1]s.?annotations.hasValue() ?
       [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}] :
       [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
-			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version))
+			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), param(paramVersion))
 	}
 	vars = []admissionregistrationv1.Variable{
-		{Name: "inferred", Expression: inferred(s, defaultWindows, pol)},
+		{Name: "inferred", Expression: inferred(s, defaultWindows)},
 		{Name: "hostProcess", Expression: hostProcessExpr(s)},
 		{Name: "names", Expression: containerNames(s)},
 		removals.variable(),
@@ -454,9 +498,10 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 		huge.variable(),
 		deprecated.variable(),
 	}
-	vars = append(vars, narrowVariables(s, pol)...)
 	if s.pod {
-		changes = podChanges(s, defaultWindows, pol, opts, vars, all.any)
+		vars = append(vars, narrowVariables(s)...)
+		vars = append(vars, admissionregistrationv1.Variable{Name: "taints", Expression: taintsExpr})
+		changes = podChanges(s, defaultWindows, vars, all.any)
 	}
 	vars = append(vars, admissionregistrationv1.Variable{Name: "records", Expression: all.records})
 	return append(vars, []admissionregistrationv1.Variable{
@@ -477,10 +522,10 @@ func render(s shape, defaultWindows bool, pol *policy.Policy, opts Options) (var
 //
 // Templates have no marker, so for them this would be the whole record, evaluated once more for every
 // template in the namespace, Linux ones too; they keep the patch's own test (size(records) == 0).
-func podChanges(s shape, defaultWindows bool, pol *policy.Policy, opts Options, vars []admissionregistrationv1.Variable, recordsAny string) string {
+func podChanges(s shape, defaultWindows bool, vars []admissionregistrationv1.Variable, recordsAny string) string {
 	// The variables are bound, and so evaluated, only past the first clauses.
 	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s ||\n%s ||\n%s",
-		trigger(s, defaultWindows, pol), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), quote(opts.Version),
+		trigger(s, defaultWindows), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), param(paramVersion),
 		tooLarge(s), inlineVariables(recordsAny, vars))
 }
 
@@ -539,11 +584,12 @@ func inlineVariables(expr string, vars []admissionregistrationv1.Variable) strin
 // and in no container false, and (when no user is named everywhere) a non-admin user at pod level.
 // HostProcess pods are left alone. The conditions read the object before this patch, so they account for
 // what the non-root intent rule adds in the same patch.
-func restricted(s shape, user string) []part {
+func restricted(s shape) []part {
 	spec := optional(s.spec)
 	sc := spec + ".?securityContext"
-	// Rendered only into the policy bound to namespaces that enforce restricted (variants).
-	const enforced = "!variables.hostProcess"
+	// Rendered only into the policy bound to namespaces that enforce restricted (variants), and acting
+	// only where the policy's podSecurityRestricted is on.
+	enforced := paramOn(paramPodSecurityRestricted) + " && !variables.hostProcess"
 	nonRoot := sc + ".?runAsNonRoot"
 	podNonRoot := join(
 		change(fmt.Sprintf("%s && !%s.hasValue()", enforced, nonRoot), policy.Inject, policy.RuleRestrictedNonRoot, text("spec.securityContext.runAsNonRoot"), none, value(true), policy.ReasonRestrictedNonRoot,
@@ -556,9 +602,6 @@ func restricted(s shape, user string) []part {
 			policy.ReasonRestrictedNonRoot, fmt.Sprintf(`[JSONPatch{op: "replace", path: %s + '/securityContext/runAsNonRoot', value: true}]`, ptr))
 	})
 	parts := []part{podNonRoot, containers}
-	if user == "" {
-		return parts
-	}
 	// Named after the non-root intent rule: the pod's own user, or the one the rule sets from a pod
 	// runAsUser; a container's own, or the one the rule sets from its runAsUser when the pod names none.
 	podNamed := fmt.Sprintf("(%s.?windowsOptions.?runAsUserName.hasValue() || %s.?runAsUser.orValue(0) != 0)", sc, sc)
@@ -567,10 +610,10 @@ func restricted(s shape, user string) []part {
 		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && (c.?securityContext.?windowsOptions.?runAsUserName.hasValue() || c.?securityContext.?runAsUser.orValue(0) != 0))", spec, l))
 	}
 	// The pod's securityContext exists by now when it did not before: runAsNonRoot was added with it.
-	parts = append(parts, change(fmt.Sprintf("%s && !%s && !(%s)", enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject, policy.RuleRestrictedUser,
-		text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRestrictedUser,
+	parts = append(parts, change(fmt.Sprintf("%s && %s && !%s && !(%s)", userSet, enforced, podNamed, strings.Join(allNamed, " && ")), policy.Inject, policy.RuleRestrictedUser,
+		text("spec.securityContext.windowsOptions.runAsUserName"), none, userJSON(), policy.ReasonRestrictedUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
-			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user))))
+			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), userCEL, quote(s.specPtr+"/securityContext/windowsOptions"), userCEL)))
 	return parts
 }
 
@@ -677,19 +720,18 @@ func dnsPolicy(s shape) part {
 // injectorOptOuts gives the pod or template the opt-out of each Linux-only injector the policy names
 // whose key the object does not set, as a label or an annotation: one record entry per form, as the Go
 // decision records them. It also returns the condition under which labels are added.
-func injectorOptOuts(s shape, names []string) ([]part, string) {
+func injectorOptOuts(s shape) ([]part, string) {
 	meta := optional(s.meta)
 	type optOut struct {
 		policy.Injector
 		missing string
 	}
-	// In the injector table's order, as the Go decision names them, whatever the policy's order.
+	// In the injector table's order, as the Go decision names them, whatever the policy's order; each
+	// only when the policy names it (params' injectorOptOuts, the names joined by commas).
 	byForm := map[bool][]optOut{}
 	for _, in := range policy.Injectors() {
-		if slices.Contains(names, in.Name) {
-			missing := fmt.Sprintf("!%[1]s.?labels[?%[2]s].hasValue() && !%[1]s.?annotations[?%[2]s].hasValue()", meta, quote(in.Key))
-			byForm[in.Label] = append(byForm[in.Label], optOut{in, missing})
-		}
+		missing := fmt.Sprintf("%[3]s && !%[1]s.?labels[?%[2]s].hasValue() && !%[1]s.?annotations[?%[2]s].hasValue()", meta, quote(in.Key), injectorNamed(in.Name))
+		byForm[in.Label] = append(byForm[in.Label], optOut{in, missing})
 	}
 	var parts []part
 	labelsNeeded := ""
@@ -917,23 +959,25 @@ func stripCond(parent string, f policy.LinuxOnlyField) string {
 // nonRootIntent keeps a non-zero runAsUser's intent as windowsOptions.runAsUserName before the strip
 // table removes runAsUser: at pod level when the pod names no Windows user, else per container without
 // its own. HostProcess pods are left alone.
-func nonRootIntent(s shape, user string) []part {
+func nonRootIntent(s shape) []part {
 	const reason = policy.ReasonNonRootIntent
 	sc := optional(s.spec) + ".?securityContext"
-	const hostProcess = "variables.hostProcess"
+	// An empty nonRootUserName turns the rule off.
+	const applies = userSet + " && !variables.hostProcess"
+	user := userCEL
 	podUser := sc + ".?windowsOptions.?runAsUserName.hasValue()"
-	to := value(user)
-	pod := change(fmt.Sprintf("!%s && !%s && %s.?runAsUser.orValue(0) != 0", hostProcess, podUser, sc),
+	to := userJSON()
+	pod := change(fmt.Sprintf("%s && !%s && %s.?runAsUser.orValue(0) != 0", applies, podUser, sc),
 		policy.Inject, policy.RuleNonRootIntent, text("spec.securityContext.windowsOptions.runAsUserName"), none, to, reason,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
-			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
+			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), user, quote(s.specPtr+"/securityContext/windowsOptions"), user))
 	// A pod-level user, given or just set, covers every container without its own.
 	podCovers := fmt.Sprintf("(%s || %s.?runAsUser.orValue(0) != 0)", podUser, sc)
 	containers := eachContainer(s, func(c, ptr string, path jsonText) part {
-		cond := fmt.Sprintf("!%s && !%s && !%s.?securityContext.?windowsOptions.?runAsUserName.hasValue() && %s.?securityContext.?runAsUser.orValue(0) != 0",
-			hostProcess, podCovers, c, c)
+		cond := fmt.Sprintf("%s && !%s && !%s.?securityContext.?windowsOptions.?runAsUserName.hasValue() && %s.?securityContext.?runAsUser.orValue(0) != 0",
+			applies, podCovers, c, c)
 		ops := fmt.Sprintf(`(%s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions/runAsUserName', value: %s}] : [JSONPatch{op: "add", path: %s + '/securityContext/windowsOptions', value: {"runAsUserName": %s}}])`,
-			c, ptr, quote(user), ptr, quote(user))
+			c, ptr, user, ptr, user)
 		return change(cond, policy.Inject, policy.RuleNonRootIntent, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, to, reason, ops)
 	})
 	return []part{pod, containers}
@@ -953,22 +997,30 @@ func osNodeSelector(s shape) part {
 	return join(add, replace)
 }
 
-// tolerates is true when a toleration the pod has tolerates taint t, read as corev1.Toleration's
-// ToleratesTaint reads it: the effect empty or equal, the key empty or equal, Exists or an equal value.
-func tolerates(s shape, t corev1.Taint) string {
-	return fmt.Sprintf("%s.?tolerations.orValue([]).exists(t, (t.?effect.orValue('') == '' || t.effect == %s) && (t.?key.orValue('') == '' || t.key == %s) && (t.?operator.orValue('Equal') == 'Exists' || t.?value.orValue('') == %s))",
-		optional(s.spec), quote(string(t.Effect)), quote(t.Key), quote(t.Value))
+// tolerates is true when a toleration the pod has tolerates taint w (a CEL map of the taints
+// variable), read as corev1.Toleration's ToleratesTaint reads it: the effect empty or equal, the key
+// empty or equal, Exists or an equal value.
+func tolerates(s shape, w string) string {
+	return fmt.Sprintf("%[1]s.?tolerations.orValue([]).exists(t, (t.?effect.orValue('') == '' || t.effect == %[2]s.effect) && (t.?key.orValue('') == '' || t.key == %[2]s.key) && (t.?operator.orValue('Equal') == 'Exists' || t.?value.orValue('') == %[2]s.value))",
+		optional(s.spec), w)
 }
 
-// toleration appends a toleration of taint t unless the pod tolerates it; the list exists by then (see
-// the prelude in variables).
-func toleration(s shape, t corev1.Taint) part {
-	added := fmt.Sprintf(`{"key": %s, "operator": "Equal", "value": %s, "effect": %s}`, quote(t.Key), quote(t.Value), quote(string(t.Effect)))
-	tol := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect}
-	// The record writes the toleration as the taint it tolerates, as the webhook's does.
-	tolJSON, _ := json.Marshal(tol) // a toleration always marshals
-	recorded := policy.RecordedTo(policy.RuleWindowsTolerations, "spec.tolerations", tolJSON)
-	return changeWhy("!"+tolerates(s, t), policy.Inject, policy.RuleWindowsTolerations, text("spec.tolerations"), none, value(json.RawMessage(recorded)),
-		fixed(policy.RuleWindowsTolerations, "tolerates the Windows node taint "+t.ToString(), tol),
-		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: %s}]`, quote(s.specPtr+"/tolerations/-"), added))
+// untoleratedTaints is true when some taint of the policy is not tolerated by the pod as it came.
+func untoleratedTaints(s shape) string {
+	return "variables.taints.exists(w, !" + tolerates(s, "w") + ")"
+}
+
+// tolerations appends, in the policy's order, a toleration of each taint the pod does not tolerate;
+// the list exists by then (see the prelude in render). The record writes each toleration as the taint
+// it tolerates ("key=value:effect", policy.RecordedTo), which is the taint's params entry as it is:
+// keys, values and effects of a valid policy need no escaping. Its reason is the one the rules table
+// derives from the toleration, so it is left out, as the webhook leaves it out.
+func tolerations(s shape) part {
+	untolerated := "variables.taints.filter(w, !" + tolerates(s, "w") + ")"
+	record := entry(policy.Inject, policy.RuleWindowsTolerations, text("spec.tolerations"), none, jsonValue{`'"' + w.code + '"'`}, reason{omitted: "true"})
+	return part{
+		records: fmt.Sprintf("%s.map(w, %s)", untolerated, record),
+		ops:     fmt.Sprintf(`%s.map(w, JSONPatch{op: "add", path: %s, value: {"key": string(w.key), "operator": "Equal", "value": string(w.value), "effect": string(w.effect)}})`, untolerated, quote(s.specPtr+"/tolerations/-")),
+		any:     untoleratedTaints(s),
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,26 +16,30 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// render is what `wincompat policy export` prints for pol.
+// renderYAML is what `wincompat policy export` prints for pol but the policies, which are the same for
+// every policy and pinned by the chart's file (TestChartAdmissionPoliciesFile): the params and the
+// bindings.
 func renderYAML(t *testing.T, pol *policy.Policy) []byte {
 	t.Helper()
-	policies, bindings := Render(pol, Options{Version: "v0.0.0-golden"})
+	r := Render(pol, Options{Version: "v0.0.0-golden"})
 	var b bytes.Buffer
-	for i := range policies {
-		for _, o := range []any{&policies[i], &bindings[i]} {
-			y, err := yaml.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString("---\n")
-			b.Write(y)
+	objs := []any{&r.Params}
+	for i := range r.Bindings {
+		objs = append(objs, &r.Bindings[i])
+	}
+	for _, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
 		}
+		b.WriteString("---\n")
+		b.Write(y)
 	}
 	return b.Bytes()
 }
 
-// The rendered policies of the default policy are pinned, so that a change of the generated CEL is
-// seen in review; the e2e test (test/e2e/admissionpolicy_test.go) proves it on the real API server.
+// The params and bindings of the default policy are pinned (the policies in the chart's file), so that a
+// change of the generated CEL is seen in review; the e2e test (test/e2e/admissionpolicy_test.go) proves it on the real API server.
 func TestRenderGolden(t *testing.T) {
 	got := renderYAML(t, policy.Default())
 	path := filepath.Join("testdata", "default.yaml")
@@ -52,21 +57,26 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
-// One table drives Go and CEL: every row of the strip table is in the CEL of every shape, and the
-// policy's values reach it.
+// One table drives Go and CEL: every row of the strip table is in the CEL of every shape, the pods
+// policies read every param (and the templates' those that are not for pods alone), and the policy's
+// values reach the params.
 func TestRenderFollowsTheTables(t *testing.T) {
-	pol, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: WinUser\nwindowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: os, value: Windows, effect: NoSchedule}]\n"))
+	pol, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nnonRootUserName: WinUser\nwindowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: os, value: Windows, effect: NoSchedule}, {key: node.kubernetes.io/os, effect: NoSchedule}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	policies, _ := Render(pol, Options{Version: "v1"})
+	r := Render(pol, Options{Version: "v1"})
 	// Two per shape (default-os=windows namespaces and the others), and pods twice that (namespaces that
 	// enforce Pod Security restricted and the others).
-	if want := 2*len(shapes) + 2; len(policies) != want {
-		t.Fatalf("%d policies for %d shapes, want %d", len(policies), len(shapes), want)
+	if want := 2*len(shapes) + 2; len(r.Policies) != want {
+		t.Fatalf("%d policies for %d shapes, want %d", len(r.Policies), len(shapes), want)
 	}
-	for _, p := range policies {
+	podsOnly := []string{paramVersion, paramPodSecurityRestricted, paramUserForRunAsNonRoot, paramMemoryFromRequests, paramDefaultMemoryLimit, paramWindowsNodeTaints}
+	for _, p := range r.Policies {
 		var all strings.Builder
+		for _, m := range p.Spec.MatchConditions {
+			all.WriteString(m.Expression + "\n")
+		}
 		for _, v := range p.Spec.Variables {
 			all.WriteString(v.Expression + "\n")
 		}
@@ -77,13 +87,26 @@ func TestRenderFollowsTheTables(t *testing.T) {
 				t.Errorf("%s: strip-table row %s is not in the CEL", p.Name, f.Path())
 			}
 		}
-		if !strings.Contains(cel, "'WinUser'") {
-			t.Errorf("%s: nonRootUserName is not in the CEL", p.Name)
-		}
 		pod := strings.HasPrefix(p.Name, "wincompat-pods")
-		if got := strings.Contains(cel, "t.key == 'sku'") && strings.Contains(cel, "'NoExecute'") && strings.Contains(cel, "'Windows'"); got != pod {
-			t.Errorf("%s: the policy's taints in the CEL: %v, want %v (pods only)", p.Name, got, pod)
+		for key := range r.Params.Data {
+			// Pod Security restricted's rules are only in the policies of namespaces that enforce it.
+			want := pod || !slices.Contains(podsOnly, key)
+			if key == paramPodSecurityRestricted {
+				want = pod && strings.HasSuffix(p.Name, "-restricted")
+			}
+			if got := strings.Contains(cel, param(key)); got != want {
+				t.Errorf("%s reads params' %s: %v, want %v", p.Name, key, got, want)
+			}
 		}
+	}
+	want := map[string]string{paramNonRootUserName: "WinUser", paramWindowsNodeTaints: "sku=win:NoExecute,os=Windows:NoSchedule,node.kubernetes.io/os=:NoSchedule", paramVersion: "v1"}
+	for k, v := range want {
+		if r.Params.Data[k] != v {
+			t.Errorf("params' %s is %q, want %q", k, r.Params.Data[k], v)
+		}
+	}
+	if ref := r.Bindings[0].Spec.ParamRef; ref == nil || ref.Name != r.Params.Name || ref.Namespace != r.Params.Namespace {
+		t.Errorf("the bindings read the params at %+v, the params are %s/%s", ref, r.Params.Namespace, r.Params.Name)
 	}
 }
 
@@ -95,7 +118,7 @@ func TestBindingsFollowTheMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pol := range []*policy.Policy{policy.Default(), warnByDefault} {
-		_, bindings := Render(pol, Options{Version: "v1"})
+		bindings := Render(pol, Options{Version: "v1"}).Bindings
 		for _, label := range []string{"", policy.ModeWarn, policy.ModeEnforce, "Warn", "off"} {
 			ns := policy.Namespace{Name: "web", Labels: map[string]string{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}}
 			if label != "" {
@@ -118,27 +141,36 @@ func TestBindingsFollowTheMode(t *testing.T) {
 	}
 }
 
-// The rewrites that narrow reach the pods' CEL exactly when the policy turns them on, and never a
-// template's: templates keep their spec in both engines.
+// The rewrites that narrow are turned on by the params exactly when the policy turns them on (the
+// default limit as the API server writes it), and are never in a template's CEL: templates keep their
+// spec in both engines.
 func TestRenderNarrowsOnlyWhenAsked(t *testing.T) {
 	on, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nuserForRunAsNonRoot: true\nmemoryLimits: {fromRequests: true, default: 0.5Gi}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	marks := []string{"nonRootUserAt", "'512Mi'", "'/resources/limits/memory'", value(string(policy.RuleMemoryLimitFromRequest)).cel}
-	for name, pol := range map[string]*policy.Policy{"off": policy.Default(), "on": on} {
-		policies, _ := Render(pol, Options{Version: "v1"})
-		for _, p := range policies {
-			var all strings.Builder
-			for _, v := range p.Spec.Variables {
-				all.WriteString(v.Expression + "\n")
+	for name, want := range map[*policy.Policy]map[string]string{
+		policy.Default(): {paramUserForRunAsNonRoot: "false", paramMemoryFromRequests: "false", paramDefaultMemoryLimit: ""},
+		on:               {paramUserForRunAsNonRoot: "true", paramMemoryFromRequests: "true", paramDefaultMemoryLimit: "512Mi"},
+	} {
+		got := Params(name, Options{})
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("userForRunAsNonRoot %v: params' %s is %q, want %q", name.UserForRunAsNonRoot, k, got[k], v)
 			}
-			all.WriteString(p.Spec.Mutations[0].JSONPatch.Expression)
-			want := name == "on" && strings.HasPrefix(p.Name, "wincompat-pods")
-			for _, m := range marks {
-				if got := strings.Contains(all.String(), m); got != want {
-					t.Errorf("policy %s, %s: %s in the CEL: %v, want %v", name, p.Name, m, got, want)
-				}
+		}
+	}
+	marks := []string{"nonRootUserAt", "'/resources/limits/memory'", value(string(policy.RuleMemoryLimitFromRequest)).cel}
+	for _, p := range Policies() {
+		var all strings.Builder
+		for _, v := range p.Spec.Variables {
+			all.WriteString(v.Expression + "\n")
+		}
+		all.WriteString(p.Spec.Mutations[0].JSONPatch.Expression)
+		want := strings.HasPrefix(p.Name, "wincompat-pods")
+		for _, m := range marks {
+			if got := strings.Contains(all.String(), m); got != want {
+				t.Errorf("%s: %s in the CEL: %v, want %v", p.Name, m, got, want)
 			}
 		}
 	}
@@ -147,7 +179,7 @@ func TestRenderNarrowsOnlyWhenAsked(t *testing.T) {
 // Every opted-in namespace, whatever its default-os and Pod Security labels, is selected by exactly one
 // binding of each shape: the policies of one shape split the namespaces, never overlap or leave a gap.
 func TestBindingsPartitionTheNamespaces(t *testing.T) {
-	_, bindings := Render(policy.Default(), Options{Version: "v1"})
+	bindings := Render(policy.Default(), Options{Version: "v1"}).Bindings
 	for _, defaultOS := range []string{"", "windows", "linux"} {
 		for _, enforce := range []string{"", "restricted", "baseline", "privileged"} {
 			ns := labels.Set{policy.LabelEnabled: "true", "kubernetes.io/metadata.name": "web"}
@@ -176,5 +208,44 @@ func TestBindingsPartitionTheNamespaces(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// chartPoliciesFile is where the chart keeps the policies it installs (templates/admissionpolicies.yaml
+// adds its labels to each).
+var chartPoliciesFile = filepath.Join("..", "..", "deploy", "helm", "wincompat", "files", "admissionpolicies.yaml")
+
+// chartPoliciesYAML is what the chart's file must hold: Policies, without the labels the chart sets.
+func chartPoliciesYAML(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("# Generated from policy/admissionpolicy (Policies): do not edit, run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy.\n")
+	for _, p := range Policies() {
+		p.Labels = nil
+		y, err := yaml.Marshal(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.Bytes()
+}
+
+// The chart installs the policies the Go code renders: its file is rewritten by UPDATE_GOLDEN=1 and
+// this fails while it is stale.
+func TestChartAdmissionPoliciesFile(t *testing.T) {
+	got := chartPoliciesYAML(t)
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(chartPoliciesFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(chartPoliciesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", chartPoliciesFile)
 	}
 }

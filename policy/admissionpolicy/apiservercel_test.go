@@ -58,6 +58,8 @@ type celExpression struct {
 	kind  admissionKind
 	name  string // of a variable
 	expr  string
+	// params: the expression's policy has a paramKind, so it may read params.
+	params bool
 }
 
 // serverVersion is the Kubernetes version of the compiler: go.mod's k8s.io modules, the test control
@@ -187,9 +189,9 @@ func newAdmissionCompiler(t testing.TB) *admissionCompiler {
 
 // compile compiles e as the API server validates it, and returns its estimated cost.
 func (c *admissionCompiler) compile(e celExpression) (uint64, error) {
-	// HasAuthorizer: every admission expression may call the authorizer; no params: wincompat's
-	// policies have no paramKind.
-	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	// HasAuthorizer: every admission expression may call the authorizer; params where the policy has a
+	// paramKind (the API server's HasParams, compilePolicy in plugin/policy/mutating).
+	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasParams: e.params}
 	var result plugincel.CompilationResult
 	switch e.kind {
 	case matchCondition:
@@ -243,6 +245,9 @@ func (c *admissionCompiler) costEnv(opts plugincel.OptionalVariableDeclarations)
 		cel.Variable(plugincel.NamespaceVarName, namespace.CelType()),
 		cel.Variable(plugincel.RequestVarName, request.CelType()),
 		cel.Variable(plugincel.VariableVarName, cel.MapType(cel.StringType, cel.DynType)),
+	}
+	if opts.HasParams {
+		vars = append(vars, cel.Variable(plugincel.ParamsVarName, cel.DynType))
 	}
 	if opts.HasAuthorizer {
 		vars = append(vars, cel.Variable(plugincel.AuthorizerVarName, library.AuthorizerType),

@@ -17,6 +17,11 @@ import (
 // mutatingPolicyExpressions are the expressions of p in the order the API server compiles them.
 func mutatingPolicyExpressions(p admissionregistrationv1.MutatingAdmissionPolicy) []celExpression {
 	var out []celExpression
+	defer func() {
+		for i := range out {
+			out[i].params = p.Spec.ParamKind != nil
+		}
+	}()
 	for _, m := range p.Spec.MatchConditions {
 		out = append(out, celExpression{where: p.Name + " matchConditions " + m.Name, kind: matchCondition, expr: m.Expression})
 	}
@@ -69,7 +74,7 @@ memoryLimits: {fromRequests: true, default: 512Mi}
 func TestMutatingAdmissionPoliciesCompile(t *testing.T) {
 	for name, pol := range policiesShipped(t) {
 		t.Run(name, func(t *testing.T) {
-			policies, _ := Render(pol, Options{Version: "v1.2.3"})
+			policies := Render(pol, Options{Version: "v1.2.3"}).Policies
 			for _, p := range policies {
 				t.Run(p.Name, func(t *testing.T) { checkCompiles(t, mutatingPolicyExpressions(p), true) })
 			}
@@ -81,7 +86,7 @@ func TestMutatingAdmissionPoliciesCompile(t *testing.T) {
 // used before it is defined, a matchCondition that is not a bool, a patch that is not a list of
 // JSONPatch, and the dearest variable of the shipped pods policy inside a loop in a loop.
 func TestCompileCatchesBrokenExpressions(t *testing.T) {
-	policies, _ := Render(policy.Default(), Options{Version: "v1"})
+	policies := Render(policy.Default(), Options{Version: "v1"}).Policies
 	vars := map[string]string{}
 	for _, v := range policies[0].Spec.Variables {
 		vars[v.Name] = v.Expression

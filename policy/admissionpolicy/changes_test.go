@@ -37,12 +37,12 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 	renderings := policiesShipped(t)
 	checked, changed := 0, 0
 	for _, name := range slices.Sorted(maps.Keys(renderings)) {
-		policies, _ := Render(renderings[name], Options{Version: "v1.2.3"})
+		policies, params := renderedForEvaluation(t, renderings[name])
 		for _, p := range policies {
 			if !strings.HasPrefix(p.Name, "wincompat-pods") {
 				continue
 			}
-			e := compilePolicy(t, c, p)
+			e := compilePolicy(t, c, p, params)
 			ns := map[string]any{"metadata": map[string]any{"name": "web", "labels": bindingLabels(p.Name)}}
 			var all []namedPod
 			for _, pod := range pods {
@@ -91,8 +91,7 @@ func TestPodChangesConditionIsExact(t *testing.T) {
 // is their binding's.
 func TestPodChangesConditionNeedsNoNamespace(t *testing.T) {
 	for name, pol := range policiesShipped(t) {
-		policies, _ := Render(pol, Options{Version: "v1"})
-		for _, p := range policies {
+		for _, p := range Render(pol, Options{Version: "v1"}).Policies {
 			for _, m := range p.Spec.MatchConditions {
 				if strings.Contains(m.Expression, "namespaceObject") {
 					t.Errorf("%s, %s: matchCondition %s reads namespaceObject", name, p.Name, m.Name)
@@ -165,6 +164,8 @@ func goldenPods(t *testing.T) []namedPod {
 type compiledPolicy struct {
 	name        string
 	expressions []compiledExpression
+	// params is the policy's parameter object as the API server passes it (an unstructured ConfigMap).
+	params map[string]any
 }
 
 type compiledExpression struct {
@@ -172,11 +173,11 @@ type compiledExpression struct {
 	prg cel.Program
 }
 
-func compilePolicy(t testing.TB, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy) *compiledPolicy {
+func compilePolicy(t testing.TB, c *admissionCompiler, p admissionregistrationv1.MutatingAdmissionPolicy, params map[string]any) *compiledPolicy {
 	t.Helper()
-	out := &compiledPolicy{name: p.Name}
+	out := &compiledPolicy{name: p.Name, params: params}
 	for _, e := range mutatingPolicyExpressions(p) {
-		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch})
+		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch, HasParams: e.params})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +218,7 @@ func (p *compiledPolicy) evaluateConditions(t testing.TB, where string, obj map[
 		if e.kind != matchCondition {
 			continue
 		}
-		val, details, err := e.prg.Eval(map[string]any{"object": obj, "variables": map[string]any{}})
+		val, details, err := e.prg.Eval(p.activation(map[string]any{"object": obj, "variables": map[string]any{}}))
 		if err != nil {
 			t.Fatalf("%s: %s: %v", where, e.where, err)
 		}
@@ -247,7 +248,7 @@ func (p *compiledPolicy) evaluate(t testing.TB, where string, obj, ns map[string
 		if e.kind != variable && e.kind != jsonPatch {
 			continue
 		}
-		val, details, err := e.prg.Eval(map[string]any{"object": obj, "namespaceObject": ns, "variables": ev.variables})
+		val, details, err := e.prg.Eval(p.activation(map[string]any{"object": obj, "namespaceObject": ns, "variables": ev.variables}))
 		if err != nil {
 			t.Fatalf("%s: %s: %v", where, e.where, err)
 		}
@@ -263,6 +264,14 @@ func (p *compiledPolicy) evaluate(t testing.TB, where string, obj, ns map[string
 		ev.cost = conditions // the API server stops at changes
 	}
 	return ev
+}
+
+// activation is vars with the policy's params, when it has any.
+func (p *compiledPolicy) activation(vars map[string]any) map[string]any {
+	if p.params != nil {
+		vars["params"] = p.params
+	}
+	return vars
 }
 
 func (p *compiledPolicy) report(e compiledExpression, cost uint64, each func(expression string, cost uint64)) {
@@ -348,7 +357,7 @@ func TestPodChangesConditionBudget(t *testing.T) {
 	delete(stripped, "volumeMounts")
 	delete(stripped, "resources")
 	bare := map[string]any{"name": "c", "image": "app"}
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	policies, params := renderedForEvaluation(t, policy.Default())
 	c := newAdmissionCompiler(t)
 	ns := perfNamespace()
 	withContainers := func(container map[string]any, n int, marked bool) map[string]any {
@@ -373,7 +382,7 @@ func TestPodChangesConditionBudget(t *testing.T) {
 		if p.Name != "wincompat-pods" && p.Name != "wincompat-pods-restricted" {
 			continue
 		}
-		e := compilePolicy(t, c, p)
+		e := compilePolicy(t, c, p, params)
 		for _, kind := range []struct {
 			name      string
 			container map[string]any

@@ -46,7 +46,7 @@ func renderedCosts(t *testing.T) []expressionCost {
 	var out []expressionCost
 	renderings := policiesShipped(t)
 	for _, name := range slices.Sorted(maps.Keys(renderings)) {
-		policies, _ := Render(renderings[name], Options{Version: "v1.2.3"})
+		policies := Render(renderings[name], Options{Version: "v1.2.3"}).Policies
 		for _, p := range policies {
 			c := newAdmissionCompiler(t)
 			for _, e := range mutatingPolicyExpressions(p) {

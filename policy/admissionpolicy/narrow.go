@@ -12,7 +12,7 @@ import (
 // The rewrites that narrow a pod where the policy opts in (policy/narrow.go: userForRunAsNonRoot,
 // memoryLimits), as CEL. They need no cluster state, so the admission policies make them too and a pod
 // admitted while the webhook is down gets them all the same. Rendered only when the policy turns them
-// on: the default policy's rendering has none of this.
+// on (params' userForRunAsNonRoot, memoryLimitsFromRequests, memoryLimitsDefault).
 
 // startedLists are the containers the narrowing rewrites visit, in the Go decision's order: ephemeral
 // containers join a running pod, cannot set resources and take the pod's user.
@@ -24,25 +24,22 @@ func eachStarted(s shape, body func(c, ptr string, path jsonText) part) part {
 }
 
 // narrowVariables are the variables the narrowing parts read, to come before the record.
-func narrowVariables(s shape, pol *policy.Policy) []admissionregistrationv1.Variable {
-	if !s.pod || !userForRunAsNonRoot(pol) {
-		return nil
-	}
-	return []admissionregistrationv1.Variable{{Name: "nonRootUserAt", Expression: nonRootUserAt(s, pol)}}
+func narrowVariables(s shape) []admissionregistrationv1.Variable {
+	return []admissionregistrationv1.Variable{{Name: "nonRootUserAt", Expression: nonRootUserAt(s)}}
 }
 
-func userForRunAsNonRoot(pol *policy.Policy) bool {
-	return pol.UserForRunAsNonRoot && pol.NonRootUserName != ""
-}
+// userForRunAsNonRoot is true when the policy turns the rule on, and names the user it needs.
+const userForRunAsNonRoot = "(params.data." + paramUserForRunAsNonRoot + " == 'true' && " + userSet + ")"
 
 // nonRootUserAt says where the user for runAsNonRoot goes, as policy's nameUserForRunAsNonRoot decides
 // after the non-root intent and Pod Security restricted rules (which the same patch applies, so it reads
 // their effect from the object before it): "pod", "containers" (those that ask), or "" (nowhere). One
-// variable, so that each container's condition does not loop over the containers again.
-func nonRootUserAt(s shape, pol *policy.Policy) string {
+// variable, so that each container's condition does not loop over the containers again. "" too where
+// the policy turns the rule off.
+func nonRootUserAt(s shape) string {
 	spec := optional(s.spec)
 	sc := spec + ".?securityContext"
-	enforced := nsRestricted(s, pol)
+	enforced := nsRestricted(s)
 	var allNamed, needs []string
 	for _, l := range containerLists {
 		allNamed = append(allNamed, fmt.Sprintf("%s.?%s.orValue([]).all(c, c.?securityContext.hasValue() && %s)", spec, l, containerUser("c")))
@@ -53,8 +50,8 @@ func nonRootUserAt(s shape, pol *policy.Policy) string {
 	// The pod's user once the earlier rules ran: its own, the non-root intent's from its runAsUser, or
 	// Pod Security restricted's where some container names none.
 	podUser := fmt.Sprintf("%[1]s.?windowsOptions.?runAsUserName.hasValue() || %[1]s.?runAsUser.orValue(0) != 0 || (%[2]s && !(%[3]s))", sc, enforced, strings.Join(allNamed, " && "))
-	return fmt.Sprintf("variables.hostProcess || %s ? '' :\n  (%s || %s.?runAsNonRoot.orValue(false)) ? ((%s) ? 'pod' : '') :\n  'containers'",
-		podUser, enforced, sc, strings.Join(needs, " || "))
+	return fmt.Sprintf("!%s || variables.hostProcess || %s ? '' :\n  (%s || %s.?runAsNonRoot.orValue(false)) ? ((%s) ? 'pod' : '') :\n  'containers'",
+		userForRunAsNonRoot, podUser, enforced, sc, strings.Join(needs, " || "))
 }
 
 // containerUser: container c names a Windows user once the non-root intent rule ran: its own, or the
@@ -66,17 +63,17 @@ func containerUser(c string) string {
 // runAsNonRootUser names the policy's user where runAsNonRoot: true has none (variables.nonRootUserAt).
 // At pod level the pod's securityContext exists (its runAsNonRoot is true); per container, the
 // container's does (its own runAsNonRoot is true).
-func runAsNonRootUser(s shape, pol *policy.Policy) part {
-	user := pol.NonRootUserName
+func runAsNonRootUser(s shape) part {
+	const user = userCEL
 	sc := optional(s.spec) + ".?securityContext"
-	pod := change("variables.nonRootUserAt == 'pod'", policy.Inject, policy.RuleRunAsNonRootUser, text("spec.securityContext.windowsOptions.runAsUserName"), none, value(user), policy.ReasonRunAsNonRootUser,
+	pod := change("variables.nonRootUserAt == 'pod'", policy.Inject, policy.RuleRunAsNonRootUser, text("spec.securityContext.windowsOptions.runAsUserName"), none, userJSON(), policy.ReasonRunAsNonRootUser,
 		fmt.Sprintf(`(%s.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %s, value: %s}] : [JSONPatch{op: "add", path: %s, value: {"runAsUserName": %s}}])`,
-			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), quote(user), quote(s.specPtr+"/securityContext/windowsOptions"), quote(user)))
+			sc, quote(s.specPtr+"/securityContext/windowsOptions/runAsUserName"), user, quote(s.specPtr+"/securityContext/windowsOptions"), user))
 	containers := eachStarted(s, func(c, ptr string, path jsonText) part {
 		cond := fmt.Sprintf("variables.nonRootUserAt == 'containers' && !%s && %s.?securityContext.?runAsNonRoot.orValue(false)", containerUser(c), c)
 		ops := fmt.Sprintf(`(%[1]s.?securityContext.?windowsOptions.hasValue() ? [JSONPatch{op: "add", path: %[2]s + '/securityContext/windowsOptions/runAsUserName', value: %[3]s}] : [JSONPatch{op: "add", path: %[2]s + '/securityContext/windowsOptions', value: {"runAsUserName": %[3]s}}])`,
-			c, ptr, quote(user))
-		return change(cond, policy.Inject, policy.RuleRunAsNonRootUser, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, value(user), policy.ReasonRunAsNonRootUser, ops)
+			c, ptr, user)
+		return change(cond, policy.Inject, policy.RuleRunAsNonRootUser, concat(path, text(".securityContext.windowsOptions.runAsUserName")), none, userJSON(), policy.ReasonRunAsNonRootUser, ops)
 	})
 	return join(pod, containers)
 }
@@ -85,22 +82,17 @@ func runAsNonRootUser(s shape, pol *policy.Policy) part {
 // limitMemory does: its request (above zero) with fromRequests, the default where it has no request.
 // The object's quantities are in the API server's canonical form, as the webhook reads them, so both
 // engines record the same text.
-func memoryLimits(s shape, pol *policy.Policy) part {
-	def := pol.DefaultMemoryLimit()
+func memoryLimits(s shape) part {
+	def := param(paramDefaultMemoryLimit)
 	return eachStarted(s, func(c, ptr string, path jsonText) part {
 		limited := c + ".?resources.?limits[?'memory'].hasValue()"
 		request := c + ".?resources.?requests[?'memory']"
 		at := concat(path, text(".resources.limits[memory]"))
-		var parts []part
-		if pol.MemoryLimits.FromRequests {
-			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && %s.orValue('0') != '0'", limited, request), policy.Inject, policy.RuleMemoryLimitFromRequest, at, none,
-				escaped(request+".value()").str(), policy.ReasonMemoryLimitFromRequest, addMemoryLimit(c, ptr, request+".value()")))
-		}
-		if def != "" {
-			parts = append(parts, change(fmt.Sprintf("!variables.hostProcess && !%s && !%s.hasValue()", limited, request), policy.Inject, policy.RuleMemoryLimitDefault, at, none,
-				value(def), policy.ReasonMemoryLimitDefault, addMemoryLimit(c, ptr, quote(def))))
-		}
-		return join(parts...)
+		return join(
+			change(fmt.Sprintf("%s && !variables.hostProcess && !%s && %s.orValue('0') != '0'", paramOn(paramMemoryFromRequests), limited, request), policy.Inject, policy.RuleMemoryLimitFromRequest, at, none,
+				escaped(request+".value()").str(), policy.ReasonMemoryLimitFromRequest, addMemoryLimit(c, ptr, request+".value()")),
+			change(fmt.Sprintf("%s != '' && !variables.hostProcess && !%s && !%s.hasValue()", def, limited, request), policy.Inject, policy.RuleMemoryLimitDefault, at, none,
+				escaped(def).str(), policy.ReasonMemoryLimitDefault, addMemoryLimit(c, ptr, def)))
 	})
 }
 

@@ -13,8 +13,10 @@ import (
 // The change record is JSON built by CEL string concatenation: CEL in the API server has no JSON
 // encoder. Every string in it comes from one of two places, and each has one way in:
 //
-//   - the generator's own constants (reasons, fixed paths, the policy's values): encoded here by
-//     encoding/json and written into the CEL as literals (text, value);
+//   - the generator's own constants (reasons, fixed paths, injector names): encoded here by
+//     encoding/json and written into the CEL as literals (text, value); the policy's values come from
+//     the params, the user name escaped like the object's strings and the taints as they are (a valid
+//     policy's taints need no escaping);
 //   - the object under admission (container, volume and annotation names, annotation values, mount
 //     paths, node selector values, the strings the strip table removes): escaped by CEL at admission
 //     time (escaped).

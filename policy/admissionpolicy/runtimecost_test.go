@@ -26,7 +26,7 @@ var chartPodPath = filepath.Join("testdata", "chartpod.json")
 // figures are measured with. runtimePodBudget holds the sum.
 func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 	raw, pod := readChartPod(t)
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	policies, params := renderedForEvaluation(t, policy.Default())
 	p := policies[0]
 	if p.Name != "wincompat-pods" {
 		t.Fatalf("the first policy is %s", p.Name)
@@ -42,7 +42,7 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "expression\tcost\t\n")
 	each := func(expression string, cost uint64) { fmt.Fprintf(w, "%s\t%d\t\n", expression, cost) }
-	compiled := compilePolicy(t, c, p)
+	compiled := compilePolicy(t, c, p, params)
 	ev := compiled.evaluate(t, "the chart pod", pod, namespace, each)
 	if !ev.matched || !ev.changes {
 		t.Fatalf("%s does not run on the chart pod: matchConditions %v, changes %v", p.Name, ev.matched, ev.changes)
@@ -92,8 +92,9 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 }
 
 // runtimePodBudget: the default wincompat-pods policy's runtime cost for the chart pod, all
-// expressions together: 5,211 today (7,362 with the version 1 record), of which the record (records and
-// record) is 988, the strip table's removals 1,120 and the patch 1,972.
+// expressions together: 6,253 since the policy's values are params (5,211 when they were rendered into
+// the CEL, 7,362 with the version 1 record), of which the record (records and record) is 1,462, the
+// strip table's removals 1,120, the taints read from the params 87 and the patch 2,445.
 const runtimePodBudget = 9_000
 
 // intsAsInt64 turns encoding/json's float64 numbers into int64 where they are whole, as the API
@@ -127,11 +128,11 @@ func perfNamespace() map[string]any {
 func chartPodPolicy(tb testing.TB) (p *compiledPolicy, pod, namespace map[string]any) {
 	tb.Helper()
 	_, pod = readChartPod(tb)
-	policies, _ := Render(policy.Default(), Options{Version: "v1.2.3"})
+	policies, params := renderedForEvaluation(tb, policy.Default())
 	if policies[0].Name != "wincompat-pods" {
 		tb.Fatalf("the first policy is %s", policies[0].Name)
 	}
-	return compilePolicy(tb, newAdmissionCompiler(tb), policies[0]), pod, perfNamespace()
+	return compilePolicy(tb, newAdmissionCompiler(tb), policies[0], params), pod, perfNamespace()
 }
 
 func readChartPod(t testing.TB) ([]byte, map[string]any) {

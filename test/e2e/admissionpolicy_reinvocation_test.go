@@ -29,13 +29,12 @@ func TestAdmissionPolicyRunsOncePerPod(t *testing.T) {
 	ctx := context.Background()
 	cfg, c := controlplane.Start(t)
 	requireAdmissionPolicies(t, cfg)
-	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-once"})
+	rendered := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-once"})
+	installAdmissionPolicies(ctx, t, c, rendered)
 	var pods *admissionregistrationv1.MutatingAdmissionPolicy
-	for i := range policies {
-		create(ctx, t, c, &policies[i])
-		create(ctx, t, c, &bindings[i])
-		if policies[i].Name == "wincompat-pods" {
-			pods = &policies[i]
+	for i := range rendered.Policies {
+		if rendered.Policies[i].Name == "wincompat-pods" {
+			pods = &rendered.Policies[i]
 		}
 	}
 	const ns, nsReadded = "map-once", "map-once-readded"

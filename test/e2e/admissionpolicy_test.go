@@ -85,16 +85,23 @@ func sharedChange(c policy.Change) bool {
 	return false
 }
 
+// installAdmissionPolicies creates what the chart installs for engine hybrid, as it orders it: the params
+// first (a binding without them refuses what it selects), then each policy before its binding.
+func installAdmissionPolicies(ctx context.Context, t *testing.T, c client.Client, r admissionpolicy.Rendering) {
+	t.Helper()
+	create(ctx, t, c, &r.Params)
+	for i := range r.Policies {
+		create(ctx, t, c, &r.Policies[i])
+		create(ctx, t, c, &r.Bindings[i])
+	}
+}
+
 func TestAdmissionPolicyEngine(t *testing.T) {
 	ctx := context.Background()
 	cfg, c := controlplane.Start(t)
 	requireAdmissionPolicies(t, cfg)
 	pol := policy.Default()
-	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-map"})
-	for i := range policies {
-		create(ctx, t, c, &policies[i])
-		create(ctx, t, c, &bindings[i])
-	}
+	installAdmissionPolicies(ctx, t, c, admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-map"}))
 	workloads := distinct(loadCorpus(t)) // declared Windows
 	for _, w := range workloads {
 		w.obj.SetNamespace(nsMAP)

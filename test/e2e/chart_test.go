@@ -533,7 +533,7 @@ func chartPolicy(t *testing.T, cm *unstructured.Unstructured) *policy.Policy {
 
 // TestHelmChartEngine: issue 15. auto is hybrid exactly where the API server serves
 // MutatingAdmissionPolicy v1; hybrid runs serve --engine=hybrid, sets the Windows webhooks to Ignore and
-// grants the RBAC to keep the eight admission policies and bindings (within security_test's allowlist);
+// installs the admission policies itself, granting wincompat no RBAC on them in any engine (issue 40);
 // an explicit webhook.failurePolicy wins. Rendering only.
 func TestHelmChartEngine(t *testing.T) {
 	for _, tc := range []struct {
@@ -541,7 +541,7 @@ func TestHelmChartEngine(t *testing.T) {
 		apiVersions  []string
 		engine       string
 		failure      admissionregistrationv1.FailurePolicyType
-		rbac         bool
+		policies     bool
 	}{
 		{"auto without MutatingAdmissionPolicy v1", "", nil, "webhook", admissionregistrationv1.Fail, false},
 		{"auto with MutatingAdmissionPolicy v1", "", []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}, "hybrid", admissionregistrationv1.Ignore, true},
@@ -563,7 +563,7 @@ func TestHelmChartEngine(t *testing.T) {
 				objs = append(objs, obj)
 			}
 			var engine string
-			rbac := false
+			rbac, policies := false, false
 			for _, obj := range objs {
 				switch obj.GetKind() {
 				case "Deployment":
@@ -572,6 +572,8 @@ func TestHelmChartEngine(t *testing.T) {
 							engine = v
 						}
 					}
+				case "MutatingAdmissionPolicy":
+					policies = true
 				case "ClusterRole":
 					rules, _ := roleRules(obj)
 					for _, r := range rules {
@@ -588,8 +590,8 @@ func TestHelmChartEngine(t *testing.T) {
 					}
 				}
 			}
-			if engine != tc.engine || rbac != tc.rbac {
-				t.Errorf("--engine=%q, admission-policy RBAC %v; want %q, %v", engine, rbac, tc.engine, tc.rbac)
+			if engine != tc.engine || policies != tc.policies || rbac {
+				t.Errorf("--engine=%q, admission policies installed %v, admission-policy RBAC %v; want %q, %v, false", engine, policies, rbac, tc.engine, tc.policies)
 			}
 		})
 	}

@@ -74,11 +74,7 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 	// As hybrid installs the webhook; the checks below see whether it acted.
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
 	pol := enginesPolicy(t)
-	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e", ExcludedNamespaces: []string{nsEngineWebhook}})
-	for i := range policies {
-		create(ctx, t, cl.c, &policies[i])
-		create(ctx, t, cl.c, &bindings[i])
-	}
+	installAdmissionPolicies(ctx, t, cl.c, admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e", ExcludedNamespaces: []string{nsEngineWebhook}}))
 	waitForAdmissionPolicy(t, cl.c, nsEngineMAP)
 	// The webhook leaves the admission-policy-only namespaces alone, as if no replica answered.
 	served := *pol

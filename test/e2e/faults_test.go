@@ -43,7 +43,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/perf"
 	"github.com/wincompat/wincompat/test/perf/load"
@@ -352,8 +351,9 @@ func TestFaultsUnderLoad(t *testing.T) {
 	}
 	allDown(webhookDown)
 
-	// e'. To hybrid, replica by replica as a rollout does: the leader applies the admission policies,
-	// then the webhook goes to failurePolicy Ignore, as the chart installs it in hybrid mode.
+	// e'. To hybrid, replica by replica as a rollout does, with the admission policies installed as the
+	// chart installs them (the replicas write none), then the webhook at failurePolicy Ignore, as the
+	// chart installs it in hybrid mode.
 	toHybrid := begin("e'. rolling restart to hybrid")
 	for _, r := range replicas {
 		lb.drain(r, true)
@@ -366,7 +366,11 @@ func TestFaultsUnderLoad(t *testing.T) {
 		lb.drain(r, false)
 		waitUntil(t, 10*time.Second, fmt.Sprintf("the balancer to take replica %d back", r.index), func() bool { return lb.ready(r) })
 	}
-	waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, len(admissionpolicy.Names()))
+	faultPolicy, err := policy.Load([]byte("apiVersion: wincompat.io/v1alpha1\nkind: Policy\nwindowsNodeTaints:\n- {key: os, value: Windows, effect: NoSchedule}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installHybridPolicies(t, cl.c, faultPolicy)
 	setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
 	hybridWant := &expectation{toleration: "Windows", byAdmissionPolicy: true}
 	waitUntil(t, 30*time.Second, "the API server to apply the admission policies", func() bool {

@@ -1,20 +1,21 @@
 package e2e
 
-// Issue 24, finding 8: a stolen token widens nothing. RBAC lets wincompat's ServiceAccount create
-// RuntimeClasses, Secrets and MutatingAdmissionPolicies of any name and rewrite its webhook configurations
-// whole. The chart pins the first three kinds of write with a ValidatingAdmissionPolicy
+// Issue 24, finding 8, and issue 40, finding 11: a stolen token widens nothing. RBAC lets wincompat's
+// ServiceAccount create RuntimeClasses and Secrets of any name and rewrite its webhook configurations
+// whole. The chart pins those writes with a ValidatingAdmissionPolicy
 // (templates/validatingadmissionpolicy.yaml). The API server shows no admission control the writes of
-// admission policies or bindings, so for those the chart installs the bindings itself and the account
-// has no access to them: a policy it writes acts only where the chart's binding says. Here, on the real
-// API server, the chart is applied as an installer would (engine hybrid, self-managed TLS), then, acting
-// as the ServiceAccount (impersonation: the API server sees exactly that user and its groups), every
-// widening is tried and must be refused, by RBAC or by the policy as stated, or be inert, shown by what
-// the API server then does to objects; and every write wincompat itself makes must still succeed.
+// admission policies or bindings, so the chart installs the policies, their bindings and params itself
+// and the account has no access to any of them. Here, on the real API server, the chart is applied as
+// an installer would (engine hybrid, self-managed TLS), then, acting as the ServiceAccount
+// (impersonation: the API server sees exactly that user and its groups), every widening is tried and
+// must be refused, by RBAC or by the policy as stated; and every write wincompat itself makes must still
+// succeed.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,7 +91,7 @@ func checkRefused(t *testing.T, what string, err error, want refusal) {
 	}
 }
 
-// TestStolenTokenWidensNothing: issue 24, finding 8.
+// TestStolenTokenWidensNothing: issue 24, finding 8; issue 40, finding 11.
 func TestStolenTokenWidensNothing(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.LaunchBare(t)
@@ -110,13 +110,11 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	if chartPolicyFile == nil {
 		t.Fatal("no policy ConfigMap rendered")
 	}
-	// What wincompat's keeper renders: the policy with its own namespace excluded (serve adds it).
+	// What the chart installs for the policy (its own namespace excluded, its params in it).
 	pol := *chartPolicyFile
-	if !slices.Contains(pol.ExcludedNamespaces, ownNamespace) {
-		pol.ExcludedNamespaces = append(slices.Clone(pol.ExcludedNamespaces), ownNamespace)
-	}
-	opts := admissionpolicy.Options{Version: "v0.0.0-e2e", ExcludedNamespaces: []string{ownNamespace}}
-	policies, bindings := admissionpolicy.Render(&pol, opts)
+	rendered := admissionpolicy.Render(&pol, admissionpolicy.Options{Version: "v0.0.0-e2e", ExcludedNamespaces: []string{ownNamespace},
+		ParamsName: "wincompat-admission-policy-params", ParamsNamespace: ownNamespace})
+	policies, bindings := rendered.Policies, rendered.Bindings
 	rogue := func() *nodev1.RuntimeClass {
 		rc := runtimeclass.Desired(&pol, nil)[0]
 		rc.Name = "rogue"
@@ -167,39 +165,6 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 
 	// Everything wincompat writes, as it writes it, is still allowed.
 	t.Run("wincompat's own writes", func(t *testing.T) {
-		apply := func(objs ...client.Object) {
-			t.Helper()
-			for _, obj := range objs {
-				//nolint:staticcheck // server-side apply of a typed object, as the policy keeper sends it.
-				if err := sa.Patch(ctx, obj, client.Apply, client.FieldOwner("wincompat"), client.ForceOwnership); err != nil {
-					t.Errorf("the keeper's %T %s: %v", obj, obj.GetName(), err)
-				}
-			}
-		}
-		// The keeper's policies (create, then apply again unchanged), then as a policy in warn mode and one
-		// with one more excluded namespace render them. Only the policies: the chart installs the bindings
-		// (serve --admission-policy-bindings-installed).
-		for _, variant := range []func(*policy.Policy){
-			func(*policy.Policy) {},
-			func(*policy.Policy) {},
-			func(p *policy.Policy) { p.Mode = policy.ModeWarn },
-			func(p *policy.Policy) {
-				p.ExcludedNamespaces = append(slices.Clone(p.ExcludedNamespaces), "monitoring")
-			},
-			func(*policy.Policy) {},
-		} {
-			p := pol
-			variant(&p)
-			ps, _ := admissionpolicy.Render(&p, opts)
-			for i := range ps {
-				apply(&ps[i])
-			}
-		}
-		var maps admissionregistrationv1.MutatingAdmissionPolicyList
-		if err := admin.List(ctx, &maps); err != nil || len(maps.Items) != len(admissionpolicy.Names()) {
-			t.Errorf("admission policies: %d, %v; want the %d the keeper applied", len(maps.Items), err, len(admissionpolicy.Names()))
-		}
-
 		// The certificate issuer (self-managed TLS): creates its Secret and sets the caBundle of both
 		// webhook configurations, then the same again after a CA rotation (a new bundle).
 		cfg := certs.Config{Namespace: ownNamespace, SecretName: "wincompat-tls", ServiceName: "wincompat", WebhookConfigName: webhookConfigName}
@@ -334,13 +299,40 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 		write func() error
 		want  refusal
 	}{
+		// Admission policies and their params: none (issue 40, finding 11). No admission control sees these
+		// writes, so RBAC must refuse them: a policy it could rewrite would rewrite every pod its binding
+		// selects (image, command, volumes).
+		{"a new admission policy", func() error {
+			p := policies[0].DeepCopy()
+			p.ResourceVersion, p.Name = "", "rogue"
+			return sa.Create(ctx, p)
+		}, rbacRefuses(`create resource "mutatingadmissionpolicies"`)},
+		{"wincompat-pods rewritten by server-side apply", func() error {
+			p := policies[0].DeepCopy()
+			p.ResourceVersion = ""
+			p.Spec.Mutations[0].JSONPatch.Expression = `[JSONPatch{op: "replace", path: "/spec/containers/0/image", value: "attacker.example/app"}]`
+			//nolint:staticcheck // server-side apply of a typed object, as the policy keeper used to send it.
+			return sa.Patch(ctx, p, client.Apply, client.FieldOwner("wincompat"), client.ForceOwnership)
+		}, rbacRefuses(`patch resource "mutatingadmissionpolicies"`)},
+		{"wincompat-pods rewritten by a merge patch", func() error {
+			return sa.Patch(ctx, &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "wincompat-pods"}},
+				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"variables":null}}`)))
+		}, rbacRefuses(`patch resource "mutatingadmissionpolicies"`)},
+		{"reading wincompat-pods", func() error {
+			return sa.Get(ctx, client.ObjectKey{Name: "wincompat-pods"}, &admissionregistrationv1.MutatingAdmissionPolicy{})
+		}, rbacRefuses(`get resource "mutatingadmissionpolicies"`)},
+		{"the admission policies' params", func() error {
+			return sa.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ownNamespace, Name: "wincompat-admission-policy-params"}},
+				client.RawPatch(types.MergePatchType, []byte(`{"data":{"nonRootUserName":"ContainerAdministrator"}}`)))
+		}, rbacRefuses(`patch resource "configmaps"`)},
+
 		// Bindings: none, not even its policies' own (the chart's).
 		{"a binding of a rogue policy", func() error {
 			b := bindings[0].DeepCopy()
 			b.Name, b.Spec.PolicyName = "rogue", "rogue"
 			return sa.Create(ctx, b)
 		}, rbacRefuses(`create resource "mutatingadmissionpolicybindings"`)},
-		{"its policy's binding by server-side apply, as the keeper used to", func() error {
+		{"its policy's binding by server-side apply", func() error {
 			return sa.Patch(ctx, bindings[0].DeepCopy(), client.Apply, client.FieldOwner("wincompat"), client.ForceOwnership)
 		}, rbacRefuses(`patch resource "mutatingadmissionpolicybindings"`)},
 		{"its policy's binding to every namespace", func() error {
@@ -600,77 +592,28 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 			rbacRefuses(`get resource "pods/log"`))
 	})
 
-	// What RBAC still allows with admission policies, no admission control sees: a policy of any name, and
-	// any content in its eight. Both are tried, and the API server shows how far they reach.
-	t.Run("admission policies reach only what the chart's bindings select", func(t *testing.T) {
-		const opted, plain = "opted-in", "not-opted-in"
+	// The chart's policies act where their bindings select, with the chart's params, and the ServiceAccount
+	// changes neither (the refusals above): a Windows pod in an opted-in namespace gets the policies'
+	// rewrite, the image it asked for and nothing else.
+	t.Run("the chart's admission policies act with the chart's params", func(t *testing.T) {
+		const opted = "opted-in"
 		setUpNamespace(ctx, t, admin, opted, map[string]string{policy.LabelEnabled: "true"}, nil)
-		setUpNamespace(ctx, t, admin, plain, nil, nil)
-		labelling := func(name, label string, rules ...admissionregistrationv1.NamedRuleWithOperations) *admissionregistrationv1.MutatingAdmissionPolicy {
-			fail := admissionregistrationv1.Fail
-			return &admissionregistrationv1.MutatingAdmissionPolicy{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-				ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
-					FailurePolicy:    &fail, ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
-					Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-						ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"` + label + `": "yes"}}}`}}},
-				},
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "p"}, Spec: corev1.PodSpec{
+			OS:         &corev1.PodOS{Name: corev1.Windows},
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+		waitUntil(t, 30*time.Second, "the chart's admission policies to act on a Windows pod in an opted-in namespace", func() bool {
+			p := pod.DeepCopy()
+			if err := admin.Create(ctx, p, client.DryRunAll); err != nil {
+				t.Fatalf("a Windows pod (dry run): %v", err)
 			}
-		}
-		everything := func(scope admissionregistrationv1.ScopeType, group string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
-			return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: resources, Scope: &scope},
-			}}
-		}
-		rules := []admissionregistrationv1.NamedRuleWithOperations{
-			everything(admissionregistrationv1.NamespacedScope, "", "pods", "configmaps", "secrets"),
-			everything(admissionregistrationv1.ClusterScope, "rbac.authorization.k8s.io", "clusterroles"),
-		}
-		// A new policy of its own (RBAC allows create of any name), and wincompat-pods hijacked: every
-		// CEL replaced, Secrets, ConfigMaps and ClusterRoles added to its rules.
-		if err := sa.Create(ctx, labelling("rogue", "rogue", rules...)); err != nil {
-			t.Fatalf("the ServiceAccount creating admission policy rogue: %v (RBAC allows it; this test shows it is inert)", err)
-		}
-		//nolint:staticcheck // server-side apply of a typed object, as the policy keeper sends it.
-		if err := sa.Patch(ctx, labelling("wincompat-pods", "hijacked", rules...), client.Apply, client.FieldOwner("wincompat"), client.ForceOwnership); err != nil {
-			t.Fatalf("the ServiceAccount rewriting admission policy wincompat-pods: %v (RBAC allows it; this test shows how far it reaches)", err)
-		}
-		labels := func(obj client.Object) map[string]string {
-			t.Helper()
-			if err := admin.Create(ctx, obj, client.DryRunAll); err != nil {
-				t.Fatalf("creating %T %s/%s (dry run): %v", obj, obj.GetNamespace(), obj.GetName(), err)
-			}
-			return obj.GetLabels()
-		}
-		pod := func(ns string) *corev1.Pod {
-			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
-		}
-		// Within the binding's scope the hijacked policy does act (the risk left, see the chart README); this
-		// also shows the checks below would see a mutation.
-		waitUntil(t, 30*time.Second, "the hijacked policy to act on a pod in an opted-in namespace", func() bool {
-			return labels(pod(opted))["hijacked"] == "yes"
+			return p.Annotations[policy.AnnotationAdmissionPolicy] != "" && p.Spec.NodeSelector[corev1.LabelOSStable] == "windows"
 		})
-		for what, obj := range map[string]client.Object{
-			"a pod in a namespace not opted in":    pod(plain),
-			"a pod in the release namespace":       pod(ownNamespace),
-			"a Secret in an opted-in namespace":    &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "s"}},
-			"a ConfigMap in an opted-in namespace": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "c"}},
-			"a ClusterRole":                        &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r"}},
-		} {
-			if l := labels(obj); len(l) > 0 {
-				t.Errorf("%s was mutated by a policy the ServiceAccount wrote: labels %v", what, l)
-			}
+		p := pod.DeepCopy()
+		if err := admin.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Fatal(err)
 		}
-		if l := labels(pod(opted)); l["rogue"] != "" {
-			t.Errorf("the rogue policy, bound to nothing, mutated a pod: %v", l)
-		}
-		// wincompat puts its own policy back, as the keeper does at its next resync.
-		//nolint:staticcheck // server-side apply of a typed object, as the policy keeper sends it.
-		if err := sa.Patch(ctx, policies[0].DeepCopy(), client.Apply, client.FieldOwner("wincompat"), client.ForceOwnership); err != nil {
-			t.Errorf("the keeper restoring wincompat-pods: %v", err)
+		if img := p.Spec.Containers[0].Image; img != "registry.k8s.io/pause:3.10" {
+			t.Errorf("the pod's image became %s", img)
 		}
 	})
 
@@ -680,99 +623,160 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 	}
 }
 
-// TestHelmChartAdmissionPolicyBindings: issue 24, finding 8. With engine hybrid the chart, not wincompat,
-// installs the ten bindings, and they select what wincompat's own rendering selects (names, policy,
-// namespaces, from the same policy values) plus the policy's resource rules, so that the scope holds
-// whatever the policies say. Rendering only; TestStolenTokenWidensNothing applies them.
+// TestHelmChartAdmissionPolicyBindings: issue 24, finding 8, and issue 40, finding 11. With engine
+// hybrid the chart, not wincompat, installs the ten policies, their bindings and the params they read:
+// the policies are wincompat's (admissionpolicy.Policies, the same for every policy), the bindings select
+// what wincompat's own rendering selects (names, policy, namespaces, from the same policy values) plus
+// the policy's resource rules, so that the scope holds whatever the policies say, and the params are
+// what admissionpolicy.Params makes of the same policy, for the defaults and for values that set every
+// knob. wincompat's ClusterRole names none of them. Rendering only; TestStolenTokenWidensNothing applies
+// them.
 func TestHelmChartAdmissionPolicyBindings(t *testing.T) {
+	const paramsName = "wincompat-admission-policy-params"
 	for _, tc := range []struct{ name, values string }{
 		{"default policy", "engine: hybrid\n"},
 		{"excluded namespaces and warn mode", "engine: hybrid\npolicy: {excludedNamespaces: [monitoring, wincompat-system], mode: warn}\n"},
 		{"no excluded namespaces", "engine: hybrid\npolicy: {excludedNamespaces: []}\n"},
+		{"every knob set", `engine: hybrid
+image: {tag: v9.8.7}
+policy:
+  inferOSFromNodeSelector: false
+  podSecurityRestricted: false
+  nonRootUserName: 'CORP\svc-app'
+  userForRunAsNonRoot: true
+  memoryLimits: {fromRequests: true, default: 1536Mi}
+  injectorOptOuts: [datadog, istio]
+  windowsNodeTaints: [{key: sku, value: win, effect: NoExecute}, {key: node.kubernetes.io/os, effect: NoSchedule}, {key: example.com/gpu, value: "", effect: PreferNoSchedule}]
+`},
+		{"no taints user or injectors", "engine: hybrid\npolicy: {windowsNodeTaints: [], nonRootUserName: '', injectorOptOuts: [], memoryLimits: {default: 2Gi}}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := renderChart(t, valuesFile(t, tc.values))
 			chartBindings := map[string]admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			chartPolicies := map[string]admissionregistrationv1.MutatingAdmissionPolicy{}
 			var pol *policy.Policy
+			var params map[string]string
 			for _, obj := range objs {
+				js, _ := obj.MarshalJSON()
 				switch obj.GetKind() {
 				case "Deployment":
-					// Else the keeper would try to write the bindings, which its RBAC no longer allows.
-					if args := deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--admission-policy-bindings-installed") {
-						t.Errorf("serve runs without --admission-policy-bindings-installed: %q", args)
+					if args := deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--admission-policy-bindings-installed") {
+						t.Errorf("serve runs with the deprecated --admission-policy-bindings-installed: %q", args)
 					}
+				case "MutatingAdmissionPolicy":
+					var p admissionregistrationv1.MutatingAdmissionPolicy
+					if err := json.Unmarshal(js, &p); err != nil {
+						t.Fatal(err)
+					}
+					chartPolicies[p.Name] = p
 				case "MutatingAdmissionPolicyBinding":
 					var b admissionregistrationv1.MutatingAdmissionPolicyBinding
-					js, _ := obj.MarshalJSON()
 					if err := json.Unmarshal(js, &b); err != nil {
 						t.Fatal(err)
 					}
 					chartBindings[b.Name] = b
 				case "ConfigMap":
-					if obj.GetName() == "wincompat-policy" {
+					switch obj.GetName() {
+					case "wincompat-policy":
 						pol = chartPolicy(t, obj)
+					case paramsName:
+						var cm corev1.ConfigMap
+						if err := json.Unmarshal(js, &cm); err != nil {
+							t.Fatal(err)
+						}
+						params = cm.Data
 					}
 				}
+			}
+			if pol == nil || params == nil {
+				t.Fatalf("the chart renders no policy ConfigMap (%v) or no params (%v)", pol != nil, params != nil)
 			}
 			if !slices.Contains(pol.ExcludedNamespaces, ownNamespace) { // as serve adds it
 				pol.ExcludedNamespaces = append(pol.ExcludedNamespaces, ownNamespace)
 			}
-			policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{ExcludedNamespaces: []string{ownNamespace}})
-			if len(chartBindings) != len(bindings) {
-				t.Errorf("the chart renders %d bindings, wincompat %d", len(chartBindings), len(bindings))
+			// The version is the image's, not the policy's.
+			r := admissionpolicy.Render(pol, admissionpolicy.Options{Version: params["version"], ExcludedNamespaces: []string{ownNamespace},
+				ParamsName: paramsName, ParamsNamespace: ownNamespace})
+			if want := admissionpolicy.Params(pol, admissionpolicy.Options{Version: params["version"]}); !maps.Equal(params, want) {
+				t.Errorf("the chart's params differ from what wincompat renders for the same policy:\n chart %v\n   Go  %v", params, want)
 			}
-			// The RBAC that lets wincompat write the policies and read their bindings names each of them.
-			names := admissionpolicy.Names()
-			slices.Sort(names)
+			if len(chartBindings) != len(r.Bindings) || len(chartPolicies) != len(r.Policies) {
+				t.Errorf("the chart renders %d policies and %d bindings, wincompat %d and %d", len(chartPolicies), len(chartBindings), len(r.Policies), len(r.Bindings))
+			}
+			for _, want := range r.Policies {
+				got, ok := chartPolicies[want.Name]
+				if g, w := mustJSON(t, got.Spec), mustJSON(t, want.Spec); !ok || g != w {
+					t.Errorf("the chart's policy %s (rendered: %v) is not wincompat's", want.Name, ok)
+				}
+			}
+			// wincompat's own roles name no admission policy or binding: it writes and reads none.
 			for _, obj := range objs {
-				if obj.GetKind() != "ClusterRole" {
+				if obj.GetKind() != "ClusterRole" && obj.GetKind() != "Role" {
 					continue
 				}
-				var role rbacv1.ClusterRole
-				js, _ := obj.MarshalJSON()
-				if err := json.Unmarshal(js, &role); err != nil {
+				rules, err := roleRules(obj)
+				if err != nil {
 					t.Fatal(err)
 				}
-				for _, r := range role.Rules {
-					if !slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) || len(r.ResourceNames) == 0 ||
-						!(slices.Contains(r.Resources, "mutatingadmissionpolicies") || slices.Contains(r.Resources, "mutatingadmissionpolicybindings")) {
-						continue
-					}
-					got := slices.Sorted(slices.Values(r.ResourceNames))
-					if !slices.Equal(got, names) {
-						t.Errorf("ClusterRole %s grants %v on %v by name; wincompat renders %v", role.Name, r.Verbs, got, names)
+				for _, rule := range rules {
+					if slices.Contains(rule.Resources, "mutatingadmissionpolicies") || slices.Contains(rule.Resources, "mutatingadmissionpolicybindings") ||
+						(slices.Contains(rule.Resources, "configmaps") && slices.Contains(rule.ResourceNames, paramsName)) {
+						t.Errorf("%s %s grants %v on %v %v", obj.GetKind(), obj.GetName(), rule.Verbs, rule.Resources, rule.ResourceNames)
 					}
 				}
 			}
-			for i, want := range bindings {
+			for i, want := range r.Bindings {
 				got, ok := chartBindings[want.Name]
 				if !ok {
 					t.Errorf("the chart renders no binding %s", want.Name)
 					continue
 				}
-				if got.Spec.PolicyName != want.Spec.PolicyName || got.Spec.ParamRef != nil || got.Spec.MatchResources == nil {
-					t.Errorf("%s: %+v", want.Name, got.Spec)
+				if got.Spec.PolicyName != want.Spec.PolicyName || got.Spec.MatchResources == nil || mustJSON(t, got.Spec.ParamRef) != mustJSON(t, want.Spec.ParamRef) {
+					t.Errorf("%s: %+v; want the policy and params of %+v", want.Name, got.Spec, want.Spec)
 					continue
 				}
 				if g, w := selectorString(got.Spec.MatchResources.NamespaceSelector), selectorString(want.Spec.MatchResources.NamespaceSelector); g != w {
 					t.Errorf("%s selects namespaces %s; wincompat renders %s", want.Name, g, w)
 				}
 				g, _ := json.Marshal(got.Spec.MatchResources.ResourceRules)
-				w, _ := json.Marshal(policies[i].Spec.MatchConstraints.ResourceRules)
+				w, _ := json.Marshal(r.Policies[i].Spec.MatchConstraints.ResourceRules)
 				if string(g) != string(w) {
 					t.Errorf("%s selects resources %s; the policy wincompat renders matches %s", want.Name, g, w)
 				}
 			}
 		})
 	}
-	for _, obj := range renderChart(t, valuesFile(t, "engine: webhook\n")) {
-		if obj.GetKind() == "MutatingAdmissionPolicyBinding" {
-			t.Errorf("engine webhook renders binding %s", obj.GetName())
-		}
-		if obj.GetKind() == "Deployment" && slices.Contains(deploymentOf(t, obj).Spec.Template.Spec.Containers[0].Args, "--admission-policy-bindings-installed") {
-			t.Error("engine webhook runs serve with --admission-policy-bindings-installed")
+	// Values the Go policy loader reads otherwise, or refuses, fail the chart rather than reach the params.
+	for values, says := range map[string]string{
+		"policy: {memoryLimits: {default: 0.5Gi}}":                                   "policy.memoryLimits.default 0.5Gi: write the quantity as the API server writes it",
+		"policy: {memoryLimits: {default: 1024Mi}}":                                  "policy.memoryLimits.default 1024Mi",
+		"policy: {nonRootUserName: ContainerAdministrator}":                          "an administrator account",
+		`policy: {nonRootUserName: 'a\b\c'}`:                                         "not a Windows user name",
+		"policy: {nonRootUserName: 1234}":                                            "write the user name as a quoted string",
+		"policy: {nonRootUserName: '', userForRunAsNonRoot: true}":                   "set nonRootUserName",
+		"policy: {windowsNodeTaints: [{key: 'a:b', effect: NoSchedule}]}":            "policy.windowsNodeTaints[0].key",
+		"policy: {windowsNodeTaints: [{key: os, value: 'a,b', effect: NoSchedule}]}": "policy.windowsNodeTaints[0].value",
+	} {
+		_, stderr, err := runHelm(t, templateArgs(t, valuesFile(t, "engine: hybrid\n"+values+"\n"))...)
+		if err == nil || !strings.Contains(stderr, says) {
+			t.Errorf("values %s: helm template %v, %s; want it to fail saying %q", values, err, stderr, says)
 		}
 	}
+	for _, obj := range renderChart(t, valuesFile(t, "engine: webhook\n")) {
+		if k := obj.GetKind(); k == "MutatingAdmissionPolicyBinding" || k == "MutatingAdmissionPolicy" || obj.GetName() == paramsName {
+			t.Errorf("engine webhook renders %s %s", k, obj.GetName())
+		}
+	}
+}
+
+// mustJSON is v as JSON, for comparing API objects field by field.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // selectorString is a label selector with each requirement's values as a sorted set.

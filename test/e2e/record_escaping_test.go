@@ -156,11 +156,7 @@ func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 	cfg, c := controlplane.Start(t)
 	requireAdmissionPolicies(t, cfg)
 	pol := policy.Default()
-	policies, bindings := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-escaping"})
-	for i := range policies {
-		create(ctx, t, c, &policies[i])
-		create(ctx, t, c, &bindings[i])
-	}
+	installAdmissionPolicies(ctx, t, c, admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e-escaping"}))
 	labels := map[string]string{policy.LabelEnabled: "true"}
 	setUpNamespace(ctx, t, c, nsEscaping, labels, nil)
 	waitForAdmissionPolicy(t, c, nsEscaping)

@@ -48,10 +48,8 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		"/events":        {any: []string{"list", "watch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": {byName: []string{"get", "update"}},
-		// engine hybrid: its eight admission policies; their bindings, which the chart installs, only read
-		// by name, to own each policy by its binding.
-		"admissionregistration.k8s.io/mutatingadmissionpolicies":       {any: []string{"create"}, byName: []string{"get", "patch"}},
-		"admissionregistration.k8s.io/mutatingadmissionpolicybindings": {byName: []string{"get"}},
+		// engine hybrid: nothing. The chart installs the MutatingAdmissionPolicies, their bindings and
+		// params; no admission control sees writes of them, so wincompat may not touch them (issue 40).
 	},
 	"Role": {
 		"coordination.k8s.io/leases": {any: []string{"create"}, byName: []string{"get", "update"}},
@@ -144,17 +142,16 @@ func bindingFindings(obj *unstructured.Unstructured, serviceAccount, namespace s
 // pinnedWrites are the resources wincompat's ServiceAccount may write where RBAC bounds neither the name
 // (create) nor the content: the chart's ValidatingAdmissionPolicy must match every write of them, in every
 // API version. writesLeftToRBAC are the only others it may write, each harmless with RBAC alone: Events,
-// its leader Lease (created once, of any name, in its own namespace), its last-good ConfigMap by name,
-// and MutatingAdmissionPolicies, which no admission control sees and which act only through the
-// bindings the chart installs (admissionPolicyBindingFindings).
+// its leader Lease (created once, of any name, in its own namespace) and its last-good ConfigMap by name.
+// It writes no admission policy or binding: no admission control sees those writes, so nothing could
+// pin them.
 var (
 	pinnedWrites = []string{
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations", "admissionregistration.k8s.io/validatingwebhookconfigurations",
 		"node.k8s.io/runtimeclasses", "/secrets",
 	}
-	writesLeftToRBAC = []string{"/events", "events.k8s.io/events", "coordination.k8s.io/leases", "/configmaps",
-		"admissionregistration.k8s.io/mutatingadmissionpolicies"}
-	writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+	writesLeftToRBAC = []string{"/events", "events.k8s.io/events", "coordination.k8s.io/leases", "/configmaps"}
+	writeVerbs       = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
 )
 
 // ownWritesFindings checks the chart's pin on its own ServiceAccount (templates/validatingadmissionpolicy.yaml):
@@ -528,6 +525,13 @@ func TestChartSecurity(t *testing.T) {
 				if kind == "ClusterRole" {
 					rules, _, _ := unstructured.NestedSlice(obj, "rules")
 					_ = unstructured.SetNestedSlice(obj, append(rules, map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"delete"}}), "rules")
+				}
+				return obj
+			},
+			"admission policies writable again": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ClusterRole" {
+					rules, _, _ := unstructured.NestedSlice(obj, "rules")
+					_ = unstructured.SetNestedSlice(obj, append(rules, map[string]any{"apiGroups": []any{"admissionregistration.k8s.io"}, "resources": []any{"mutatingadmissionpolicies"}, "verbs": []any{"create"}}), "rules")
 				}
 				return obj
 			},

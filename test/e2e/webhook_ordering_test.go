@@ -172,7 +172,7 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 		cl := startClusterWith(t, nil, func(o *server.Options) { o.Engine = server.EngineHybrid })
 		requireAdmissionPolicies(t, cl.cfg)
 		cl.newNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})
-		waitForManaged(t, cl, &admissionregistrationv1.MutatingAdmissionPolicyList{}, len(admissionpolicy.Names()))
+		installHybridPolicies(t, cl.c, policy.Default())
 		setWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore) // as hybrid installs the webhook
 		waitForHybridPolicy(t, cl.c, ns)
 		v := installVPCWebhook(t, cl.c, ns)
@@ -187,11 +187,7 @@ func TestWindowsSelectorBeforeVPCWebhook(t *testing.T) {
 	t.Run("admission-policy", func(t *testing.T) {
 		cfg, c := controlplane.Start(t)
 		requireAdmissionPolicies(t, cfg)
-		policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-map"})
-		for i := range policies {
-			create(ctx, t, c, &policies[i])
-			create(ctx, t, c, &bindings[i])
-		}
+		installAdmissionPolicies(ctx, t, c, admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "e2e-map"}))
 		setUpNamespace(ctx, t, c, ns, map[string]string{policy.LabelEnabled: "true"}, nil)
 		waitForAdmissionPolicy(t, c, ns)
 		v := installVPCWebhook(t, c, ns)

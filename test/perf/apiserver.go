@@ -121,7 +121,12 @@ type AdmissionPolicySwitch struct {
 
 // NewAdmissionPolicySwitch creates the admission policies, unbound.
 func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface) (*AdmissionPolicySwitch, error) {
-	policies, bindings := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf"})
+	r := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf"})
+	policies, bindings := r.Policies, r.Bindings
+	// The params first: a binding without them refuses what it selects.
+	if _, err := cs.CoreV1().ConfigMaps(r.Params.Namespace).Create(ctx, &r.Params, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the admission policies' params: %w", err)
+	}
 	for i := range policies {
 		if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &policies[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating MutatingAdmissionPolicy %s: %w", policies[i].Name, err)

@@ -32,7 +32,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/images"
@@ -62,15 +61,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// ManageRuntimeClasses runs the RuntimeClass reconciler (on the leader only).
 	ManageRuntimeClasses bool
-	// Engine is EngineWebhook, or EngineHybrid: the leader also keeps the MutatingAdmissionPolicies that
-	// do the static part inside the API server (policy/admissionpolicy), current with the policy.
+	// Engine is EngineWebhook, or EngineHybrid: the MutatingAdmissionPolicies of policy/admissionpolicy,
+	// installed with their bindings and params by the chart, do the static part inside the API server
+	// too. wincompat writes none of them (admissionpolicies.go); with EngineHybrid the leader only says
+	// at start when the API server does not serve them.
 	Engine string
-	// InstalledBindings: with EngineHybrid, the admission policies' bindings are installed by someone
-	// else (the chart) and the leader writes only the policies, each while its binding exists and owned
-	// by it, so that they go when the bindings go. No admission control sees writes of admission policies
-	// or bindings, so only RBAC bounds them: an account that can only read bindings cannot widen where
-	// the policies apply, and an unbound policy does nothing.
-	InstalledBindings bool
 	// Misplaced, when set, watches Windows pods that fail on their node for reasons of OS or build (on
 	// the leader only): an Event per pod, the wincompat_misplaced_pods gauge and, when its Enabled is
 	// set, the deletion of eligible pods for their controllers to make again.
@@ -337,7 +332,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 	}
 	policyChanged := make(chan event.GenericEvent, 1)
-	policiesStale := make(chan struct{}, 1)
 	// Cluster-wide work, done by one replica: issuing certificates and keeping RuntimeClasses.
 	leaderWork := func(m ctrl.Manager) error {
 		if issuer != nil {
@@ -345,18 +339,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				return err
 			}
 		}
-		// Where the API server serves no admission policies, admissionPoliciesServed says so and the webhook
-		// does the whole rewrite alone.
-		if o.Engine == EngineHybrid && admissionPoliciesServed(m, o.Log) {
-			keeper := &policyKeeper{client: m.GetClient(), policy: current.Load, trigger: policiesStale, resync: 10 * time.Minute,
-				log: o.Log.WithName("admission-policies"), opts: admissionpolicy.Options{Version: o.Version}, policiesOnly: o.InstalledBindings,
-				bindings: m.GetAPIReader(), check: 30 * time.Second, retry: 2 * time.Second}
-			if o.Namespace != "" {
-				keeper.opts.ExcludedNamespaces = []string{o.Namespace}
-			}
-			if err := m.Add(keeper); err != nil {
-				return err
-			}
+		// Where the API server serves no admission policies, admissionPoliciesServed says so: the webhook
+		// does the whole rewrite alone. wincompat writes no admission policy (admissionpolicies.go).
+		if o.Engine == EngineHybrid {
+			admissionPoliciesServed(m, o.Log)
 		}
 		if o.Misplaced != nil {
 			w := &misplaced.Watcher{Client: m.GetClient(), Policy: current.Load, Recorder: m.GetEventRecorder("wincompat"),
@@ -405,10 +391,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if watcher != nil {
 		watcher.current = current
 		watcher.onChange = func() {
-			// The catalog may have changed: reconcile RuntimeClasses, and render the admission policies
-			// again (a pending signal is enough for each).
+			// The catalog may have changed: reconcile RuntimeClasses (a pending signal is enough). The
+			// admission policies' params are the chart's, current with helm upgrade.
 			offer(policyChanged, event.GenericEvent{})
-			offer(policiesStale, struct{}{})
 		}
 		if err := mgr.Add(watcher); err != nil {
 			return err

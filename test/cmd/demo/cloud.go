@@ -46,7 +46,8 @@ func (d *demo) cloudRegistry(ctx context.Context) error {
 	if err := os.WriteFile(file, raw, 0o600); err != nil {
 		return err
 	}
-	env := append(os.Environ(), "DOCKER_CONFIG="+dir, "HOME="+dir)
+	// AWS_REGION as IRSA sets it: wincompat gives its identity only to the ECR registries of its regions.
+	env := append(os.Environ(), "DOCKER_CONFIG="+dir, "HOME="+dir, "AWS_REGION="+ecrRegion(cloud.ECRHost))
 	for k, v := range cloud.Env() {
 		env = append(env, k+"="+v)
 	}
@@ -87,4 +88,11 @@ func readableWarning(warnings, host string) string {
 		}
 	}
 	return warnings
+}
+
+// ecrRegion is the region of an ECR registry host (ACCOUNT.dkr.ecr.REGION.amazonaws.com).
+func ecrRegion(host string) string {
+	_, rest, _ := strings.Cut(host, ".dkr.ecr.")
+	region, _, _ := strings.Cut(rest, ".")
+	return region
 }

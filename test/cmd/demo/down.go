@@ -16,8 +16,8 @@ import (
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 
-// whileDown is the last part: with the hybrid engine, wincompat's leader keeps MutatingAdmissionPolicies
-// in the API server; once every replica is gone, a Windows pod with a chart's Linux-only defaults is
+// whileDown is the last part: with the hybrid engine, MutatingAdmissionPolicies (installed as the chart
+// installs them) act in the API server; once every replica is gone, a Windows pod with a chart's Linux-only defaults is
 // still admitted, recorded and scheduled onto a Windows node, only without the build decision.
 func (d *demo) whileDown(ctx context.Context) error {
 	d.section("Admission that does not fail with wincompat: the hybrid engine, every replica stopped")
@@ -30,9 +30,9 @@ func (d *demo) whileDown(ctx context.Context) error {
 		names = append(names, p.Name)
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("wincompat serve --engine=hybrid applied no MutatingAdmissionPolicy")
+		return fmt.Errorf("no MutatingAdmissionPolicy installed")
 	}
-	d.detail("MutatingAdmissionPolicies kept by wincompat's leader (the CEL `wincompat policy export` renders): %s", strings.Join(names, ", "))
+	d.detail("MutatingAdmissionPolicies installed as the chart installs them (the CEL `wincompat policy export` renders): %s", strings.Join(names, ", "))
 
 	// As the chart installs the webhook in hybrid mode: the admission policies keep Windows pods valid,
 	// so an unanswered webhook call must not fail them.
@@ -53,7 +53,7 @@ func (d *demo) whileDown(ctx context.Context) error {
 	}
 	d.serve = nil
 	d.detail("wincompat serve stopped: no replica answers")
-	d.brief("wincompat's leader keeps %d MutatingAdmissionPolicies; webhook failurePolicy Ignore (as the chart sets it); wincompat stopped",
+	d.brief("%d MutatingAdmissionPolicies installed as the chart installs them; webhook failurePolicy Ignore (as the chart sets it); wincompat stopped",
 		len(names))
 	time.Sleep(time.Second) // the API server reads webhook configurations from its informer
 

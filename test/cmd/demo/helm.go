@@ -109,10 +109,10 @@ func (d *demo) helmInstall(ctx context.Context) error {
 
 	// The undo, from the release above: what it installs goes with it, and what wincompat writes at run
 	// time is owned by what it installs.
-	d.sayWrapped(fmt.Sprintf("helm uninstall: takes its %d objects and, by ownerReferences to its %d bindings, the MutatingAdmissionPolicies wincompat "+
-		"writes (TestChartLifecycle)", online.objects, online.bindings))
-	d.detail("  helm uninstall: takes the %d objects of the release; the garbage collector then deletes the %d MutatingAdmissionPolicies "+
-		"wincompat's leader writes, each owned by one of the chart's MutatingAdmissionPolicyBindings, and the self-managed TLS Secret, "+
+	d.sayWrapped(fmt.Sprintf("helm uninstall: takes its %d objects, among them %d MutatingAdmissionPolicies, their bindings and params "+
+		"(TestChartLifecycle)", online.objects, online.bindings))
+	d.detail("  helm uninstall: takes the %d objects of the release, the %d MutatingAdmissionPolicies, their bindings and params among them "+
+		"(wincompat writes none); the garbage collector then deletes the self-managed TLS Secret, "+
 		"owned by ConfigMap wincompat-policy-last-good; RuntimeClasses and the leader Lease stay, as the chart README's Uninstall says "+
 		"(test/e2e TestChartLifecycle installs, upgrades and uninstalls for real)", online.objects, online.bindings)
 	return nil

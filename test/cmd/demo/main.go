@@ -64,6 +64,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/fixtures"
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
@@ -383,6 +384,12 @@ func (d *demo) startWincompat(ctx context.Context) error {
 		return err
 	}
 	d.detail("installed %s: the policy check of ConfigMap %s/%s", d.rel(check), wincompatNamespace, policyConfigMap)
+	n, err = d.installAdmissionPolicies(ctx)
+	if err != nil {
+		return err
+	}
+	d.detail("installed %d MutatingAdmissionPolicies, their bindings and their params ConfigMap %s/%s, as the chart installs them for engine hybrid (`wincompat policy export`; wincompat writes none)",
+		n, wincompatNamespace, admissionpolicy.DefaultParamsName)
 
 	// system:masters keeps the demo short; the Helm chart gives wincompat least-privilege RBAC instead.
 	kubeconfigPath := filepath.Join(d.work, "wincompat.kubeconfig")

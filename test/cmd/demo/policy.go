@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/server"
 )
@@ -46,6 +48,26 @@ func (d *demo) installPolicyCheck(ctx context.Context, manifest string, port int
 		return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", vc.Name, err)
 	}
 	return nil
+}
+
+// installAdmissionPolicies installs the admission policies of the demo's policy as the chart installs
+// them for engine hybrid: the params, then each policy and its binding. wincompat writes none of them.
+func (d *demo) installAdmissionPolicies(ctx context.Context) (int, error) {
+	pol, err := policy.Load([]byte(demoPolicy))
+	if err != nil {
+		return 0, err
+	}
+	r := admissionpolicy.Render(pol, admissionpolicy.Options{Version: "demo", ExcludedNamespaces: []string{wincompatNamespace}, ParamsNamespace: wincompatNamespace})
+	objs := []client.Object{&r.Params}
+	for i := range r.Policies {
+		objs = append(objs, &r.Policies[i], &r.Bindings[i])
+	}
+	for _, o := range objs {
+		if err := d.c.Create(ctx, o); err != nil {
+			return 0, fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return len(r.Policies), nil
 }
 
 // createPolicyConfigMaps creates the policy ConfigMap, writes it where wincompat serve reads it (as the
