@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
@@ -85,7 +86,7 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	r.waitReady(t)
 
 	// What the ServiceAccount's rules are for, seen done: the caBundle of both configurations, the last
-	// good policy, the admission policies (engine hybrid) and the catalog's RuntimeClasses.
+	// good policy and the catalog's RuntimeClasses; and the chart's ten admission policies (engine hybrid).
 	waitUntil(t, 30*time.Second, "wincompat to set the caBundle of both webhook configurations", func() bool {
 		var m admissionregistrationv1.MutatingWebhookConfiguration
 		var v admissionregistrationv1.ValidatingWebhookConfiguration
@@ -100,7 +101,7 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the admission policies and RuntimeClasses", func() bool {
 		var maps admissionregistrationv1.MutatingAdmissionPolicyList
 		var rcs nodev1.RuntimeClassList
-		return c.List(ctx, &maps) == nil && len(maps.Items) == 8 && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
+		return c.List(ctx, &maps) == nil && len(maps.Items) == len(admissionpolicy.Names()) && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
 	})
 
 	// A valid change through helm upgrade: kept once loaded.
