@@ -22,11 +22,18 @@ import (
 func renderYAML(t *testing.T, pol *policy.Policy) []byte {
 	t.Helper()
 	r := Render(pol, Options{Version: "v0.0.0-golden"})
-	var b bytes.Buffer
 	objs := []any{&r.Params}
 	for i := range r.Bindings {
 		objs = append(objs, &r.Bindings[i])
 	}
+	var b bytes.Buffer
+	writeYAMLStream(t, &b, objs)
+	return b.Bytes()
+}
+
+// writeYAMLStream writes objs as documents of one YAML stream.
+func writeYAMLStream(t *testing.T, b *bytes.Buffer, objs []any) {
+	t.Helper()
 	for _, o := range objs {
 		y, err := yaml.Marshal(o)
 		if err != nil {
@@ -35,7 +42,6 @@ func renderYAML(t *testing.T, pol *policy.Policy) []byte {
 		b.WriteString("---\n")
 		b.Write(y)
 	}
-	return b.Bytes()
 }
 
 // The params and bindings of the default policy are pinned (the policies in the chart's file), so that a
@@ -220,15 +226,12 @@ func chartPoliciesYAML(t *testing.T) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("# Generated from policy/admissionpolicy (Policies): do not edit, run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy.\n")
+	var objs []any
 	for _, p := range Policies() {
 		p.Labels = nil
-		y, err := yaml.Marshal(&p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("---\n")
-		b.Write(y)
+		objs = append(objs, &p)
 	}
+	writeYAMLStream(t, &b, objs)
 	return b.Bytes()
 }
 
