@@ -3,7 +3,6 @@ package admissionpolicy
 import (
 	"bytes"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,20 +46,7 @@ func writeYAMLStream(t *testing.T, b *bytes.Buffer, objs []any) {
 // The params and bindings of the default policy are pinned (the policies in the chart's file), so that a
 // change of the generated CEL is seen in review; the e2e test (test/e2e/admissionpolicy_test.go) proves it on the real API server.
 func TestRenderGolden(t *testing.T) {
-	got := renderYAML(t, policy.Default())
-	path := filepath.Join("testdata", "default.yaml")
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", path)
-	}
+	checkGenerated(t, filepath.Join("testdata", "default.yaml"), renderYAML(t, policy.Default()), "the default policy's params and bindings are rendered by Render")
 }
 
 // One table drives Go and CEL: every row of the strip table is in the CEL of every shape, the pods
@@ -238,17 +224,5 @@ func chartPoliciesYAML(t *testing.T) []byte {
 // The chart installs the policies the Go code renders: its file is rewritten by UPDATE_GOLDEN=1 and
 // this fails while it is stale.
 func TestChartAdmissionPoliciesFile(t *testing.T) {
-	got := chartPoliciesYAML(t)
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(chartPoliciesFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(chartPoliciesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", chartPoliciesFile)
-	}
+	checkGenerated(t, chartPoliciesFile, chartPoliciesYAML(t), "the chart's policies are rendered by Policies")
 }

@@ -102,8 +102,12 @@ func spliceConditions(data []byte, conds []admissionregistrationv1.MatchConditio
 	return []byte(strings.Join(lines, "\n")), nil
 }
 
-// checkGenerated compares the file at path with want; UPDATE_GOLDEN=1 writes want.
-func checkGenerated(t *testing.T, path string, want []byte) {
+// conditionsMade says where the webhooks' matchConditions come from.
+const conditionsMade = "its matchConditions are generated from policy"
+
+// checkGenerated compares the file at path with want, generated from what made says; UPDATE_GOLDEN=1
+// writes want.
+func checkGenerated(t *testing.T, path string, want []byte, made string) {
 	t.Helper()
 	got, err := os.ReadFile(path)
 	if err != nil {
@@ -118,13 +122,13 @@ func checkGenerated(t *testing.T, path string, want []byte) {
 		}
 		return
 	}
-	t.Errorf("%s is stale: its matchConditions are generated from policy; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", path)
+	t.Errorf("%s is stale: %s; run UPDATE_GOLDEN=1 go test ./policy/admissionpolicy and review the diff", path, made)
 }
 
 // The webhooks' matchConditions in both deploy/ forms are the generated ones: the chart's helper
 // file, and each expression of deploy/webhook (the rest of those files is written by hand).
 func TestDeployMatchConditions(t *testing.T) {
-	checkGenerated(t, helmConditions, []byte(renderHelmConditions()))
+	checkGenerated(t, helmConditions, []byte(renderHelmConditions()), conditionsMade)
 	for _, f := range []struct {
 		path  string
 		conds []admissionregistrationv1.MatchCondition
@@ -140,7 +144,7 @@ func TestDeployMatchConditions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.path, err)
 		}
-		checkGenerated(t, f.path, want)
+		checkGenerated(t, f.path, want, conditionsMade)
 	}
 }
 
