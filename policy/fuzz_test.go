@@ -599,23 +599,3 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
-
-// checkKeptBounded fails when a change keeps more of the object's strings than recordbounds.go allows,
-// or a rule warned more than maxFindingsPerRow times.
-func checkKeptBounded(t *testing.T, d Decision) {
-	t.Helper()
-	warned := map[Rule]int{}
-	for _, c := range d.Changes {
-		if c.Action == Warn {
-			if warned[c.Rule]++; warned[c.Rule] > maxFindingsPerRow {
-				t.Fatalf("rule %s warned more than %d times", c.Rule, maxFindingsPerRow)
-			}
-			if len(c.From)+len(c.To) > maxBoundedValue {
-				t.Fatalf("rule %s: a value of %d bytes", c.Rule, len(c.From)+len(c.To))
-			}
-		}
-		if len(c.Path) > maxBoundedPath || len(c.Reason) > maxBoundedReason {
-			t.Fatalf("rule %s: a path of %d bytes or a reason of %d", c.Rule, len(c.Path), len(c.Reason))
-		}
-	}
-}

@@ -47,12 +47,7 @@ const clipMark = "…"
 
 // clipRecorded cuts s to maxRecordedBytes on a rune boundary. Invalid UTF-8 is left to encoding/json, which
 // writes it as U+FFFD.
-func clipRecorded(s string) string {
-	if len(s) <= maxRecordedBytes {
-		return s
-	}
-	return CutAtRune(s, maxRecordedBytes-len(clipMark)) + clipMark
-}
+func clipRecorded(s string) string { return clipMarked(s, maxRecordedBytes) }
 
 // recordString is a found string as a finding's Value.
 func recordString(s string) json.RawMessage { return jsonValue(clipRecorded(s)) }

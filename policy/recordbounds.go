@@ -20,11 +20,14 @@ const maxNameBytes = 253
 const maxFindingsPerRow = 32
 
 // clipName cuts a name to maxNameBytes on a rune boundary, marked as cut.
-func clipName(s string) string {
-	if len(s) <= maxNameBytes {
+func clipName(s string) string { return clipMarked(s, maxNameBytes) }
+
+// clipMarked cuts s to at most n bytes on a rune boundary, ending in clipMark when it was cut.
+func clipMarked(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return CutAtRune(s, maxNameBytes-len(clipMark)) + clipMark
+	return CutAtRune(s, n-len(clipMark)) + clipMark
 }
 
 // named is "[name]" appended to a path, the name clipped.
