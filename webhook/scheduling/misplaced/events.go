@@ -64,9 +64,11 @@ func newEventInformer(cs kubernetes.Interface, keep func(*corev1.Event) bool) to
 			if err != nil {
 				return nil, err
 			}
+			// A deletion always passes: the Event may have been kept while its namespace was opted in, and
+			// one the store never held costs nothing.
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 				e, ok := ev.Object.(*corev1.Event)
-				return ev, !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error || keep(e)
+				return ev, !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error || ev.Type == watch.Deleted || keep(e)
 			}), nil
 		},
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/wincompat/wincompat/policy"
 )
 
 // TestEventInformerKeepsOnlyWhatItReads: issue 40, finding 2. The watcher cached every Warning Event
@@ -61,6 +63,27 @@ func TestEventInformerKeepsOnlyWhatItReads(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the informer keeps %q, want %q", got, want)
+	}
+	// A kept Event whose namespace then opts out still goes when it is deleted.
+	optOut := &corev1.Namespace{}
+	if err := w.Client.Get(ctx, types.NamespacedName{Name: testNamespace}, optOut); err != nil {
+		t.Fatal(err)
+	}
+	delete(optOut.Labels, policy.LabelEnabled)
+	if err := w.Client.Update(ctx, optOut); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Events(testNamespace).Delete(ctx, "listed-read", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = want[1:]
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got = inf.GetStore().ListKeys(); slices.Equal(got, want) {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the deletion the informer keeps %q, want %q", got, want)
 	}
 	for _, o := range inf.GetStore().List() {
 		if e := o.(*corev1.Event); len(e.Message) > 64 {
