@@ -30,6 +30,3 @@ func admissionPoliciesServed(m interface{ GetRESTMapper() meta.RESTMapper }, log
 	}
 	return true
 }
-
-// fieldOwner is wincompat's name in the managed fields of what it writes by server-side apply.
-const fieldOwner = "wincompat"

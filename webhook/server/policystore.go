@@ -13,6 +13,9 @@ import (
 	"github.com/wincompat/wincompat/webhook"
 )
 
+// fieldOwner is wincompat's name in the managed fields of what it writes by server-side apply.
+const fieldOwner = "wincompat"
+
 // LastGoodSuffix names the ConfigMap that keeps the last policy that loaded: <policy ConfigMap><suffix>.
 const LastGoodSuffix = "-last-good"
 
