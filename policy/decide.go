@@ -18,6 +18,10 @@ const (
 	LabelDefaultOS = "wincompat.io/default-os"
 	// LabelMode sets the mode (ModeEnforce, ModeWarn) of one namespace over the policy's.
 	LabelMode = "wincompat.io/mode"
+	// LabelOS is stamped LabelOS=windows on every Windows pod either engine admits, so that the leader
+	// can watch those pods alone: a label selector is the one filter the API server applies to a pod
+	// watch by content, and a cache of every pod would grow with the Linux majority of the cluster.
+	LabelOS = "wincompat.io/os"
 
 	AnnotationChanges         = "wincompat.io/changes"
 	AnnotationTemplateChanges = "wincompat.io/template-changes"
