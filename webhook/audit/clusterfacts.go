@@ -24,7 +24,7 @@ type clusterFacts struct {
 func (f *clusterFacts) get(ctx context.Context) *policy.Cluster {
 	if !f.read {
 		f.read = true
-		f.cluster, f.err = (&inventory.Inventory{Reader: f.reader}).Cluster(ctx)
+		f.cluster, f.err = inventory.ClusterOf(ctx, f.reader)
 	}
 	return f.cluster
 }

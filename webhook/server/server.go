@@ -21,11 +21,14 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -175,6 +178,15 @@ var sharedMetrics = sync.OnceValue(func() *webhook.Metrics { return webhook.NewM
 
 var sharedMisplacedMetrics = sync.OnceValue(func() *misplaced.Metrics { return misplaced.NewMetrics(metrics.Registry) })
 
+var sharedLeaderGauge = sync.OnceValue(func() prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "wincompat_leader_synced",
+		Help: "1 on the replica that leads once the caches of its cluster-wide work (Windows pods, Events) have synced; 0 on every other replica.",
+	})
+	metrics.Registry.MustRegister(g)
+	return g
+})
+
 var sharedConflictGauge = sync.OnceValue(func() prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "wincompat_runtimeclass_conflicts",
@@ -247,12 +259,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	// Start the informers with the manager rather than on the first review.
-	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Node{}, &nodev1.RuntimeClass{}} {
+	for _, obj := range sharedObjects() {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("informer for %T: %w", obj, err)
 		}
 	}
-	inv := &inventory.Inventory{Reader: mgr.GetClient()}
+	inv := &inventory.Inventory{}
+	if err := inv.Watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
 	var watcher *policyFile
 	if o.PolicyFile != "" {
 		interval := o.PolicyPollInterval
@@ -344,12 +359,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if o.Engine == EngineHybrid {
 			admissionPoliciesServed(m, o.Log)
 		}
+		var synced []toolscache.InformerSynced
 		if o.Misplaced != nil {
-			w := &misplaced.Watcher{Client: m.GetClient(), Policy: current.Load, Recorder: m.GetEventRecorder("wincompat"),
-				Log: o.Log.WithName("misplaced"), Metrics: sharedMisplacedMetrics(), Remediation: *o.Misplaced}
+			w := &misplaced.Watcher{Client: m.GetClient(), Live: m.GetAPIReader(), Policy: current.Load, Recorder: m.GetEventRecorder("wincompat"),
+				Log: o.Log.WithName("misplaced"), Metrics: sharedMisplacedMetrics(), Remediation: *o.Misplaced, Nodes: inv.Snapshot}
 			if err := w.SetupWithManager(ctx, m); err != nil {
 				return fmt.Errorf("misplaced-pods controller: %w", err)
 			}
+			synced = append(synced, w.HasSynced)
+		}
+		if err := m.Add(leaderSynced(m.GetCache(), synced, sharedLeaderGauge())); err != nil {
+			return err
 		}
 		if !o.ManageRuntimeClasses {
 			return nil
@@ -380,6 +400,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 				LeaderElectionReleaseOnCancel: true,
 				GracefulShutdownTimeout:       &o.ShutdownTimeout,
 				Cache:                         cache.Options{ByObject: cacheOptions()},
+				NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+					own, err := cache.New(cfg, opts)
+					if err != nil {
+						return nil, err
+					}
+					return newSharedKinds(own, mgr.GetCache(), scheme), nil
+				},
 			})
 		}})
 	} else {
@@ -406,6 +433,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("caches", cacheSynced(mgr.GetCache())); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("inventory", func(*http.Request) error {
+		if !inv.HasSynced() {
+			return inventory.ErrNotSynced
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	o.Log.Info("starting", "version", o.Version, "port", o.Port, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
@@ -479,11 +514,38 @@ func cacheOptions() map[client.Object]cache.ByObject {
 	maps.Copy(opts, misplaced.CacheOptions())
 	opts[&corev1.Namespace{}] = cache.ByObject{Transform: func(obj any) (any, error) {
 		if ns, ok := obj.(*corev1.Namespace); ok {
-			ns.ManagedFields, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+			return keptNamespace(ns), nil
 		}
 		return obj, nil
 	}}
 	return opts
+}
+
+// keptNamespace is what admission and the watchers read of a namespace: its labels and the build it
+// names. Annotations such as kubectl's last-applied configuration would otherwise sit in every replica.
+func keptNamespace(ns *corev1.Namespace) *corev1.Namespace {
+	kept := &corev1.Namespace{}
+	kept.Name, kept.UID, kept.ResourceVersion, kept.Labels = ns.Name, ns.UID, ns.ResourceVersion, ns.Labels
+	if v, ok := ns.Annotations[policy.AnnotationBuild]; ok {
+		kept.Annotations = map[string]string{policy.AnnotationBuild: v}
+	}
+	return kept
+}
+
+// sharedObjects are the kinds every replica caches for admission, which the leader reads from the same
+// cache (sharedKinds).
+func sharedObjects() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &corev1.Node{}, &nodev1.RuntimeClass{}}
+}
+
+func newSharedKinds(own, shared cache.Cache, scheme *runtime.Scheme) *sharedKinds {
+	s := &sharedKinds{Cache: own, shared: shared, scheme: scheme, kinds: map[schema.GroupKind]bool{}}
+	for _, obj := range sharedObjects() {
+		if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+			s.kinds[gvk.GroupKind()] = true
+		}
+	}
+	return s
 }
 
 // cacheSynced is ready once the caches have synced: before that every review would see an unlabelled

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,18 +22,21 @@ const (
 	maxLong  = 1024 // an image reference (the registry allows 255 for the name, 128 for the tag), a build list
 )
 
-// CacheOptions keep in the leader's memory only what the watcher reads, every string bounded. Pods: of
-// a Windows pod its controller, wincompat's annotations, the skip label, node, the build and OS terms of
+// CacheOptions keep in the leader's memory only what the watcher reads, every string bounded. Pods:
+// those labelled policy.LabelOS=windows alone (sweep.go), and of a Windows pod its controller, wincompat's annotations, the skip label, node, the build and OS terms of
 // its scheduling, images, readiness and container states (of a message only the pattern of the table
 // it matches); of every other pod its name alone. Events have an informer of their own (events.go).
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Transform: func(obj any) (any, error) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				return keptPod(p), nil
-			}
-			return obj, nil
-		}},
+		&corev1.Pod{}: {
+			// Only the pods either engine admitted as Windows pods (sweep.go finds the others).
+			Label: labels.SelectorFromSet(labels.Set{policy.LabelOS: string(corev1.Windows)}),
+			Transform: func(obj any) (any, error) {
+				if p, ok := obj.(*corev1.Pod); ok {
+					return keptPod(p), nil
+				}
+				return obj, nil
+			}},
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -85,15 +84,16 @@ func newEventInformer(cs kubernetes.Interface, keep func(*corev1.Event) bool) to
 }
 
 // keepEvent: the watcher reads e's reason, about a pod that can exist, in a namespace that opted in.
+// Of the failure reasons, only an Event whose message tells a failure of the table is kept: BackOff and
+// Failed are written about every crashing Linux pod too, and the watcher reads nothing else of them.
 func (w *Watcher) keepEvent(e *corev1.Event) bool {
 	if !readEvent(e) {
 		return false
 	}
-	var ns corev1.Namespace
-	if err := w.Client.Get(context.Background(), types.NamespacedName{Name: e.Namespace}, &ns); err != nil {
+	if _, failed := policy.EventFailure(e.Reason, e.Message); policy.FailureEventReason(e.Reason) && !failed {
 		return false
 	}
-	return ns.Labels[policy.LabelEnabled] == "true"
+	return w.optedIn(context.Background(), e.Namespace)
 }
 
 // eventsBy lists the Events the index maps to key.

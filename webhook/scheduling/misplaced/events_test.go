@@ -29,10 +29,15 @@ func TestEventInformerKeepsOnlyWhatItReads(t *testing.T) {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.EventTypeWarning,
 			Reason: reason, Message: "0xc0370101 " + strings.Repeat("x", 1<<20), InvolvedObject: about(ns)}
 	}
+	// Issue 41: a failure reason whose message tells no failure of the table (a Linux pod crashing, in
+	// the same namespace) is not kept either.
+	crashing := event(testNamespace, "listed-crashloop", "BackOff")
+	crashing.Message = "Back-off restarting failed container app in pod web-0_apps"
 	cs := kubefake.NewClientset(
 		event(testNamespace, "listed-read", "Failed"),
 		event(testNamespace, "listed-unread", "Scheduled"),
 		event("elsewhere", "listed-elsewhere", "Failed"),
+		crashing,
 	)
 	inf := newEventInformer(cs, w.keepEvent)
 	ctx, cancel := context.WithCancel(context.Background())

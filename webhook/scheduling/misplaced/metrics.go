@@ -2,7 +2,6 @@ package misplaced
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -47,14 +46,8 @@ func (m *Metrics) reset() {
 	}
 }
 
-func (m *Metrics) set(causes map[types.NamespacedName]policy.MisplacedCause) {
-	counts := map[policy.MisplacedCause]int{}
-	for _, c := range causes {
-		counts[c]++
-	}
-	for _, c := range policy.MisplacedCauses() {
-		m.pods.WithLabelValues(string(c)).Set(float64(counts[c]))
-	}
+func (m *Metrics) set(cause policy.MisplacedCause, pods int) {
+	m.pods.WithLabelValues(string(cause)).Set(float64(pods))
 }
 
 func (m *Metrics) deletion(outcome string) { m.deletions.WithLabelValues(outcome).Inc() }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -51,10 +52,14 @@ type Remediation struct {
 	OwnerWindow time.Duration
 }
 
-// Watcher is the controller. Client reads from the leader manager's cache (pods, events, nodes,
-// namespaces) and deletes pods directly.
+// Watcher is the controller. Client reads pods and namespaces from the leader manager's cache and
+// deletes pods directly; Live reads the pods the cache does not hold (sweep.go).
 type Watcher struct {
-	Client      client.Client
+	Client client.Client
+	Live   client.Reader
+	// Nodes are the facts of the cluster's Windows nodes, kept by the inventory every replica has; nil
+	// for none.
+	Nodes       func() *inventory.Snapshot
 	Policy      func() *policy.Policy
 	Recorder    events.EventRecorder
 	Log         logr.Logger
@@ -66,8 +71,13 @@ type Watcher struct {
 	// Now is the clock of the owner window; time.Now when nil.
 	Now func() time.Time
 
+	eventsSynced func() bool
+
 	mu       sync.Mutex
 	causes   map[types.NamespacedName]policy.MisplacedCause
+	counts   map[policy.MisplacedCause]int      // of causes, so that the gauge costs the same for 1 pod or 10,000
+	swept    map[types.NamespacedName]types.UID // Windows pods without LabelOS, found by the last sweep
+	sweeps   chan event.GenericEvent
 	reported map[types.NamespacedName]types.UID  // the pods reported, so that each is reported once
 	deleted  map[types.UID]time.Time             // controllers, by UID, and when one of their pods was deleted
 	events   map[types.NamespacedName]*podEvents // what the Events of each pod judged tell
@@ -99,6 +109,9 @@ const (
 
 func (w *Watcher) init() {
 	w.causes = map[types.NamespacedName]policy.MisplacedCause{}
+	w.counts = map[policy.MisplacedCause]int{}
+	w.swept = map[types.NamespacedName]types.UID{}
+	w.sweeps = make(chan event.GenericEvent)
 	w.reported = map[types.NamespacedName]types.UID{}
 	w.deleted = map[types.UID]time.Time{}
 	w.events = map[types.NamespacedName]*podEvents{}
@@ -121,7 +134,11 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		return fmt.Errorf("a client for Events: %w", err)
 	}
 	events := newEventInformer(cs, w.keepEvent)
-	w.Events = events.GetIndexer()
+	w.Events, w.eventsSynced = events.GetIndexer(), events.HasSynced
+	// Created now, so that the manager's caches have synced only once the Windows pods are in.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
+		return fmt.Errorf("informer for Windows pods: %w", err)
+	}
 	// keepEvent reads namespaces from the manager's cache: the informer starts once it has synced, so
 	// that no Event of an opted-in namespace is dropped as if it were not.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -129,6 +146,15 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 			return nil // stopping
 		}
 		events.RunWithContext(ctx)
+		return nil
+	})); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		w.sweepEvery(ctx, sweepInterval)
 		return nil
 	})); err != nil {
 		return err
@@ -153,8 +179,12 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		For(&corev1.Pod{}, builder.WithPredicates(windows)).
 		WatchesRawSource(&source.Informer{Informer: events, Handler: toPod}).
+		WatchesRawSource(source.Channel(w.sweeps, &handler.EnqueueRequestForObject{})).
 		Complete(w)
 }
+
+// HasSynced reports whether the Events informer has listed what exists; false before SetupWithManager.
+func (w *Watcher) HasSynced() bool { return w.eventsSynced != nil && w.eventsSynced() }
 
 // eventRequests maps an Event to the pod it tells a failure of, and adds it to what the watcher knows
 // of that pod's Events once it has read them.
@@ -199,8 +229,8 @@ func (w *Watcher) podEventsOf(ctx context.Context, pod *corev1.Pod) (podEvents, 
 
 // Reconcile judges one pod.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var pod corev1.Pod
-	if err := w.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
+	pod, err := w.pod(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			w.forget(req.NamespacedName, "")
 			return reconcile.Result{}, nil
@@ -208,7 +238,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, err
 	}
 	pol := w.Policy()
-	failure, fromStatus, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, &pod)
+	failure, fromStatus, nodeBuild, pl, reported, ok, err := w.judge(ctx, pol, pod)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -219,13 +249,13 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	fix := policy.MisplacedFix(failure, pod.Spec.NodeName, nodeBuild, pl)
 	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
-		w.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
+		w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
 	}
 	// An Event is written by anyone who may create Events in the namespace: it is reported, never acted on.
 	if !w.Remediation.Enabled || !fromStatus {
 		return reconcile.Result{}, nil
 	}
-	return w.remediate(ctx, &pod, fix)
+	return w.remediate(ctx, pod, fix)
 }
 
 // judge says whether pod failed for one of the table's reasons: in scope, bound to a node, a failure in
@@ -255,22 +285,9 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 		f = pe.failure
 	}
 	reported = pe.reported
-	var nodes corev1.NodeList
-	if err = w.Client.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
-		return
-	}
-	builds := map[string]string{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		b := n.Labels[corev1.LabelWindowsBuild]
-		if n.Name == pod.Spec.NodeName {
-			nodeBuild = b
-		}
-		if b != "" && inventory.NodeReady(n) {
-			builds[n.Name] = b
-		}
-	}
-	pl = pol.PlacementOf(pod, nodeBuild, builds)
+	nodes := w.nodes()
+	nodeBuild = nodes.Builds[pod.Spec.NodeName]
+	pl = pol.PlacementOf(pod, nodeBuild, nodes.ReadyBuilds)
 	return f, fromStatus, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
 }
 
@@ -395,8 +412,13 @@ func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID,
 func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause policy.MisplacedCause) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.causes[key] = cause
-	w.Metrics.set(w.causes)
+	if old, ok := w.causes[key]; !ok || old != cause {
+		if ok {
+			w.count(old, -1)
+		}
+		w.causes[key] = cause
+		w.count(cause, 1)
+	}
 	first := w.reported[key] != uid
 	w.reported[key] = uid
 	return first
@@ -408,14 +430,29 @@ func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause policy.M
 func (w *Watcher) forget(key types.NamespacedName, uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.causes[key]; ok {
+	if cause, ok := w.causes[key]; ok {
 		delete(w.causes, key)
-		w.Metrics.set(w.causes)
+		w.count(cause, -1)
 	}
 	if uid == "" {
 		delete(w.reported, key)
 		delete(w.events, key)
+		delete(w.swept, key)
 	}
+}
+
+// count moves the gauge of cause by delta. Callers hold w.mu.
+func (w *Watcher) count(cause policy.MisplacedCause, delta int) {
+	w.counts[cause] += delta
+	w.Metrics.set(cause, w.counts[cause])
+}
+
+// nodes are the Windows nodes' facts now.
+func (w *Watcher) nodes() *inventory.Snapshot {
+	if w.Nodes == nil {
+		return &inventory.Snapshot{}
+	}
+	return w.Nodes()
 }
 
 // windowsPod: wincompat admitted it as a Windows pod, or it says it is one. CacheOptions keeps no more

@@ -20,14 +20,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
 // Managed RuntimeClasses carry this label; wincompat never changes or deletes one without it.
@@ -97,7 +100,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// an in-process restart) would otherwise be refused.
 		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		Watches(&nodev1.RuntimeClass{}, toCatalog).
-		Watches(&corev1.Node{}, toCatalog).
+		// A node's heartbeat, or a label or taint of no consequence here, is no reason to reconcile:
+		// on 5,000 nodes those updates never stop.
+		Watches(&corev1.Node{}, toCatalog, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				old, okOld := e.ObjectOld.(*corev1.Node)
+				updated, okNew := e.ObjectNew.(*corev1.Node)
+				return !okOld || !okNew || inventory.FactsChanged(old, updated)
+			}})).
 		WatchesRawSource(source.Channel(start, toCatalog))
 	if r.Trigger != nil {
 		b = b.WatchesRawSource(source.Channel(r.Trigger, toCatalog))
@@ -189,7 +199,7 @@ func labelsInclude(have, want map[string]string) bool {
 // briefly NotReady should not make its RuntimeClass disappear.
 func presentBuilds(ctx context.Context, c client.Reader) ([]string, error) {
 	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
+	if err := c.List(ctx, &nodes, client.UnsafeDisableDeepCopy, client.MatchingLabels{corev1.LabelOSStable: string(corev1.Windows)}); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	var builds []string
