@@ -42,7 +42,7 @@ FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzM
 	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit perf perf-peers overload hostile k8s clean demo image release krew
+.PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit perf perf-peers overload hostile scale k8s clean demo image release krew
 
 help: ## list targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -127,6 +127,12 @@ HOSTILE_FLAGS ?=
 
 hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port and of issue 40 through the API server, ~20 s each (~7 min): peak RSS, CPU, legitimate reviews answered (test/perf/README.md)
 	cd test && $(GO) run ./cmd/hostile -root .. -wincompat ../bin/wincompat $(HOSTILE_FLAGS)
+
+# Flags for test/cmd/scale, e.g. SCALE_FLAGS="-runs 1 -sizes 10000" (a few minutes) or "-sizes 10000,30000,60000,100000".
+SCALE_FLAGS ?=
+
+scale: build $(K8S_BINS) ## the scale lab of issue 41 (not in CI): a control plane filled to 10k, 30k, 60k pods, two replicas as the chart runs them: heap, RSS, sync, reviews, failover, audit; medians of 3 runs (~1.5 h; test/perf/README.md)
+	cd test && $(GO) run ./cmd/scale -root .. -wincompat ../bin/wincompat $(SCALE_FLAGS)
 
 # V=1 prints every detail (each command, warning, pod and rule); KEEP=1 keeps the cluster running
 # afterwards, with a kubeconfig in bin/demo/, until Ctrl-C.
