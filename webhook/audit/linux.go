@@ -53,8 +53,10 @@ var daemonTolerations = []corev1.Toleration{
 
 // reachableWindowsNodes are the ready Windows nodes a pod of spec could be placed on, judged as the
 // scheduler and the DaemonSet controller (NodeShouldRunDaemonPod) judge it: required node affinity
-// (nodeSelector included) and the NoSchedule and NoExecute taints.
-func (l *linuxSide) reachableWindowsNodes(spec *corev1.PodSpec, daemon bool) []string {
+// (nodeSelector included) and the NoSchedule and NoExecute taints. Judged once per group of alike nodes
+// (nodeGroup), so that a template costs the same whatever the number of Windows nodes; node by node
+// only within the groups whose taints it tolerates, when its affinity reads what tells nodes apart.
+func (l *linuxSide) reachableWindowsNodes(spec *corev1.PodSpec, daemon bool) reach {
 	pod := &corev1.Pod{Spec: *spec}
 	if daemon {
 		pod.Spec.Tolerations = append(slices.Clone(spec.Tolerations), daemonTolerations...)
@@ -64,17 +66,43 @@ func (l *linuxSide) reachableWindowsNodes(spec *corev1.PodSpec, daemon bool) []s
 	}
 	spec = &pod.Spec
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	var names []string
-	for _, n := range l.nodes.readyWindows {
-		if ok, _ := affinity.Match(n); !ok {
+	groups := l.nodes.windowsGroups()
+	oneByOne := l.nodes.readsDistinguishing(spec)
+	var r reach
+	for _, g := range groups {
+		if _, untolerated := schedulingcorev1.FindMatchingUntoleratedTaint(logr.Discard(), g.taints, spec.Tolerations, hardTaint, comparisonOperators); untolerated {
 			continue
 		}
-		if _, untolerated := schedulingcorev1.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, spec.Tolerations, hardTaint, comparisonOperators); untolerated {
+		if !oneByOne {
+			if ok, _ := affinity.Match(g.nodes[0]); ok {
+				r.add(g.nodes)
+			}
 			continue
 		}
-		names = append(names, n.Name)
+		for _, n := range g.nodes {
+			if ok, _ := affinity.Match(n); ok {
+				r.add([]*corev1.Node{n})
+			}
+		}
 	}
-	return names
+	return r
+}
+
+// reach are nodes a pod may be placed on: how many, and the first few by name, which is all a finding
+// names of them.
+type reach struct {
+	count int
+	first []string
+}
+
+// add counts nodes, sorted by name.
+func (r *reach) add(nodes []*corev1.Node) {
+	r.count += len(nodes)
+	for _, n := range nodes[:min(shownNodes, len(nodes))] {
+		r.first = append(r.first, n.Name)
+	}
+	slices.Sort(r.first)
+	r.first = r.first[:min(shownNodes, len(r.first))]
 }
 
 // linuxFix is what the Linux-side findings advise.
@@ -89,10 +117,10 @@ func (l *linuxSide) template(ctx context.Context, kind string, t templateOf) {
 		return
 	}
 	reachable := l.unpinnedReach(ctx, &t.tpl.Spec, kind == "DaemonSet")
-	if len(reachable) == 0 {
+	if reachable.count == 0 {
 		return
 	}
-	obj, where := kind+"/"+t.meta.Name, nodeList(reachable)
+	obj, where := kind+"/"+t.meta.Name, reachable.String()
 	if kind == "DaemonSet" {
 		l.out.finding(DaemonSetOnWindows, t.meta.Namespace, obj, fmt.Sprintf("chooses no operating system and targets Windows %s: the DaemonSet controller makes a pod for each, which fails there; %s", where, linuxFix))
 		return
@@ -114,20 +142,20 @@ func (l *linuxSide) pod(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	reachable := l.unpinnedReach(ctx, &p.Spec, false)
-	if len(reachable) == 0 {
+	if reachable.count == 0 {
 		return
 	}
-	l.out.finding(NoOSPin, p.Namespace, "Pod/"+p.Name, fmt.Sprintf("chooses no operating system and, not scheduled yet, may be placed onto Windows %s; %s, then create it again", nodeList(reachable), linuxFix))
+	l.out.finding(NoOSPin, p.Namespace, "Pod/"+p.Name, fmt.Sprintf("chooses no operating system and, not scheduled yet, may be placed onto Windows %s; %s, then create it again", reachable.String(), linuxFix))
 }
 
 // unpinnedReach are the ready Windows nodes a pod of spec may be placed on when spec chooses no
 // operating system; none when it chooses one, or when nodes could not be read.
-func (l *linuxSide) unpinnedReach(ctx context.Context, spec *corev1.PodSpec, daemon bool) []string {
+func (l *linuxSide) unpinnedReach(ctx context.Context, spec *corev1.PodSpec, daemon bool) reach {
 	if !l.nodes.known || len(l.nodes.readyWindows) == 0 {
-		return nil
+		return reach{}
 	}
 	if l.pol.OSSignal(spec, nil) != "" {
-		return nil
+		return reach{}
 	}
 	if spec.RuntimeClassName != nil {
 		// Only a class outside the catalog needs the cluster's RuntimeClasses, so they are read only then.
@@ -137,21 +165,28 @@ func (l *linuxSide) unpinnedReach(ctx context.Context, spec *corev1.PodSpec, dae
 			l.out.note("RuntimeClasses: " + l.cluster.why() + "; one outside the policy's catalog was not taken as choosing an operating system")
 		}
 		if l.pol.OSSignal(spec, cluster) != "" {
-			return nil
+			return reach{}
 		}
 	}
 	return l.reachableWindowsNodes(spec, daemon)
 }
 
-func nodeList(names []string) string {
-	slices.Sort(names)
-	const shown = 3
-	what := "node " + names[0]
-	if len(names) > 1 {
-		what = "nodes " + strings.Join(names[:min(shown, len(names))], ", ")
+// shownNodes is how many nodes a finding names; the rest are counted.
+const shownNodes = 3
+
+// String names the first nodes and counts the rest: "nodes a, b, c and 4 more".
+func (r reach) String() string {
+	what := "node " + r.first[0]
+	if r.count > 1 {
+		what = "nodes " + strings.Join(r.first, ", ")
 	}
-	if len(names) > shown {
-		what += fmt.Sprintf(" and %d more", len(names)-shown)
+	if r.count > shownNodes {
+		what += fmt.Sprintf(" and %d more", r.count-shownNodes)
 	}
 	return what
+}
+
+func nodeList(names []string) string {
+	slices.Sort(names)
+	return reach{count: len(names), first: names[:min(shownNodes, len(names))]}.String()
 }

@@ -72,14 +72,8 @@ func (m *misplaced) pod(p *corev1.Pod, obj string) {
 			return
 		}
 	}
-	ready := map[string]string{}
-	for _, n := range m.nodes.readyWindows {
-		if b := n.Labels[corev1.LabelWindowsBuild]; b != "" {
-			ready[n.Name] = b
-		}
-	}
 	nodeBuild := m.nodes.build[p.Spec.NodeName]
-	pl := m.pol.PlacementOf(p, nodeBuild, ready)
+	pl := m.pol.PlacementOf(p, nodeBuild, m.nodes.readyWindowsBuilds())
 	if !policy.Corroborated(f, pl) {
 		return
 	}
