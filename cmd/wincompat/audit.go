@@ -143,12 +143,19 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	rep, err := audit.Run(ctx, c, audit.Options{
 		Namespaces: namespaces, Selector: sel, PageSize: *pageSize,
 		Objects: *view == audit.ViewObjects || *output == "json", Progress: stderr,
-		Policy: pol, Builds: buildList, Images: resolver,
+		// The JSON is written row by row; a table's columns need every row first.
+		ObjectsOnDisk: *output == "json",
+		Policy:        pol, Builds: buildList, Images: resolver,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 		return 1
 	}
+	defer func() {
+		if err := rep.Close(); err != nil {
+			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
+		}
+	}()
 	switch *output {
 	case "json":
 		err = rep.WriteJSON(stdout)

@@ -35,6 +35,11 @@ type Options struct {
 	// Objects keeps one row per object (the objects view); off, memory stays bounded by the number of
 	// namespaces and distinct changes, whatever the number of pods.
 	Objects bool
+	// ObjectsOnDisk keeps those rows in a temporary file instead of Report.Objects, sorted in runs that
+	// WriteJSON merges as it writes, so that memory stays bounded with them too; the other renderings
+	// read them back. Report.Close removes the file. Where no file can be made, they stay in memory
+	// and a note says so.
+	ObjectsOnDisk bool
 	// Progress receives a progress line when listing takes longer than a second; nil for none.
 	Progress io.Writer
 	// Policy gives the catalog of builds and the compatibility rule; nil is the built-in policy.
@@ -114,11 +119,26 @@ func Run(ctx context.Context, c client.Reader, opts Options) (*Report, error) {
 		opts.Selector = labels.Everything()
 	}
 	a := newAuditor(c, opts)
-	if err := a.namespaces.read(ctx, c, opts.Namespaces, a.out); err != nil {
+	if opts.Objects && opts.ObjectsOnDisk {
+		spool, err := newObjectSpool()
+		if err != nil {
+			a.out.note("the objects' rows are kept in memory: " + err.Error())
+		}
+		a.objects.onDisk = spool
+	}
+	rep, err := a.run(ctx)
+	if err != nil && a.objects.onDisk != nil {
+		err = errors.Join(err, a.objects.onDisk.close())
+	}
+	return rep, err
+}
+
+func (a *auditor) run(ctx context.Context) (*Report, error) {
+	if err := a.namespaces.read(ctx, a.pager, a.opts.Namespaces, a.out); err != nil {
 		return nil, err
 	}
 	a.readNodes(ctx)
-	a.misplaced.readEvents(ctx, a.pager, opts.Namespaces)
+	a.misplaced.readEvents(ctx, a.pager, a.opts.Namespaces)
 	if err := a.readPods(ctx); err != nil {
 		return nil, err
 	}
@@ -306,7 +326,7 @@ func (a *auditor) finish() *Report {
 	rep.Builds = a.migration.finish()
 	a.taints.finish()
 	a.readiness.finish()
-	rep.Objects = a.objects.sorted()
+	rep.Objects, rep.onDisk = a.objects.sorted(), a.objects.onDisk
 	a.out.fill(rep)
 	return rep
 }

@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -31,7 +34,7 @@ type table struct {
 	rows   [][]string
 }
 
-func (r *Report) tables(view string) []table {
+func (r *Report) tables(view string) ([]table, error) {
 	var out []table
 	if view == ViewSummary || view == ViewNamespaces {
 		t := table{title: "NAMESPACES", header: []string{"namespace", "opted-in", "windows-pods", "covered", "changed", "workloads", "templates-changed"}}
@@ -49,8 +52,12 @@ func (r *Report) tables(view string) []table {
 	}
 	if view == ViewObjects {
 		t := table{title: "OBJECTS", header: []string{"namespace", "kind", "name", "covered", "changes", "build", "build-source", "node", "node-build"}}
-		for _, o := range r.Objects {
+		err := r.eachObject(func(o *ObjectRow) error {
 			t.rows = append(t.rows, []string{o.Namespace, o.Kind, o.Name, strconv.FormatBool(o.Covered), itoa(o.Changes), o.Build, o.BuildSource, o.Node, o.NodeBuild})
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, t)
 	}
@@ -61,7 +68,7 @@ func (r *Report) tables(view string) []table {
 		}
 		out = append(out, t)
 	}
-	return out
+	return out, nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -70,7 +77,11 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Every string from the cluster goes through termsafe.String: names and annotation values are a pod
 // author's, and this goes to a terminal.
 func (r *Report) WriteTable(w io.Writer, view string) error {
-	for i, t := range r.tables(view) {
+	tables, err := r.tables(view)
+	if err != nil {
+		return err
+	}
+	for i, t := range tables {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
@@ -155,8 +166,47 @@ func dashes(row []string) []string {
 
 // WriteJSON prints the whole report (every view) for tools: every value exactly, as JSON escapes it,
 // and the characters encoding/json leaves raw that a terminal could act on escaped too (termsafe.JSON).
+// Rows kept on disk (Options.ObjectsOnDisk) are written one by one as they are merged, into the same
+// bytes json.MarshalIndent would make of the whole report.
 func (r *Report) WriteJSON(w io.Writer) error {
-	return writeJSON(w, r)
+	if r.onDisk == nil {
+		return writeJSON(w, r)
+	}
+	rest := *r
+	rest.Objects, rest.onDisk = nil, nil
+	doc, err := json.MarshalIndent(&rest, "", "  ")
+	if err != nil {
+		return err
+	}
+	// MarshalIndent puts each field of the report on a line of its own at two spaces (a raw newline
+	// is never inside a string), and "objects" goes right before "findings", which is never omitted.
+	at := bytes.Index(doc, []byte("\n  \"findings\": "))
+	if at < 0 {
+		return errors.New("the report's JSON has no findings")
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(termsafe.JSON(doc[:at]))
+	if r.onDisk.count > 0 {
+		bw.WriteString("\n  \"objects\": [")
+		sep := "\n    "
+		err = r.onDisk.each(func(o *ObjectRow) error {
+			row, err := json.MarshalIndent(o, "    ", "  ")
+			if err != nil {
+				return err
+			}
+			bw.WriteString(sep)
+			_, err = bw.Write(termsafe.JSON(row))
+			sep = ",\n    "
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		bw.WriteString("\n  ],")
+	}
+	bw.Write(termsafe.JSON(doc[at:]))
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -174,8 +224,12 @@ func (r *Report) WriteCSV(w io.Writer, view string) error {
 	if view == ViewSummary {
 		return fmt.Errorf("CSV holds one table: choose --view %s, %s, %s or %s", ViewNamespaces, ViewChanges, ViewObjects, ViewFindings)
 	}
+	tables, err := r.tables(view)
+	if err != nil {
+		return err
+	}
 	cw := csv.NewWriter(w)
-	for _, t := range r.tables(view) {
+	for _, t := range tables {
 		if err := cw.Write(t.header); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -21,6 +22,32 @@ type Report struct {
 	Truncated map[string]int `json:"truncated,omitempty"`
 	// Builds answers Options.Builds; nil without it.
 	Builds *BuildsSummary `json:"builds,omitempty"`
+
+	// onDisk holds the objects view's rows instead of Objects with Options.ObjectsOnDisk.
+	onDisk *objectSpool
+}
+
+// Close removes the temporary file of Options.ObjectsOnDisk, if any.
+func (r *Report) Close() error {
+	if r.onDisk == nil {
+		return nil
+	}
+	err := r.onDisk.close()
+	r.onDisk = nil
+	return err
+}
+
+// eachObject calls f with each row of the objects view, sorted, wherever they are kept.
+func (r *Report) eachObject(f func(*ObjectRow) error) error {
+	if r.onDisk != nil {
+		return r.onDisk.each(f)
+	}
+	for i := range r.Objects {
+		if err := f(&r.Objects[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxFindingsPerKind bounds memory on a cluster where thousands of pods share one problem; the count of
@@ -139,22 +166,30 @@ func (s *sink) fill(rep *Report) {
 }
 
 // objectRows are the rows of the objects view, one per Windows pod or workload; kept only when asked
-// for (Options.Objects), so that memory otherwise stays bounded whatever the number of pods.
+// for (Options.Objects), so that memory otherwise stays bounded whatever the number of pods, and on
+// disk when so asked (Options.ObjectsOnDisk).
 type objectRows struct {
-	keep bool
-	rows []ObjectRow
+	keep   bool
+	rows   []ObjectRow
+	onDisk *objectSpool
 }
 
 func (o *objectRows) add(row ObjectRow) {
-	if o.keep {
+	switch {
+	case o.onDisk != nil:
+		o.onDisk.add(row)
+	case o.keep:
 		o.rows = append(o.rows, row)
 	}
 }
 
-// sorted returns the rows by namespace, kind and name.
+// sorted returns the rows by namespace, kind and name (none when they are on disk).
 func (o *objectRows) sorted() []ObjectRow {
-	slices.SortStableFunc(o.rows, func(x, y ObjectRow) int {
-		return strings.Compare(x.Namespace+"\x00"+x.Kind+"\x00"+x.Name, y.Namespace+"\x00"+y.Kind+"\x00"+y.Name)
-	})
+	slices.SortStableFunc(o.rows, compareObjects)
 	return o.rows
+}
+
+// compareObjects orders rows by namespace, kind and name.
+func compareObjects(x, y ObjectRow) int {
+	return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Name, y.Name))
 }
