@@ -8,6 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
@@ -24,17 +27,23 @@ type BuildRow struct {
 	ClassState   string   // "managed", "unmanaged", "missing" or "-" (no class in the catalog)
 }
 
+// eachItem lists page by page (limit and continue, client-go's pager) and calls f with each item, so
+// that only a page is held at a time whatever the size of the cluster; f must not keep the item.
+func eachItem[L client.ObjectList](ctx context.Context, c client.Reader, newList func() L, f func(runtime.Object) error) error {
+	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		l := newList()
+		err := c.List(ctx, l, client.Limit(opts.Limit), client.Continue(opts.Continue))
+		return l, err
+	})
+	// One page read ahead while one is summarised, not the default ten.
+	pg.PageBufferSize = 1
+	return pg.EachListItem(ctx, metav1.ListOptions{}, f)
+}
+
 // Report summarises the cluster's Windows nodes and RuntimeClasses against the policy, with the
-// problems a platform engineer would want flagged.
+// problems a platform engineer would want flagged. Nodes are read page by page and summarised as they
+// come: memory grows with the builds and the nodes that need attention, not with the nodes.
 func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow, []string, error) {
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
-		return nil, nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	var classes nodev1.RuntimeClassList
-	if err := c.List(ctx, &classes); err != nil {
-		return nil, nil, fmt.Errorf("listing RuntimeClasses: %w", err)
-	}
 	rows := map[string]*BuildRow{}
 	row := func(build string) *BuildRow {
 		if r, ok := rows[build]; ok {
@@ -53,18 +62,19 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		row(b.Number)
 	}
 	var findings []string
-	for _, n := range nodes.Items {
+	err := eachItem(ctx, c, func() *corev1.NodeList { return &corev1.NodeList{} }, func(o runtime.Object) error {
+		n := o.(*corev1.Node)
 		if n.Labels[corev1.LabelOSStable] != string(corev1.Windows) {
-			continue
+			return nil
 		}
 		build := n.Labels[corev1.LabelWindowsBuild]
 		if build == "" {
 			findings = append(findings, fmt.Sprintf("node %s is Windows but has no %s label: wincompat cannot match its build", n.Name, corev1.LabelWindowsBuild))
-			continue
+			return nil
 		}
 		r := row(build)
 		r.Nodes++
-		if NodeReady(&n) {
+		if NodeReady(n) {
 			r.Ready++
 		}
 		if arch := n.Labels[corev1.LabelArchStable]; arch != "" && !slices.Contains(r.Archs, arch) {
@@ -84,23 +94,33 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		if !osTainted {
 			findings = append(findings, fmt.Sprintf("node %s is Windows but has no operating-system taint (%s=windows): pods that choose no operating system may be scheduled onto it; label their namespaces %s=linux, or set linuxByDefault", n.Name, strings.Join(policy.OSTaintKeys(), "|"), policy.LabelDefaultOS))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	byName := map[string]nodev1.RuntimeClass{}
-	for _, rc := range classes.Items {
-		byName[rc.Name] = rc
+	// Whether each class is wincompat's, by name: all the rows read of it.
+	managed := map[string]bool{}
+	err = eachItem(ctx, c, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} }, func(o runtime.Object) error {
+		rc := o.(*nodev1.RuntimeClass)
+		managed[rc.Name] = rc.Labels["app.kubernetes.io/managed-by"] == "wincompat"
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
 	var out []BuildRow
 	for _, build := range sortedBuilds(rows) {
 		r := rows[build]
 		if r.RuntimeClass != "" {
-			rc, ok := byName[r.RuntimeClass]
+			ours, ok := managed[r.RuntimeClass]
 			switch {
 			case !ok:
 				r.ClassState = "missing"
 				if r.Nodes > 0 {
 					findings = append(findings, fmt.Sprintf("build %s has nodes but no RuntimeClass %s: pods get no runtimeClassName", build, r.RuntimeClass))
 				}
-			case rc.Labels["app.kubernetes.io/managed-by"] == "wincompat":
+			case ours:
 				r.ClassState = "managed"
 			default:
 				r.ClassState = "unmanaged"
