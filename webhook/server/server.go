@@ -360,7 +360,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			admissionPoliciesServed(m, o.Log)
 		}
 		var synced []toolscache.InformerSynced
+		var watched []client.Object
 		if o.Misplaced != nil {
+			watched = append(watched, &corev1.Pod{})
 			w := &misplaced.Watcher{Client: m.GetClient(), Live: m.GetAPIReader(), Policy: current.Load, Recorder: m.GetEventRecorder("wincompat"),
 				Log: o.Log.WithName("misplaced"), Metrics: sharedMisplacedMetrics(), Remediation: *o.Misplaced, Nodes: inv.Snapshot}
 			if err := w.SetupWithManager(ctx, m); err != nil {
@@ -368,7 +370,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			}
 			synced = append(synced, w.HasSynced)
 		}
-		if err := m.Add(leaderSynced(m.GetCache(), synced, sharedLeaderGauge())); err != nil {
+		if err := m.Add(leaderSynced(m.GetCache(), watched, synced, sharedLeaderGauge())); err != nil {
 			return err
 		}
 		if !o.ManageRuntimeClasses {

@@ -135,10 +135,6 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 	}
 	events := newEventInformer(cs, w.keepEvent)
 	w.Events, w.eventsSynced = events.GetIndexer(), events.HasSynced
-	// Created now, so that the manager's caches have synced only once the Windows pods are in.
-	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
-		return fmt.Errorf("informer for Windows pods: %w", err)
-	}
 	// keepEvent reads namespaces from the manager's cache: the informer starts once it has synced, so
 	// that no Event of an opted-in namespace is dropped as if it were not.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
