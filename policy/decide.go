@@ -286,6 +286,11 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationVersion] = facts.Version
+	// Like the version, not a change of the pod's: it says who admitted it, so it is not recorded.
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[LabelOS] = string(corev1.Windows)
 	if build != "" {
 		pod.Annotations[AnnotationBuild] = build
 		pod.Annotations[AnnotationBuildSource] = source

@@ -132,7 +132,7 @@ func TestHandlerAnswers(t *testing.T) {
 			return r
 		}(), pod: true, allowed: true, result: "ignored"},
 		"nothing to change": {req: podRequest("demo", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a",
-			"labels":{"admission.datadoghq.com/enabled":"false","instana-autotrace":"false","kuma.io/sidecar-injection":"disabled","sidecar.istio.io/inject":"false"},
+			"labels":{"admission.datadoghq.com/enabled":"false","instana-autotrace":"false","kuma.io/sidecar-injection":"disabled","sidecar.istio.io/inject":"false","wincompat.io/os":"windows"},
 			"annotations":{"wincompat.io/version":"unit","appmesh.k8s.aws/sidecarInjectorWebhook":"disabled","consul.hashicorp.com/connect-inject":"false",
 				"dynatrace.com/inject":"false","linkerd.io/inject":"disabled","openservicemesh.io/sidecar-injection":"disabled"}},
 			"spec":{"os":{"name":"windows"},"nodeSelector":{"kubernetes.io/os":"windows"},"tolerations":[{"key":"os","operator":"Exists"}],"containers":[{"name":"a","image":"a","resources":{"limits":{"memory":"64Mi"}}}]}}`),
