@@ -10,7 +10,8 @@
 // namespaces labelled wincompat.io/enabled=true: a pod that declares spec.os.name=windows, or is a
 // Windows pod by its node constraints or its namespace's default-os label, gets spec.os, the non-root
 // intent rule, the strip table in every container, init and ephemeral container, and the change record
-// and wincompat.io/admission-policy in the same format as the webhook, the removal of mount propagation
+// and wincompat.io/admission-policy in the same format as the webhook (pods, with the label
+// wincompat.io/os=windows the webhook stamps too), the removal of mount propagation
 // and the Linux-only injector opt-outs; pods also get the emptyDir, dnsPolicy, huge pages and deprecated
 // annotation rewrites, the Pod Security restricted adjustments, the rewrites that narrow where the
 // policy turns them on (narrow.go), the OS nodeSelector and the configured tolerations. The build, RuntimeClass, image resolution and tolerations of the taints found on nodes
@@ -477,14 +478,16 @@ func render(s shape, defaultWindows bool) (vars []admissionregistrationv1.Variab
     (%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] : [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}])`,
 			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), param(paramVersion))
 	}
-	// A Windows pod with nothing to change still gets the marker: the audit counts it as seen.
+	// A Windows pod with nothing to change still gets the marker (the audit counts it as seen) and the
+	// OS label (the leader watches it).
 	unchanged := "[]"
 	if s.pod {
 		unchanged = fmt.Sprintf(`(%[1]s.?annotations[?%[3]s].orValue('') == %[4]s ? [] :
     %[1]s.?annotations.hasValue() ?
       [JSONPatch{op: "add", path: %[2]s + "/annotations/" + jsonpatch.escapeKey(%[3]s), value: %[4]s}] :
-      [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}])`,
-			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), param(paramVersion))
+      [JSONPatch{op: "add", path: %[2]s + "/annotations", value: {%[3]s: %[4]s}}]) +
+    %[5]s`,
+			meta, quote(s.metaPtr), quote(policy.AnnotationAdmissionPolicy), param(paramVersion), osLabel(s))
 	}
 	vars = []admissionregistrationv1.Variable{
 		{Name: "inferred", Expression: inferred(s, defaultWindows)},
@@ -512,7 +515,7 @@ func render(s shape, defaultWindows bool) (vars []admissionregistrationv1.Variab
 
 // podChanges is the pods policies' last matchCondition: false exactly when the patch would be empty,
 // which is when there is no record to write (recordsAny, the parts' conditions, with no entry built)
-// and the pod has the marker of this version. The API server
+// and the pod has the marker of this version and the OS label (osLabel). The API server
 // then skips the variables, the patch, and the encode, apply and decode of the pod around an empty
 // patch. That is every reinvocation of the policy after its own change (the API server reinvokes an
 // IfNeeded policy that changed the object; README.md, "Reinvocation") unless a later webhook gave it
@@ -524,8 +527,9 @@ func render(s shape, defaultWindows bool) (vars []admissionregistrationv1.Variab
 // template in the namespace, Linux ones too; they keep the patch's own test (size(records) == 0).
 func podChanges(s shape, defaultWindows bool, vars []admissionregistrationv1.Variable, recordsAny string) string {
 	// The variables are bound, and so evaluated, only past the first clauses.
-	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s ||\n%s ||\n%s",
+	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s || %s.?labels[?%s].orValue('') != %s ||\n%s ||\n%s",
 		trigger(s, defaultWindows), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), param(paramVersion),
+		optional(s.meta), quote(policy.LabelOS), quote(string(corev1.Windows)),
 		tooLarge(s), inlineVariables(recordsAny, vars))
 }
 
@@ -637,17 +641,34 @@ func (l listVar) variable() admissionregistrationv1.Variable {
 	return admissionregistrationv1.Variable{Name: l.name, Expression: l.list}
 }
 
-// metaPrelude makes the metadata and its annotations (and labels, when an injector opt-out needs them)
-// exist, so that every later operation adds one key.
+// metaPrelude makes the metadata and its annotations (and labels: a pod's always, as it gets the OS
+// label; a template's when an injector opt-out needs them) exist, so that every later operation adds
+// one key.
 func metaPrelude(s shape, labelsNeeded string) string {
 	meta := optional(s.meta)
 	out := fmt.Sprintf(`(!%[1]s.hasValue() ? [JSONPatch{op: "add", path: %[2]s, value: {}}] : []) +
   (!%[1]s.?annotations.hasValue() ? [JSONPatch{op: "add", path: %[3]s, value: {}}] : [])`, meta, quote(s.metaPtr), quote(s.metaPtr+"/annotations"))
+	if s.pod {
+		// The label's own operation makes the labels when there are none, before the opt-outs add theirs.
+		return out + " +\n  " + osLabel(s)
+	}
 	if labelsNeeded != "" {
 		out += fmt.Sprintf(` +
   (!%s.?labels.hasValue() && (%s) ? [JSONPatch{op: "add", path: %s, value: {}}] : [])`, meta, labelsNeeded, quote(s.metaPtr+"/labels"))
 	}
 	return out
+}
+
+// osLabel gives a pod policy.LabelOS=windows, as the Go decision stamps it on every Windows pod beside
+// its marker: the leader watches only the pods that carry it. Not a change of the pod's, so it has no
+// record entry, and none of the parts' conditions. It makes the labels when the pod has none, with the
+// label in them; where the label holds windows already, as on every pass after the first, it adds
+// nothing.
+func osLabel(s shape) string {
+	meta := optional(s.meta)
+	return fmt.Sprintf(`(!%[1]s.?labels.hasValue() ? [JSONPatch{op: "add", path: %[2]s, value: {%[3]s: %[4]s}}] :
+    %[1]s.?labels[?%[3]s].orValue('') == %[4]s ? [] : [JSONPatch{op: "add", path: %[5]s + jsonpatch.escapeKey(%[3]s), value: %[4]s}])`,
+		meta, quote(s.metaPtr+"/labels"), quote(policy.LabelOS), quote(string(corev1.Windows)), quote(s.metaPtr+"/labels/"))
 }
 
 // memoryVolumes are the emptyDir volumes with medium Memory, which Windows backs with node disk anyway:

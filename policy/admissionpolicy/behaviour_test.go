@@ -19,8 +19,8 @@ import (
 )
 
 // TestPoliciesBehaveAsPinned: what every policy does, for each of the renderings the other tests use,
-// to every pod of the webhook's golden cases and the chart pod (as created and with the marker there
-// already) and to the same pod specs as the templates of a Deployment, a CronJob and a PodTemplate, is
+// to every pod of the webhook's golden cases and the chart pod (as created and with the marker and OS
+// label there already) and to the same pod specs as the templates of a Deployment, a CronJob and a PodTemplate, is
 // pinned in testdata/behaviour.txt: per case, whether the matchConditions hold, what changes says and
 // a digest of the patch. The file was written by the generator that rendered the policy's values into
 // the CEL, before they became parameters; the fixed policies with each policy's parameters must do
@@ -77,7 +77,7 @@ func TestPoliciesBehaveAsPinned(t *testing.T) {
 }
 
 // objectsFor are the objects the policy named name is evaluated on for the golden pod: the pod as
-// created and with the marker of a first pass, or the pod's metadata and spec as the template of each
+// created and with the marker and OS label of a first pass, or the pod's metadata and spec as the template of each
 // kind the policy matches.
 func objectsFor(t *testing.T, name string, pod map[string]any) []namedPod {
 	t.Helper()
@@ -95,6 +95,12 @@ func objectsFor(t *testing.T, name string, pod map[string]any) []namedPod {
 		}
 		ann["wincompat.io/admission-policy"] = "v1.2.3"
 		m["annotations"] = ann
+		labels, _ := m["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		labels[policy.LabelOS] = "windows"
+		m["labels"] = labels
 		return []namedPod{{"created", pod}, {"marked", marked}}
 	case strings.HasPrefix(name, "wincompat-workloads"):
 		return []namedPod{{"deployment", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(), "spec": map[string]any{"template": template()}}}}
