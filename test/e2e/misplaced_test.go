@@ -110,6 +110,9 @@ func TestMisplacedPods(t *testing.T) {
 	for _, pc := range first {
 		pods[pc.name] = failing(pc)
 	}
+	if os := pods["a-1"].Labels[policy.LabelOS]; os != string(corev1.Windows) {
+		t.Fatalf("a-1 is labelled %s=%q, want windows: the leader watches only pods so labelled", policy.LabelOS, os)
+	}
 	if src := pods["a-1"].Annotations[policy.AnnotationBuildSource]; src != policy.SourceImage {
 		t.Fatalf("a-1's build source %q, want %s: the test's premise (wincompat chose the build from the tag) does not hold", src, policy.SourceImage)
 	}
@@ -191,7 +194,21 @@ func TestMisplacedPods(t *testing.T) {
 		return scrapeMisplaced(t, metricsAddr)[`wincompat_misplaced_deletions_total{outcome="`+o+`"}`]
 	}
 	deleted := outcome("deleted")
+	// Issue 41: the leader caches only pods labelled wincompat.io/os=windows. "elsewhere" was created
+	// before its namespace opted in, so no engine labelled it: the next leader's sweep finds it.
+	optIn := &corev1.Namespace{}
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: "misplaced-off"}, optIn); err != nil {
+		t.Fatal(err)
+	}
+	if _, labelled := pods["elsewhere"].Labels[policy.LabelOS]; labelled {
+		t.Fatal("the pod of the namespace not opted in carries " + policy.LabelOS + ": the sweep would not be tested")
+	}
+	optIn.Labels[policy.LabelEnabled] = "true"
+	if err := cl.c.Update(ctx, optIn); err != nil {
+		t.Fatal(err)
+	}
 	remediate(60)
+	waitForEvent(t, cl.c, "misplaced-off", "elsewhere", misplaced.ReasonMismatch)
 	eventually(t, "one pod of ReplicaSet web-a deleted, the other held by the owner window", func() bool {
 		return outcome("deleted") == deleted+1 && outcome("owner-window") >= 1
 	})
