@@ -255,6 +255,10 @@ func TestAdmissionPolicyEngine(t *testing.T) {
 		if kind == "Pod" && meta[policy.AnnotationAdmissionPolicy] != "e2e-map" {
 			t.Errorf("%v: wincompat.io/admission-policy %q", w, meta[policy.AnnotationAdmissionPolicy])
 		}
+		// The leader watches only pods so labelled, whichever engine admitted them.
+		if l := obj.GetLabels()[policy.LabelOS]; kind == "Pod" && l != string(corev1.Windows) {
+			t.Errorf("%v: labelled %s=%q, want windows", w, policy.LabelOS, l)
+		}
 		// Idempotence: the input with the stored pod spec and record, created again (dry run), comes
 		// back unchanged. The stored object itself is not re-created: a Job's defaulted selector and
 		// labels would not validate again.

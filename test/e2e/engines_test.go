@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wincompat/wincompat/policy"
@@ -123,6 +124,11 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 		why, leftToWebhook := notForAdmissionPolicy[w.file]
 		if kind == "Pod" && acted && !leftToWebhook && hybridAnn[policy.AnnotationAdmissionPolicy] != "e2e" {
 			t.Errorf("%v: hybrid stored no %s marker", w, policy.AnnotationAdmissionPolicy)
+		}
+		// Every engine labels the Windows pods it admits (the leader watches only those); the
+		// comparisons below hold hybrid and the admission policies alone to the webhook's label.
+		if labels, _ := webhookMeta["labels"].(map[string]any); kind == "Pod" && acted && labels[policy.LabelOS] != string(corev1.Windows) {
+			t.Errorf("%v: the webhook stored no %s=windows label: %v", w, policy.LabelOS, labels)
 		}
 		for _, m := range []map[string]any{webhookMeta, hybridMeta} {
 			ann := m["annotations"].(map[string]any)

@@ -60,6 +60,10 @@ func TestHybridEngine(t *testing.T) {
 		if p.Annotations[policy.AnnotationBuild] != "" {
 			t.Errorf("pod %s admitted while down has a build %q: only the webhook decides builds", p.Name, p.Annotations[policy.AnnotationBuild])
 		}
+		// The leader watches only pods so labelled: these are the ones it must not miss.
+		if p.Labels[policy.LabelOS] != string(corev1.Windows) {
+			t.Errorf("pod %s admitted while down is labelled %s=%q, want windows", p.Name, policy.LabelOS, p.Labels[policy.LabelOS])
+		}
 	}
 	// The audit names them.
 	rep, err := audit.Run(ctx, cl.c, audit.Options{Namespaces: []string{ns}})
