@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,7 @@ type config struct {
 	reviews, warmup               int
 	memoryLimit                   string
 	syncTimeout                   time.Duration
+	replot                        string
 }
 
 func main() {
@@ -72,6 +74,7 @@ func main() {
 	fl.IntVar(&c.reviews, "reviews", 2000, "measured reviews per replica and size, sent one after the other")
 	fl.IntVar(&c.warmup, "warmup", 200, "unmeasured reviews before them")
 	fl.StringVar(&c.memoryLimit, "memory-limit", "256Mi", "the chart's memory limit: WINCOMPAT_MEMORY_LIMIT of the replicas, and the bound their RSS is held to")
+	fl.StringVar(&c.replot, "replot", "", "print the report and draw scale.png again from the scale.json a run left in its -work directory, without measuring")
 	fl.DurationVar(&c.syncTimeout, "sync-timeout", 5*time.Minute, "how long a replica may take to lead with synced watchers before the run fails")
 	_ = fl.Parse(os.Args[1:])
 	if fl.NArg() > 0 || c.runs < 1 || c.reviews < 100 || c.workers < 1 || c.windowsEvery < 2 || c.podsPerNode < 1 {
@@ -101,6 +104,10 @@ func run(ctx context.Context, c config) error {
 	if err != nil || limit.Value() <= 0 {
 		return fmt.Errorf("-memory-limit %q: want a quantity such as 256Mi", c.memoryLimit)
 	}
+	if c.replot != "" {
+		return replot(c)
+	}
+	keep := c.workDir != ""
 	version, err := versionOf(ctx, c.wincompat)
 	if err != nil {
 		return err
@@ -121,8 +128,41 @@ func run(ctx context.Context, c config) error {
 		runs = append(runs, r)
 		printRun(os.Stdout, r)
 	}
-	rep := summarize(runs, c, float64(limit.Value())/(1<<20))
-	rep.Version = version
+	saved := saved{Version: version, Sizes: c.sizes, LimitMiB: float64(limit.Value()) / (1 << 20), Runs: runs}
+	if keep {
+		// Beside the logs, for -replot; never committed (the README keeps the table).
+		if err := perf.WriteJSON(filepath.Join(c.workDir, "scale.json"), saved); err != nil {
+			return err
+		}
+	}
+	return report(saved, c)
+}
+
+// saved is what a run leaves in its work directory for -replot.
+type saved struct {
+	Version  string
+	Sizes    []int
+	LimitMiB float64
+	Runs     []runResult
+}
+
+func replot(c config) error {
+	b, err := os.ReadFile(c.replot)
+	if err != nil {
+		return err
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", c.replot, err)
+	}
+	c.sizes = s.Sizes
+	return report(s, c)
+}
+
+// report prints the medians and goals and draws the plot.
+func report(s saved, c config) error {
+	rep := summarize(s.Runs, c, s.LimitMiB)
+	rep.Version = s.Version
 	printReport(os.Stdout, rep)
 	plotPath := filepath.Join(c.out, "scale.png")
 	if err := writePlot(rep, plotPath); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -16,7 +17,7 @@ import (
 // writePlot draws memory against pods into a PNG at path: the medians of the leader's and follower's
 // live heap (solid) and RSS (dashed) at each size, the leader heap's fitted line continued to 150,000
 // pods (dotted), and the goal of 96 MiB and the memory limit as horizontal lines.
-func writePlot(rep *report, path string) error {
+func writePlot(rep *labReport, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("wincompat %s serve, two replicas: memory against pods (medians of %d run(s))", rep.Version, len(rep.Runs))
 	p.X.Label.Text = "pods in the cluster (thousands; nodes = pods/30, Events = pods/2, 10% Windows)"
@@ -34,12 +35,14 @@ func writePlot(rep *report, path string) error {
 		if err != nil {
 			return err
 		}
-		l.Color, pts.Color = plotutil.Color(i/2), plotutil.Color(i/2)
+		// One color per replica and measure; the RSS dashed, the peak dotted.
+		c := plotutil.Color(i)
+		l.Color, pts.Color = c, c
 		l.Width = vg.Points(1.5)
-		if i%2 == 1 { // the follower's
-			l.Color, pts.Color = plotutil.Color(2+i/2), plotutil.Color(2+i/2)
-		}
-		if name == "leader RSS" || name == "follower RSS" {
+		switch {
+		case strings.HasSuffix(name, "peak RSS"):
+			l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		case strings.HasSuffix(name, "RSS"):
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		p.Add(l, pts)
@@ -52,7 +55,7 @@ func writePlot(rep *report, path string) error {
 		if err != nil {
 			return err
 		}
-		l.Color, l.Dashes = plotutil.Color(0), []vg.Length{vg.Points(1), vg.Points(3)}
+		l.Color, l.Dashes = plotutil.Color(0), []vg.Length{vg.Points(1), vg.Points(4)}
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("leader heap, linear: %.2f MiB per 1,000 pods, %.0f MiB at 150k", f.PerThousand, f.At150k), l)
 		xmax = extrapolateTo / 1000
