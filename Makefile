@@ -131,7 +131,7 @@ hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port 
 # Flags for test/cmd/scale, e.g. SCALE_FLAGS="-runs 1 -sizes 10000" (a few minutes) or "-sizes 10000,30000,60000,100000".
 SCALE_FLAGS ?=
 
-scale: build $(K8S_BINS) ## the scale lab of issue 41 (not in CI): a control plane filled to 10k, 30k, 60k pods, two replicas as the chart runs them: heap, RSS, sync, reviews, failover, audit; medians of 3 runs (~1.5 h; test/perf/README.md)
+scale: build $(K8S_BINS) ## the scale lab of issue 41 (not in CI): a control plane filled to 10k, 30k, 60k pods, two replicas as the chart runs them: heap, RSS, sync, reviews, failover, audit; medians of 3 runs (30-60 min; test/perf/README.md)
 	cd test && $(GO) run ./cmd/scale -root .. -wincompat ../bin/wincompat $(SCALE_FLAGS)
 
 # V=1 prints every detail (each command, warning, pod and rule); KEEP=1 keeps the cluster running

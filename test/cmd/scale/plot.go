@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -79,6 +80,9 @@ func writePlot(rep *labReport, path string) error {
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
 	p.Draw(dc)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
