@@ -2,6 +2,7 @@ package misplaced
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/wincompat/wincompat/policy"
 )
@@ -109,4 +111,18 @@ func (w *Watcher) eventsBy(index, key string) ([]*corev1.Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// syncedInformer is the Events' source of the controller, which starts its workers only once it has
+// synced: a pod judged before the Events are listed would not know that wincompat already reported it,
+// and a new leader would report it again. controller-runtime waits only for sources that say how.
+type syncedInformer struct{ *source.Informer }
+
+var _ source.SyncingSource = syncedInformer{}
+
+func (s syncedInformer) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.Informer.Informer.HasSynced) {
+		return fmt.Errorf("the Events informer did not sync: %w", context.Cause(ctx))
+	}
+	return nil
 }

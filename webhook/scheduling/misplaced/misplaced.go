@@ -174,7 +174,7 @@ func (w *Watcher) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error 
 		Named("misplaced-pods").
 		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		For(&corev1.Pod{}, builder.WithPredicates(windows)).
-		WatchesRawSource(&source.Informer{Informer: events, Handler: toPod}).
+		WatchesRawSource(syncedInformer{&source.Informer{Informer: events, Handler: toPod}}).
 		WatchesRawSource(source.Channel(w.sweeps, &handler.EnqueueRequestForObject{})).
 		Complete(w)
 }
@@ -219,7 +219,11 @@ func (w *Watcher) podEventsOf(ctx context.Context, pod *corev1.Pod) (podEvents, 
 	for _, e := range list {
 		pe.add(e)
 	}
-	w.events[key] = pe
+	// A pod without Events (most) is not remembered: reading its empty index again costs nothing, and
+	// an entry for every Windows pod would grow the leader with them.
+	if len(list) > 0 {
+		w.events[key] = pe
+	}
 	return *pe, nil
 }
 
