@@ -162,12 +162,23 @@ func images(cs []corev1.Container) []corev1.Container {
 	return out
 }
 
+// states keeps the statuses of containers whose current or last state tells a failure of the table:
+// policy.PodStatusFailure reads nothing else, and the running containers of thousands of healthy
+// Windows pods are most of what a kept pod would weigh.
 func states(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
-	out := make([]corev1.ContainerStatus, len(ss))
-	for i, s := range ss {
-		out[i] = corev1.ContainerStatus{Name: policy.CutAtRune(s.Name, maxName), State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
+	var out []corev1.ContainerStatus
+	for _, s := range ss {
+		kept := corev1.ContainerStatus{Name: policy.CutAtRune(s.Name, maxName), State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
+		if tells(kept.State) || tells(kept.LastTerminationState) {
+			out = append(out, kept)
+		}
 	}
 	return out
+}
+
+// tells: a kept state has a message of the table's (state keeps no other).
+func tells(s corev1.ContainerState) bool {
+	return s.Waiting != nil && s.Waiting.Message != "" || s.Terminated != nil && s.Terminated.Message != ""
 }
 
 func state(s corev1.ContainerState) corev1.ContainerState {

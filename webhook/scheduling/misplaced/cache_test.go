@@ -52,8 +52,20 @@ func TestCacheKeepsLittle(t *testing.T) {
 		p.Spec.Containers[0].Command != nil || p.Spec.Containers[0].Env != nil {
 		t.Errorf("a Windows pod kept %+v", p)
 	}
-	if n := len(p.Status.ContainerStatuses[0].State.Waiting.Message); n != 0 {
-		t.Errorf("kept a message that matches no pattern, %d bytes", n)
+	if n := len(p.Status.ContainerStatuses); n != 0 {
+		t.Errorf("kept %d container statuses whose message matches no pattern", n)
+	}
+	// Issue 41: the status of a container that tells a failure of the table is kept, with the pattern
+	// alone; a running container's is not.
+	failing := pod(true)
+	failing.Status.ContainerStatuses[0].State.Waiting.Message = "hcs::CreateComputeSystem app: The container operating system does not match the host operating system." + huge
+	failing.Status.ContainerStatuses = append(failing.Status.ContainerStatuses, corev1.ContainerStatus{Name: "sidecar", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	out, _ = transform(failing)
+	if kept := out.(*corev1.Pod).Status.ContainerStatuses; len(kept) != 1 || kept[0].Name != "app" || len(kept[0].State.Waiting.Message) > 200 {
+		t.Errorf("of a failing and a running container the cache kept %+v, want the failing one's pattern", kept)
+	} else if f, ok := policy.PodStatusFailure(out.(*corev1.Pod)); !ok || f.Row.Cause != policy.CauseOSMismatch {
+		t.Errorf("the kept pod no longer tells its failure: %+v %v", f, ok)
 	}
 	e, _ := events(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "n", ManagedFields: []metav1.ManagedFieldsEntry{{}}},
 		Reason: "Failed", Message: huge, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "n", Name: "p", UID: "u", FieldPath: huge}})
