@@ -11,51 +11,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/pagedfake"
 )
 
 // Issue 41: namespaces are listed page by page and the objects view's rows can be kept on disk, so
 // that the audit's memory stays flat where Windows is large too.
-
-// pagedClient serves lists pageSize items at a time (Limit and Continue), as the API server does and
-// the fake client does not, and counts the pages of each list type.
-func pagedClient(t *testing.T, objs ...client.Object) (client.Reader, map[string]int) {
-	t.Helper()
-	pages := map[string]int{}
-	c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			lo := (&client.ListOptions{}).ApplyOptions(opts)
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			pages[fmt.Sprintf("%T", list)]++
-			if lo.Limit == 0 {
-				return nil
-			}
-			items, err := apimeta.ExtractList(list)
-			if err != nil {
-				return err
-			}
-			from := 0
-			if lo.Continue != "" {
-				if from, err = strconv.Atoi(lo.Continue); err != nil {
-					return err
-				}
-			}
-			to := min(from+int(lo.Limit), len(items))
-			if to < len(items) {
-				list.(metav1.ListInterface).SetContinue(strconv.Itoa(to))
-			}
-			return apimeta.SetList(list, items[from:to])
-		}}).Build()
-	return c, pages
-}
 
 // TestNamespacesPaged: namespaces are listed page by page like everything else, and a page at a time
 // gives the report that one list does.
@@ -68,7 +32,7 @@ func TestNamespacesPaged(t *testing.T) {
 		p.Namespace = ns.Name
 		objs = append(objs, ns, p)
 	}
-	c, pages := pagedClient(t, objs...)
+	c, pages := pagedfake.New(objs...)
 	paged, err := Run(context.Background(), c, Options{PageSize: 2, Objects: true})
 	if err != nil {
 		t.Fatal(err)

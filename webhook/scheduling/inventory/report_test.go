@@ -4,50 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/pagedfake"
 )
-
-// pagedReader serves lists at most Limit items at a time with a continue token, as the API server
-// does and the fake client does not, and counts the requests of each list type.
-func pagedReader(objs ...client.Object) (client.Reader, map[string]int) {
-	requests := map[string]int{}
-	c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			lo := (&client.ListOptions{}).ApplyOptions(opts)
-			requests[fmt.Sprintf("%T", list)]++
-			if err := c.List(ctx, list, opts...); err != nil || lo.Limit == 0 {
-				return err
-			}
-			items, err := apimeta.ExtractList(list)
-			if err != nil {
-				return err
-			}
-			from := 0
-			if lo.Continue != "" {
-				if from, err = strconv.Atoi(lo.Continue); err != nil {
-					return err
-				}
-			}
-			to := min(from+int(lo.Limit), len(items))
-			if to < len(items) {
-				list.(metav1.ListInterface).SetContinue(strconv.Itoa(to))
-			}
-			return apimeta.SetList(list, items[from:to])
-		}}).Build()
-	return c, requests
-}
 
 func reportNode(name, os, build string, ready bool, taints ...corev1.Taint) *corev1.Node {
 	status := corev1.ConditionFalse
@@ -83,7 +50,7 @@ func TestReportPaged(t *testing.T) {
 		}
 		objs = append(objs, reportNode(fmt.Sprintf("win2022-%04d", i), "windows", build2022, i%2 == 0, taints...))
 	}
-	c, requests := pagedReader(objs...)
+	c, requests := pagedfake.New(objs...)
 	rows, findings, err := Report(context.Background(), c, policy.Default())
 	if err != nil {
 		t.Fatal(err)
