@@ -187,10 +187,7 @@ func (i *Inventory) setNode(o any) {
 }
 
 func (i *Inventory) deleteNode(o any) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	if n, ok := o.(*corev1.Node); ok {
+	if n, ok := deleted(o).(*corev1.Node); ok {
 		i.forgetNode(n.Name)
 	}
 }
@@ -217,15 +214,21 @@ func (i *Inventory) setClass(o any) {
 }
 
 func (i *Inventory) deleteClass(o any) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	if rc, ok := o.(*nodev1.RuntimeClass); ok {
+	if rc, ok := deleted(o).(*nodev1.RuntimeClass); ok {
 		i.mu.Lock()
 		defer i.mu.Unlock()
 		delete(i.classes, rc.Name)
 		i.stale.Store(true)
 	}
+}
+
+// deleted is the object a deletion is about, also when the informer missed it and knows only its last
+// state.
+func deleted(o any) any {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
 }
 
 func classOf(rc *nodev1.RuntimeClass) policy.RuntimeClass {
