@@ -27,11 +27,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/perf"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
@@ -302,22 +300,7 @@ func createScaleObjects(b *testing.B, cs kubernetes.Interface) {
 // 2,000 Windows and 1,400 Linux nodes, scaleRuns times; the medians are reported.
 func BenchmarkAuditWindowsScale(b *testing.B) {
 	began := time.Now()
-	cp, err := controlplane.Launch(controlplane.Options{WorkDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			b.Error(err)
-		}
-	})
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cp, cs := benchControlPlane(b)
 	createScaleNodes(b, cs)
 	b.Logf("%d nodes created in %v", scaleWindowsNodes()+scaleLinuxNodes, time.Since(began).Round(time.Millisecond))
 	created := time.Now()

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -89,6 +90,14 @@ func WritePlot(r *Results, path string) error {
 	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
 	for i, p := range row {
 		p.Draw(canvases[0][i])
+	}
+	return SavePNG(img, path)
+}
+
+// SavePNG writes img to path as a PNG, making its directory.
+func SavePNG(img *vgimg.Canvas, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -13,6 +11,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/wincompat/wincompat/test/perf"
 )
 
 // writePlot draws memory against pods into a PNG at path: the medians of the leader's and follower's
@@ -80,16 +80,5 @@ func writePlot(rep *labReport, path string) error {
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
 	p.Draw(dc)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return perf.SavePNG(img, path)
 }
