@@ -73,7 +73,7 @@ func main() {
 	fl.IntVar(&c.workers, "workers", 16, "concurrent writers while filling")
 	fl.IntVar(&c.reviews, "reviews", 2000, "measured reviews per replica and size, sent one after the other")
 	fl.IntVar(&c.warmup, "warmup", 200, "unmeasured reviews before them")
-	fl.StringVar(&c.memoryLimit, "memory-limit", "256Mi", "the chart's memory limit: WINCOMPAT_MEMORY_LIMIT of the replicas, and the bound their RSS is held to")
+	fl.StringVar(&c.memoryLimit, "memory-limit", "384Mi", "the chart's memory limit: WINCOMPAT_MEMORY_LIMIT of the replicas, and the bound their RSS is held to")
 	fl.StringVar(&c.replot, "replot", "", "print the report and draw scale.png again from the scale.json a run left in its -work directory, without measuring")
 	fl.DurationVar(&c.syncTimeout, "sync-timeout", 5*time.Minute, "how long a replica may take to lead with synced watchers before the run fails")
 	_ = fl.Parse(os.Args[1:])
