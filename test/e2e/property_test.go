@@ -523,6 +523,21 @@ func expectedObject(o *propObject, stored *unstructured.Unstructured, edit func(
 			return nil, changes, absent, err
 		}
 	}
+	// And its label (issue 41), on every Pod it admits, never recorded.
+	if o.kind == "Pod" {
+		storedLabels, _, _ := unstructured.NestedStringMap(storedRoot, "metadata", "labels")
+		if storedLabels[policy.LabelOS] != string(corev1.Windows) {
+			return nil, changes, absent, fmt.Errorf("stored Pod is not labelled %s=windows: the leader would not watch it", policy.LabelOS)
+		}
+		labels, _, _ := unstructured.NestedStringMap(root, "metadata", "labels")
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[policy.LabelOS] = string(corev1.Windows)
+		if err := unstructured.SetNestedStringMap(root, labels, "metadata", "labels"); err != nil {
+			return nil, changes, absent, err
+		}
+	}
 	if edit != nil {
 		edit(root)
 	}

@@ -165,8 +165,10 @@ const wincompatAnnotations = "wincompat.io/"
 // annotations.
 func comparablePod(p *corev1.Pod) *corev1.Pod {
 	p = p.DeepCopy()
-	p.ObjectMeta = metav1.ObjectMeta{Namespace: p.Namespace, Labels: p.Labels, Annotations: maps.Clone(p.Annotations), OwnerReferences: p.OwnerReferences}
+	p.ObjectMeta = metav1.ObjectMeta{Namespace: p.Namespace, Labels: maps.Clone(p.Labels), Annotations: maps.Clone(p.Annotations), OwnerReferences: p.OwnerReferences}
 	maps.DeleteFunc(p.Annotations, func(k, _ string) bool { return strings.HasPrefix(k, wincompatAnnotations) })
+	// wincompat's own label, which says who admitted the pod: the floor does the rewrite, not the record.
+	delete(p.Labels, policy.LabelOS)
 	const token = "kube-api-access-"
 	for i := range p.Spec.Volumes {
 		if strings.HasPrefix(p.Spec.Volumes[i].Name, token) {
