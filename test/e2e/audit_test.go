@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +37,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/test/perf"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 
@@ -1058,7 +1058,7 @@ type cliRun struct {
 	code           int
 	stdout, stderr string
 	elapsed        time.Duration
-	maxRSS         int64 // bytes, the process's peak resident set
+	maxRSS         int64 // bytes, the process's peak resident set (perf.RunPeakRSS)
 }
 
 // runWincompat runs the binary with args (env added to the test's environment) and waits at most
@@ -1072,8 +1072,8 @@ func runWincompat(t testing.TB, bin string, env []string, args ...string) cliRun
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
-	r := cliRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	peak, err := perf.RunPeakRSS(cmd)
+	r := cliRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start), maxRSS: peak}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -1081,9 +1081,6 @@ func runWincompat(t testing.TB, bin string, env []string, args ...string) cliRun
 		r.code = exit.ExitCode()
 	default:
 		t.Fatalf("running %s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.String())
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	return r
 }

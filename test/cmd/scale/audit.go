@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"syscall"
 	"time"
+
+	"github.com/wincompat/wincompat/test/perf"
 )
 
 // auditResult is one whole-cluster `wincompat audit -o json` run.
@@ -21,19 +22,16 @@ type auditResult struct {
 }
 
 // runAudit runs the audit against the lab's kubeconfig, as an operator would, and reads its peak
-// resident set from the kernel's rusage (Maxrss, in KiB on Linux) once it has exited.
+// resident set as it runs (perf.RunPeakRSS).
 func runAudit(ctx context.Context, bin, kubeconfig string) (auditResult, error) {
 	cmd := exec.CommandContext(ctx, bin, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
-	res := auditResult{Seconds: time.Since(start).Seconds()}
+	peak, err := perf.RunPeakRSS(cmd)
+	res := auditResult{Seconds: time.Since(start).Seconds(), PeakRSSMiB: float64(peak) / (1 << 20)}
 	if err != nil {
 		return res, fmt.Errorf("wincompat audit: %w: %s", err, tail(stderr.String(), 2000))
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.PeakRSSMiB = float64(ru.Maxrss) / 1024
 	}
 	var report struct {
 		Namespaces []struct {
