@@ -248,14 +248,19 @@ func stageRow(s stage, label string) string {
 
 const header = "stage\tpods\tnodes\tEvents\tleader heap\tleader RSS / peak\tfollower heap\tfollower RSS / peak\tready L / F s\tleader synced s\treview L p50 / p99 ms\treview F p50 / p99 ms\tfailover s\tmax RSS L / F (F leads after failover)\taudit s\taudit MiB\tmisplaced reported (legacy)\t"
 
-func printRun(out io.Writer, r runResult) {
+// printStages prints the table of the stages: the baseline, then each filled size.
+func printStages(out io.Writer, baseline stage, sizes []stage) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, header)
-	fmt.Fprintln(tw, stageRow(r.Baseline, "before"))
-	for _, s := range r.Sizes {
+	fmt.Fprintln(tw, stageRow(baseline, "before"))
+	for _, s := range sizes {
 		fmt.Fprintln(tw, stageRow(s, "filled"))
 	}
 	tw.Flush()
+}
+
+func printRun(out io.Writer, r runResult) {
+	printStages(out, r.Baseline, r.Sizes)
 	how := "wincompat_leader_synced"
 	if !r.Baseline.SyncFromGauge {
 		how = "the Lease and the leader's log (no wincompat_leader_synced on /metrics)"
@@ -265,13 +270,7 @@ func printRun(out io.Writer, r runResult) {
 
 func printReport(out io.Writer, rep *labReport) {
 	fmt.Fprintf(out, "\n== wincompat %s: medians of %d run(s); memory in MiB\n", rep.Version, len(rep.Runs))
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, header)
-	fmt.Fprintln(tw, stageRow(rep.Baseline, "before"))
-	for _, s := range rep.Sizes {
-		fmt.Fprintln(tw, stageRow(s, "filled"))
-	}
-	tw.Flush()
+	printStages(out, rep.Baseline, rep.Sizes)
 	fmt.Fprintln(out, "\nper 1,000 pods (least squares over the filled sizes), and at 150,000 pods:")
 	for _, name := range seriesOrder {
 		if f, ok := rep.slopes[name]; ok {
