@@ -42,10 +42,10 @@ FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzM
 	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
-.PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit perf perf-peers overload hostile scale k8s clean demo image release krew
+.PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit k8s clean demo image release krew
 
 help: ## list targets
-	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a kubectl plugin)
 	$(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
@@ -100,39 +100,8 @@ bench: ## Go benchmarks: decide, decide + diff, the whole review, each against i
 bench-audit: $(K8S_BINS) ## wincompat audit in a real API server: 100,000 pods; 60,000 (30% Windows) on 2,000 Windows nodes. Time, peak RSS
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkAudit(100kPods|WindowsScale)$$' -benchtime 1x -timeout 60m ./e2e/
 
-# Flags for test/cmd/perf, e.g. PERF_FLAGS="-duration 30s -api-duration 10s -api-rounds 3".
-PERF_FLAGS ?=
-
-perf: build $(K8S_BINS) ## load runs: wincompat serve on one core, pod creation through kube-apiserver with/without it, the engines compared (test/perf/README.md)
-	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat $(PERF_FLAGS)
-
-# Kyverno's admission controller, a peer for perf-peers only: built from its own module
-# (test/peers/kyverno) so that its dependencies never enter ours; never part of test or CI.
-KYVERNO := bin/peers/kyverno
-
-$(KYVERNO): test/peers/kyverno/go.mod test/peers/kyverno/go.sum
-	cd test/peers/kyverno && $(GO) build -trimpath -ldflags=-s -o ../../../$(KYVERNO) github.com/kyverno/kyverno/cmd/kyverno
-
-perf-peers: build $(K8S_BINS) $(KYVERNO) ## make perf with Kyverno in the engine comparison (builds it once: ~10 min, several GB of caches)
-	cd test && $(GO) run ./cmd/perf -root .. -wincompat ../bin/wincompat -kyverno ../$(KYVERNO) $(PERF_FLAGS)
-
-# Flags for test/cmd/overload, e.g. OVERLOAD_FLAGS="-duration 30s -inflight 400".
-OVERLOAD_FLAGS ?=
-
-overload: build $(K8S_BINS) ## 2x wincompat serve's maximum review rate for 60 s on one core: no crash, bounded memory, timeouts, recovery (test/perf/README.md)
-	cd test && $(GO) run ./cmd/overload -root .. -wincompat ../bin/wincompat $(OVERLOAD_FLAGS)
-
-# Flags for test/cmd/hostile, e.g. HOSTILE_FLAGS="-duration 30s -memory-limit 192Mi -attacks bodies-300-at-once".
-HOSTILE_FLAGS ?=
-
-hostile: build $(K8S_BINS) ## the hostile peers of issue 24 on the webhook port and of issue 40 through the API server, ~20 s each (~7 min): peak RSS, CPU, legitimate reviews answered (test/perf/README.md)
-	cd test && $(GO) run ./cmd/hostile -root .. -wincompat ../bin/wincompat $(HOSTILE_FLAGS)
-
-# Flags for test/cmd/scale, e.g. SCALE_FLAGS="-runs 1 -sizes 10000" (a few minutes) or "-sizes 10000,30000,60000,100000".
-SCALE_FLAGS ?=
-
-scale: build $(K8S_BINS) ## the scale lab of issue 41 (not in CI): a control plane filled to 10k, 30k, 60k pods, two replicas as the chart runs them: heap, RSS, sync, reviews, failover, audit; medians of 3 runs (30-60 min; test/perf/README.md)
-	cd test && $(GO) run ./cmd/scale -root .. -wincompat ../bin/wincompat $(SCALE_FLAGS)
+# The measuring lab: perf, perf-peers, overload, hostile, scale.
+include test/lab/lab.mk
 
 # V=1 prints every detail (each command, warning, pod and rule); KEEP=1 keeps the cluster running
 # afterwards, with a kubeconfig in bin/demo/, until Ctrl-C.
