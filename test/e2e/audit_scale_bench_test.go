@@ -30,7 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/test/perf"
+	"github.com/wincompat/wincompat/test/lab/perf"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 

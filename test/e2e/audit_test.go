@@ -37,7 +37,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
-	"github.com/wincompat/wincompat/test/perf"
+	"github.com/wincompat/wincompat/test/lab/perf"
 	"github.com/wincompat/wincompat/webhook/audit"
 )
 

@@ -44,8 +44,8 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
-	"github.com/wincompat/wincompat/test/perf"
-	"github.com/wincompat/wincompat/test/perf/load"
+	"github.com/wincompat/wincompat/test/lab/perf"
+	"github.com/wincompat/wincompat/test/lab/perf/load"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/server"
 )
