@@ -11,31 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Labels and annotations wincompat reads and writes.
-const (
-	LabelEnabled   = "wincompat.io/enabled"
-	LabelSkip      = "wincompat.io/skip"
-	LabelDefaultOS = "wincompat.io/default-os"
-	// LabelMode sets the mode (ModeEnforce, ModeWarn) of one namespace over the policy's.
-	LabelMode = "wincompat.io/mode"
-	// LabelOS is stamped LabelOS=windows on every Windows pod either engine admits, so that the leader
-	// can watch those pods alone: a label selector is the one filter the API server applies to a pod
-	// watch by content, and a cache of every pod would grow with the Linux majority of the cluster.
-	LabelOS = "wincompat.io/os"
-
-	AnnotationChanges         = "wincompat.io/changes"
-	AnnotationTemplateChanges = "wincompat.io/template-changes"
-	AnnotationBuild           = "wincompat.io/build"
-	AnnotationBuildSource     = "wincompat.io/build-source"
-	AnnotationVersion         = "wincompat.io/version"
-	// AnnotationAdmissionPolicy is the version of the admission policies (policy/admissionpolicy) that
-	// made a Windows pod valid. wincompat.io/version is the webhook's alone: a pod with this annotation
-	// and without that one was admitted while the webhook did not answer, with no build decision.
-	AnnotationAdmissionPolicy = "wincompat.io/admission-policy"
-
-	labelPodSecurityEnforce = LabelPodSecurityEnforce
-)
-
 // Operation is the admission operation the object arrives with.
 type Operation string
 
@@ -274,7 +249,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 	stripLinuxOnly(&pod.Spec, rec)
 	rewriteForWindows(pod, rec)
 	p.satisfyRestricted(&pod.Spec, facts.Namespace, rec)
-	// After every rule that names a user, so that it fills only what they left; opted into (narrow.go).
+	// After every rule that names a user, so that it fills only what they left; opted into (rewrite_narrow.go).
 	p.nameUserForRunAsNonRoot(&pod.Spec, rec)
 	p.limitMemory(&pod.Spec, rec)
 	p.optOutOfInjectors(&pod.ObjectMeta, rec)

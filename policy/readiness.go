@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,13 @@ type readinessCheck struct {
 	// why it fails on Windows, what wincompat does, and the seed (file, section) or source that says so:
 	// for the README's table.
 	why, does, source string
+}
+
+// readinessFinding is one thing a run-time readiness check found: where (a record path naming
+// containers and volumes by name) and what (the value found, recorded as the change's From).
+type readinessFinding struct {
+	Path  string
+	Value json.RawMessage
 }
 
 // readinessChecks is the one readiness table: it drives the checks, the rules table's rows for them
@@ -450,4 +458,15 @@ func unmountableVolumes(spec *corev1.PodSpec) []readinessFinding {
 		}
 	}
 	return found
+}
+
+// ReadinessRules are the rules of the run-time readiness table, in its order: what a reader of the
+// records (the audit) needs to tell a readiness warning from the others (RuleOf) and to name one
+// finding per rule, so that a new row of the table needs no edit there.
+func ReadinessRules() []Rule {
+	rules := make([]Rule, len(readinessChecks))
+	for i := range readinessChecks {
+		rules[i] = readinessChecks[i].rule
+	}
+	return rules
 }

@@ -38,7 +38,7 @@ const (
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
 	RuleHyperV               Rule = "hyper-v"               // a Hyper-V RuntimeClass for images no ready node runs in process isolation
 	RuleImageNewerRevision   Rule = "image-newer-revision"  // warning: an image of a newer revision than the nodes of its build
-	// The narrowing rewrites the policy opts into (narrow.go).
+	// The narrowing rewrites the policy opts into (rewrite_narrow.go).
 	RuleRunAsNonRootUser       Rule = "run-as-non-root-user"      // a non-admin user where runAsNonRoot names none
 	RuleMemoryLimitFromRequest Rule = "memory-limit-from-request" // a memory limit equal to the request
 	RuleMemoryLimitDefault     Rule = "memory-limit-default"      // the policy's memory limit where there is no request

@@ -34,9 +34,9 @@ type Policy struct {
 	InferOSFromNodeSelector bool   `json:"inferOSFromNodeSelector"`
 	NonRootUserName         string `json:"nonRootUserName"`
 	PodSecurityRestricted   bool   `json:"podSecurityRestricted"`
-	// UserForRunAsNonRoot names NonRootUserName where runAsNonRoot: true has no Windows user (narrow.go).
+	// UserForRunAsNonRoot names NonRootUserName where runAsNonRoot: true has no Windows user (rewrite_narrow.go).
 	UserForRunAsNonRoot bool `json:"userForRunAsNonRoot"`
-	// MemoryLimits gives containers without a memory limit one (narrow.go).
+	// MemoryLimits gives containers without a memory limit one (rewrite_narrow.go).
 	MemoryLimits MemoryLimits `json:"memoryLimits"`
 	// DefaultBuild is a build number once loaded; the file may name the build by any of its names.
 	DefaultBuild         string         `json:"defaultBuild"`
@@ -51,7 +51,7 @@ type Policy struct {
 	ImagesWithoutWindows string         `json:"imagesWithoutWindows"`
 	PodImagePullSecrets  bool           `json:"podImagePullSecrets"`
 	// RegistryMirrors are where the image resolver reads registries' images, as containerd's hosts.toml
-	// (mirrors.go).
+	// (policyfile_mirrors.go).
 	RegistryMirrors []RegistryMirror `json:"registryMirrors"`
 	// LinuxByDefault pins objects with no OS signal to Linux in every namespace not labelled
 	// wincompat.io/default-os but those of LinuxByDefaultExcludedNamespaces.
