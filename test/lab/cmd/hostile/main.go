@@ -69,7 +69,7 @@ func main() {
 	fl := flag.NewFlagSet("hostile", flag.ExitOnError)
 	fl.StringVar(&c.root, "root", "", "the wincompat checkout (default: found from the working directory)")
 	fl.StringVar(&c.wincompat, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
-	fl.StringVar(&c.out, "out", "", "where to write hostile.json (default ROOT/test/perf)")
+	fl.StringVar(&c.out, "out", "", "where to write hostile.json (default ROOT/bin/lab/hostile)")
 	fl.StringVar(&c.workDir, "work", "", "keep wincompat's log and the kubeconfig here (default: a temporary directory, removed)")
 	fl.DurationVar(&c.duration, "duration", 20*time.Second, "length of each attack")
 	fl.DurationVar(&c.after, "after", 5*time.Second, "legitimate reviews after each attack, its connections closed")
@@ -204,7 +204,7 @@ func attacks() []attack {
 }
 
 func run(ctx context.Context, c config) (err error) {
-	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-hostile-")
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "hostile")
 	if err != nil {
 		return err
 	}

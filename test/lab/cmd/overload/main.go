@@ -55,7 +55,7 @@ func main() {
 	fl := flag.NewFlagSet("overload", flag.ExitOnError)
 	fl.StringVar(&c.root, "root", "", "the wincompat checkout (default: found from the working directory)")
 	fl.StringVar(&c.wincompat, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
-	fl.StringVar(&c.out, "out", "", "where to write overload.json (default ROOT/test/perf)")
+	fl.StringVar(&c.out, "out", "", "where to write overload.json (default ROOT/bin/lab/overload)")
 	fl.StringVar(&c.workDir, "work", "", "keep wincompat's log and the kubeconfig here (default: a temporary directory, removed)")
 	fl.DurationVar(&c.measure, "measure", 10*time.Second, "length of the maximum and normal-load phases before the overload")
 	fl.DurationVar(&c.duration, "duration", 60*time.Second, "length of the overload")
@@ -122,7 +122,7 @@ type Second struct {
 }
 
 func run(ctx context.Context, c config) (err error) {
-	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-overload-")
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "overload")
 	if err != nil {
 		return err
 	}

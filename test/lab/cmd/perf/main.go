@@ -1,4 +1,4 @@
-// Command perf measures wincompat as it runs and writes test/perf/results.json and test/perf/latency.png
+// Command perf measures wincompat as it runs and writes results.json and latency.png to bin/lab/perf
 // (see test/lab/README.md):
 //
 //   - reviews: `wincompat serve` (bin/wincompat, GOMAXPROCS=1) answering AdmissionReviews over HTTPS
@@ -63,7 +63,7 @@ func main() {
 	fl := flag.NewFlagSet("perf", flag.ExitOnError)
 	fl.StringVar(&c.root, "root", "", "the wincompat checkout (default: found from the working directory)")
 	fl.StringVar(&c.wincompat, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
-	fl.StringVar(&c.out, "out", "", "where to write results.json and latency.png (default ROOT/test/perf)")
+	fl.StringVar(&c.out, "out", "", "where to write results.json and latency.png (default ROOT/bin/lab/perf)")
 	fl.StringVar(&c.workDir, "work", "", "keep wincompat's log and the kubeconfig here (default: a temporary directory, removed)")
 	fl.DurationVar(&c.duration, "duration", 10*time.Second, "length of each measured review phase")
 	fl.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured load before each phase (connections, caches, the heap)")
@@ -117,7 +117,7 @@ type env struct {
 }
 
 func run(ctx context.Context, c config) (err error) {
-	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-perf-")
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "perf")
 	if err != nil {
 		return err
 	}

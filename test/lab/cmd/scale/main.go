@@ -53,7 +53,7 @@ func main() {
 	fl := flag.NewFlagSet("scale", flag.ExitOnError)
 	fl.StringVar(&c.root, "root", "", "the wincompat checkout (default: found from the working directory)")
 	fl.StringVar(&c.wincompat, "wincompat", "", "the wincompat binary (default ROOT/bin/wincompat, from `make build`)")
-	fl.StringVar(&c.out, "out", "", "where to write scale.png (default ROOT/test/perf)")
+	fl.StringVar(&c.out, "out", "", "where to write scale.png (default ROOT/bin/lab/scale)")
 	fl.StringVar(&c.workDir, "work", "", "keep the replicas' logs and the kubeconfig here (default: a temporary directory, removed)")
 	fl.IntVar(&c.runs, "runs", 3, "runs, each on a fresh control plane filled from empty; the report takes each figure's median")
 	fl.Func("sizes", "pod counts to measure at, ascending, comma-separated (default 10000,30000,60000)", func(v string) error {
@@ -95,7 +95,7 @@ type lab struct {
 }
 
 func run(ctx context.Context, c config) error {
-	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "wincompat-scale-")
+	cleanup, err := perf.ResolvePaths(&c.root, &c.wincompat, &c.out, &c.workDir, "scale")
 	if err != nil {
 		return err
 	}
