@@ -35,7 +35,7 @@ import (
 // probe the API server refuses for a Windows pod must be admitted once wincompat rewrote it; a row of
 // the strip table no probe shows refused at this version, with the gates that touch pod validation on
 // or off, is a field wincompat removes for nothing. What was found is kept per version in
-// testdata/striptable/<version>.json (UPDATE_GOLDEN=1 rewrites it), from which the README's
+// testdata/striptable/<version>.json (UPDATE_GOLDEN=1 rewrites it), from which test/k8s/README.md's
 // compatibility table is made (TestStripTableDocs).
 
 // gateSets are the feature-gate settings each version is probed with: its defaults, and every alpha and
@@ -399,8 +399,8 @@ func firstLine(s string) string {
 	return policy.CutAtRune(s, 160)
 }
 
-// TestStripTableDocs: the README's table of what each version refuses on a Windows pod and wincompat
-// rewrites is made from testdata/striptable, one column per version probed (UPDATE_GOLDEN=1 rewrites it).
+// TestStripTableDocs: test/k8s/README.md's table of what each version refuses on a Windows pod and
+// wincompat rewrites is made from testdata/striptable, one column per version probed (UPDATE_GOLDEN=1 rewrites it).
 func TestStripTableDocs(t *testing.T) {
 	reports, err := striptable.ReadReports(striptableDir)
 	if err != nil {
@@ -412,7 +412,7 @@ func TestStripTableDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readmetest.Check(t, filepath.Join(root, "README.md"), "<!-- versions:begin -->\n", "<!-- versions:end -->", table,
+	readmetest.Check(t, filepath.Join(root, "test", "k8s", "README.md"), "<!-- versions:begin -->\n", "<!-- versions:end -->", table,
 		"UPDATE_GOLDEN=1 go test ./e2e -run TestStripTableDocs (in test/)")
 }
 
