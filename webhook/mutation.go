@@ -16,15 +16,14 @@ import (
 
 	"github.com/wincompat/wincompat/patch"
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 // ImageResolver reads what registries say of images (webhook/scheduling/images). Lookup waits within
 // its own deadline and ctx's; Warm never waits: for workload templates, whose pods come later, it starts
 // the lookups not cached and returns the answers that are.
 type ImageResolver interface {
-	Lookup(ctx context.Context, req images.Request) map[string]policy.Image
-	Warm(req images.Request) map[string]policy.Image
+	Lookup(ctx context.Context, req policy.ImageRequest) map[string]policy.Image
+	Warm(req policy.ImageRequest) map[string]policy.Image
 }
 
 // kinds are the objects wincompat mutates, with where their pod spec sits in JSON.
@@ -98,7 +97,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	}
 	if resolver != nil {
 		if l := pol.ImagesToLookUp(obj, facts); len(l.Images) > 0 {
-			req := images.Request{Namespace: facts.Namespace.Name, Images: l.Images, Mirrors: pol.RegistryMirrors}
+			req := policy.ImageRequest{Namespace: facts.Namespace.Name, Images: l.Images, Mirrors: pol.RegistryMirrors}
 			if callerVerified(ctx) {
 				// Whoever reaches the port names the namespace: only the API server, proven by its client
 				// certificate, may make wincompat read a namespace's pull secrets.

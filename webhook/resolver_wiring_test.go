@@ -14,19 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 // recordingResolver answers every image with one 2022 Windows entry (which 2022 and, by containerd's rule,
 // 2025 nodes run) and remembers how it was asked: the question here is when the handler waits for
 // registries and when it only warms the cache.
 type recordingResolver struct {
-	lookups, warms []images.Request
+	lookups, warms []policy.ImageRequest
 	// cached is what Warm answers: the lookups a resolver had finished before.
 	cached map[string]policy.Image
 }
 
-func (r *recordingResolver) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
+func (r *recordingResolver) Lookup(_ context.Context, req policy.ImageRequest) map[string]policy.Image {
 	r.lookups = append(r.lookups, req)
 	out := map[string]policy.Image{}
 	for _, ref := range req.Images {
@@ -35,7 +34,7 @@ func (r *recordingResolver) Lookup(_ context.Context, req images.Request) map[st
 	return out
 }
 
-func (r *recordingResolver) Warm(req images.Request) map[string]policy.Image {
+func (r *recordingResolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 	r.warms = append(r.warms, req)
 	return r.cached
 }

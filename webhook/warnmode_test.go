@@ -18,14 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 // caseImages answers image lookups with what a golden case says its registry holds.
 type caseImages map[string]policy.Image
 
-func (c caseImages) Lookup(context.Context, images.Request) map[string]policy.Image { return c }
-func (caseImages) Warm(images.Request) map[string]policy.Image                      { return nil }
+func (c caseImages) Lookup(context.Context, policy.ImageRequest) map[string]policy.Image { return c }
+func (caseImages) Warm(policy.ImageRequest) map[string]policy.Image                      { return nil }
 
 // Warn mode must say exactly what enforce mode does, change nothing, and be told apart in the audit
 // annotations and the metrics: every golden case is reviewed in its namespace as it is (enforce) and

@@ -112,7 +112,7 @@ func newCLIResolver(wait time.Duration, f cliImageFlags) (*images.Resolver, erro
 // are what a Helm post-renderer sees.
 type waitingResolver struct{ *images.Resolver }
 
-func (r waitingResolver) Warm(req images.Request) map[string]policy.Image {
+func (r waitingResolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 	return r.Lookup(context.Background(), req)
 }
 

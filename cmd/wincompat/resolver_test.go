@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
@@ -28,7 +28,7 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 	}
 	host := strings.TrimPrefix(registry.URL, "http://")
 	image := host + "/app:1"
-	got := r.Lookup(context.Background(), images.Request{Images: []string{image}})[image]
+	got := r.Lookup(context.Background(), policy.ImageRequest{Images: []string{image}})[image]
 	if want := host + ": no such image, or not readable with the credentials wincompat may use for this pod (log in with docker login or crane auth login)"; got.Err != want {
 		t.Errorf("Err %q, want %q", got.Err, want)
 	}
@@ -73,7 +73,7 @@ func TestAuditResolverPrivateNetworksOptIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := r.Lookup(context.Background(), images.Request{Images: []string{image}})[image]
+		got := r.Lookup(context.Background(), policy.ImageRequest{Images: []string{image}})[image]
 		asked := reg.Requests.Load() - before
 		if !allow && (asked != 0 || !strings.HasSuffix(got.Err, "registry unreachable (the cluster operator sees why in wincompat's log)")) {
 			t.Errorf("private networks refused: registry asked %d times, Err %q", asked, got.Err)

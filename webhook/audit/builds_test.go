@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 const (
@@ -211,7 +210,7 @@ type fakeResolver struct {
 	asked  map[string]int
 }
 
-func (f *fakeResolver) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
+func (f *fakeResolver) Lookup(_ context.Context, req policy.ImageRequest) map[string]policy.Image {
 	out := map[string]policy.Image{}
 	for _, i := range req.Images {
 		f.asked[i]++

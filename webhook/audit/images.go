@@ -9,12 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 // ImageResolver reads what registries say of images: *images.Resolver.
 type ImageResolver interface {
-	Lookup(ctx context.Context, req images.Request) map[string]policy.Image
+	Lookup(ctx context.Context, req policy.ImageRequest) map[string]policy.Image
 }
 
 // imageFacts are what registries said of the images of Windows pods and templates, with
@@ -55,7 +54,7 @@ func (f *imageFacts) resolve(ctx context.Context, specs []*corev1.PodSpec) {
 	if len(want) == 0 {
 		return
 	}
-	for image, img := range f.resolver.Lookup(ctx, images.Request{Images: want, Mirrors: f.pol.RegistryMirrors}) {
+	for image, img := range f.resolver.Lookup(ctx, policy.ImageRequest{Images: want, Mirrors: f.pol.RegistryMirrors}) {
 		f.answers[image] = img
 		if img.Err != "" {
 			f.lookupErrors++

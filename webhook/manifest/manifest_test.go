@@ -10,7 +10,6 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 )
 
 func opts() Options {
@@ -204,14 +203,14 @@ func TestProcessWarnModeChangesNothing(t *testing.T) {
 // linuxOnlyImages answers every image lookup with an image that has no Windows entry.
 type linuxOnlyImages struct{}
 
-func (linuxOnlyImages) Lookup(_ context.Context, req images.Request) map[string]policy.Image {
+func (linuxOnlyImages) Lookup(_ context.Context, req policy.ImageRequest) map[string]policy.Image {
 	out := map[string]policy.Image{}
 	for _, ref := range req.Images {
 		out[ref] = policy.Image{Platforms: []policy.Platform{{OS: "linux", Architecture: "amd64"}}}
 	}
 	return out
 }
-func (linuxOnlyImages) Warm(images.Request) map[string]policy.Image { return nil }
+func (linuxOnlyImages) Warm(policy.ImageRequest) map[string]policy.Image { return nil }
 
 // A refusal (imagesWithoutWindows: deny) is reported marked as wincompat's, once, as the webhook
 // refuses it.

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"k8s.io/client-go/rest"
 
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/policy"
 )
 
 // The server always configures the pods' pull secrets, but only a lookup that carries their names (the
@@ -40,7 +40,7 @@ func TestImageResolverUnauthorizedHint(t *testing.T) {
 		{"pod's pull secrets used", []string{"regcred"}, host + ": no such image, or not readable with the credentials wincompat may use for this pod (set imageResolver.pullSecret or the pod's imagePullSecrets)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := images.Request{Namespace: "team", Authenticated: true, PullSecrets: tc.secrets, Images: []string{image}}
+			req := policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: tc.secrets, Images: []string{image}}
 			if got := r.Lookup(context.Background(), req)[image]; got.Err != tc.want {
 				t.Errorf("Err %q, want %q", got.Err, tc.want)
 			}

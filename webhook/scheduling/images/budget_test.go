@@ -75,7 +75,7 @@ func TestLookupsHoldAtMostTheBudget(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	r := newResolver(t, Config{MaxBytesInFlight: MinBytesInFlight, MaxLookups: 16, MaxLookupsPerRegistry: 16, Timeout: time.Hour, BackgroundTimeout: time.Hour})
-	var req Request
+	var req policy.ImageRequest
 	for i := range 12 {
 		req.Images = append(req.Images, fmt.Sprintf("%s/app:%d", host, i))
 	}
@@ -182,7 +182,7 @@ func BenchmarkConcurrentLookupMemory(b *testing.B) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for b.Loop() {
 		r := newResolver(b, Config{})
-		var req Request
+		var req policy.ImageRequest
 		for i := range 64 {
 			req.Images = append(req.Images, fmt.Sprintf("%s/app:%d", host, i))
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
 )
 
@@ -222,7 +223,7 @@ func TestCloudIdentityFailure(t *testing.T) {
 			// The metadata client may retry: count what the first image cost.
 			first = n.Load()
 		}
-		got := r.Lookup(context.Background(), Request{Images: []string{image}})[image]
+		got := r.Lookup(context.Background(), policy.ImageRequest{Images: []string{image}})[image]
 		want := "us-docker.pkg.dev: " + msgNotReadable + " (set imageResolver.cloudCredentials and the ServiceAccount annotation for Artifact Registry)"
 		if got.Err != want {
 			t.Errorf("%s: got %q, want %q", image, got.Err, want)
@@ -249,7 +250,7 @@ func TestCloudIdentityHangs(t *testing.T) {
 	}
 	image := "us-docker.pkg.dev/p/r/app:1"
 	// Lookup returns while the metadata server still holds the request.
-	got := r.Lookup(context.Background(), Request{Images: []string{image}})[image]
+	got := r.Lookup(context.Background(), policy.ImageRequest{Images: []string{image}})[image]
 	if got.Err != "us-docker.pkg.dev: "+msgUnreachable {
 		t.Errorf("got %q, want the answer of a registry not answering in time", got.Err)
 	}

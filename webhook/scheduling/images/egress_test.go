@@ -228,13 +228,13 @@ func TestNetworkFailuresLookAlike(t *testing.T) {
 		"timeout": "silent.example:" + port(hang.Addr().String()),
 		"policy":  "meta.example:443",
 	}
-	var req Request
+	var req policy.ImageRequest
 	for _, host := range cases {
 		req.Images = append(req.Images, host+"/app:1")
 	}
 	got := r.Lookup(context.Background(), req)
 	// The silent server's lookup ends by BackgroundTimeout, which the review may not have waited for.
-	waitCached(t, r, Request{Images: []string{cases["timeout"] + "/app:1"}})
+	waitCached(t, r, policy.ImageRequest{Images: []string{cases["timeout"] + "/app:1"}})
 	for what, host := range cases {
 		if msg := got[host+"/app:1"].Err; msg != host+": "+msgUnreachable {
 			t.Errorf("%s: Err %q, want %q", what, msg, host+": "+msgUnreachable)
@@ -268,7 +268,7 @@ func TestFairPerRegistry(t *testing.T) {
 	// A lookup waits for a slot up to Timeout; the hung registry holds its requests up to
 	// BackgroundTimeout, past the test.
 	r := newResolver(t, Config{MaxLookups: 4, MaxLookupsPerRegistry: 2, Timeout: 10 * time.Second, BackgroundTimeout: time.Hour})
-	r.Warm(Request{Images: held})
+	r.Warm(policy.ImageRequest{Images: held})
 	// The hung registry has its two lookups; its other four wait for a slot of their own registry
 	// (as many may wait as may run). Without the per-registry bound it would hold all four slots.
 	<-g.arrived

@@ -48,7 +48,7 @@ func TestMirrorsInOrder(t *testing.T) {
 	upstream.reset()
 	r := newResolver(t, Config{})
 	image := upstream.ref("windows/nanoserver:ltsc2022")
-	img := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))})
 	if img.Err != "" || !samePlatforms(img.Platforms, []policy.Platform{ltsc2022}) {
 		t.Fatalf("answer %+v, want the mirror's ltsc2022", img)
 	}
@@ -69,7 +69,7 @@ func TestMirrorsInOrder(t *testing.T) {
 	// Cached: the answer still names the mirror, and nobody is asked.
 	upstream.reset()
 	full.reset()
-	if again := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))}); again.Mirror != "#2" {
+	if again := lookupOne(r, policy.ImageRequest{Images: []string{image}, Mirrors: mirrorOf(upstream, false, mirrorAt(empty), mirrorAt(full))}); again.Mirror != "#2" {
 		t.Errorf("cached answer names mirror %q, want #2", again.Mirror)
 	}
 	if n := manifestRequests(upstream) + manifestRequests(full); n != 0 {
@@ -84,7 +84,7 @@ func TestMirrorFallsBackToRegistry(t *testing.T) {
 	upstream.pushIndex("app:1.0", testIndex(t, types.OCIImageIndex, ltsc2019))
 	r := newResolver(t, Config{})
 	mirrors := mirrorOf(upstream, false, mirrorAt(mirror))
-	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrors})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrors})
 	if img.Err != "" || img.Mirror != "" || !samePlatforms(img.Platforms, []policy.Platform{ltsc2019}) {
 		t.Fatalf("answer %+v, want the registry's own ltsc2019", img)
 	}
@@ -93,14 +93,14 @@ func TestMirrorFallsBackToRegistry(t *testing.T) {
 	}
 
 	// Neither has it: both are named, the mirror first, in one sentence.
-	img = lookupOne(r, Request{Images: []string{upstream.ref("missing:1.0")}, Mirrors: mirrors})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("missing:1.0")}, Mirrors: mirrors})
 	want := "mirror #1 of " + upstream.host + ", " + upstream.host + ": " + msgNotReadable
 	if img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
 	// The mirror unreachable, the registry without the image: each says its own.
 	mirror.srv.Close()
-	img = lookupOne(r, Request{Images: []string{upstream.ref("other:1.0")}, Mirrors: mirrors})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("other:1.0")}, Mirrors: mirrors})
 	want = "mirror #1 of " + upstream.host + ": " + msgUnreachable + "; " + upstream.host + ": " + msgNotReadable
 	if img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
@@ -116,11 +116,11 @@ func TestAirGappedNeverDialsRegistry(t *testing.T) {
 	upstream.reset()
 	r := newResolver(t, Config{})
 	mirrors := mirrorOf(upstream, true, mirrorAt(mirror))
-	img := lookupOne(r, Request{Images: []string{upstream.ref("dotnet/aspnet:8.0")}, Mirrors: mirrors})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("dotnet/aspnet:8.0")}, Mirrors: mirrors})
 	if img.Mirror != "#1" || !samePlatforms(img.Platforms, []policy.Platform{ltsc2022, ltsc2025}) {
 		t.Errorf("answer %+v, want the mirror's", img)
 	}
-	img = lookupOne(r, Request{Images: []string{upstream.ref("dotnet/runtime:8.0")}, Mirrors: mirrors})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("dotnet/runtime:8.0")}, Mirrors: mirrors})
 	if want := "mirror #1 of " + upstream.host + ": " + msgNotReadable; img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
@@ -140,7 +140,7 @@ func TestMirrorCapabilities(t *testing.T) {
 	pullOnly.reset()
 	r := newResolver(t, Config{})
 
-	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, false, mirrorAt(pullOnly, policy.CapabilityPull))})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, false, mirrorAt(pullOnly, policy.CapabilityPull))})
 	if img.Err != "" || img.Mirror != "" {
 		t.Errorf("tag: answer %+v, want the registry's own", img)
 	}
@@ -151,14 +151,14 @@ func TestMirrorCapabilities(t *testing.T) {
 	// (content checked against its digest is the same wherever it was read).
 	r = newResolver(t, Config{})
 	byDigest := upstream.ref("app@" + digest)
-	img = lookupOne(r, Request{Images: []string{byDigest}, Mirrors: mirrorOf(upstream, false, mirrorAt(pullOnly, policy.CapabilityPull))})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{byDigest}, Mirrors: mirrorOf(upstream, false, mirrorAt(pullOnly, policy.CapabilityPull))})
 	if img.Err != "" || img.Mirror != "#1" {
 		t.Errorf("digest: answer %+v, want the pull-only mirror's", img)
 	}
 
 	upstream.reset()
 	pullOnly.reset()
-	img = lookupOne(r, Request{Images: []string{upstream.ref("app:2.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(pullOnly, policy.CapabilityPull))})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("app:2.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(pullOnly, policy.CapabilityPull))})
 	if !strings.Contains(img.Err, "no mirror of it may answer") || !strings.Contains(img.Err, "air-gapped") {
 		t.Errorf("error %q, want a refusal naming the capabilities and air-gapped", img.Err)
 	}
@@ -175,8 +175,8 @@ func TestMirrorCacheSeparate(t *testing.T) {
 	stale.pushIndex("app:1.0", testIndex(t, types.OCIImageIndex, ltsc2019))
 	r := newResolver(t, Config{})
 	image := upstream.ref("app:1.0")
-	viaMirror := Request{Images: []string{image}, Mirrors: mirrorOf(upstream, true, mirrorAt(stale))}
-	direct := Request{Images: []string{image}}
+	viaMirror := policy.ImageRequest{Images: []string{image}, Mirrors: mirrorOf(upstream, true, mirrorAt(stale))}
+	direct := policy.ImageRequest{Images: []string{image}}
 
 	if img := lookupOne(r, viaMirror); !samePlatforms(img.Platforms, []policy.Platform{ltsc2019}) || img.Mirror != "#1" {
 		t.Fatalf("through the mirror: %+v, want its ltsc2019", img)
@@ -190,10 +190,10 @@ func TestMirrorCacheSeparate(t *testing.T) {
 
 	// A failure through the mirror is the mirror's.
 	upstream.pushIndex("fresh:1.0", testIndex(t, types.OCIImageIndex, ltsc2025))
-	if img := lookupOne(r, Request{Images: []string{upstream.ref("fresh:1.0")}, Mirrors: viaMirror.Mirrors}); img.Err == "" {
+	if img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("fresh:1.0")}, Mirrors: viaMirror.Mirrors}); img.Err == "" {
 		t.Fatalf("the mirror answered for an image it does not have: %+v", img)
 	}
-	if img := lookupOne(r, Request{Images: []string{upstream.ref("fresh:1.0")}}); img.Err != "" {
+	if img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("fresh:1.0")}}); img.Err != "" {
 		t.Errorf("without mirrors: %q, the mirror's failure stood for the registry", img.Err)
 	}
 }
@@ -211,7 +211,7 @@ func TestMirrorSlotsCountHostDialled(t *testing.T) {
 		return false
 	})
 	r := newResolver(t, Config{})
-	ch := r.Warm(Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
+	ch := r.Warm(policy.ImageRequest{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
 	if ch != nil {
 		t.Fatalf("answered from an empty cache: %v", ch)
 	}
@@ -269,7 +269,7 @@ func TestPrivateMirrorNeedsAllowPrivateNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("app:1.0")}, Mirrors: mirrorOf(upstream, true, mirrorAt(mirror))})
 	if want := "mirror #1 of " + upstream.host + ": " + msgUnreachable; img.Err != want {
 		t.Errorf("error %q, want %q", img.Err, want)
 	}
@@ -302,7 +302,7 @@ func TestRepositoryCannotEscapePrefix(t *testing.T) {
 	mirrors := mirrorOf(upstream, true, policy.Mirror{Host: mirror.host, RepositoryPrefix: "mcr-proxy"})
 	for _, repo := range []string{"../x", "windows/../../x", "./x", "a/./b", "a..b", ".../x"} {
 		image := upstream.ref(repo + ":1")
-		if got := lookupOne(r, Request{Images: []string{image}, Mirrors: mirrors}); got.Err != errInvalid {
+		if got := lookupOne(r, policy.ImageRequest{Images: []string{image}, Mirrors: mirrors}); got.Err != errInvalid {
 			t.Errorf("%s: Err %q, want %q", image, got.Err, errInvalid)
 		}
 	}
@@ -323,11 +323,11 @@ func TestMirrorAnswersNameTheRegistry(t *testing.T) {
 	mirrors := mirrorOf(upstream, true, mirrorAt(empty), policy.Mirror{Host: full.host, RepositoryPrefix: "mcr-proxy"})
 	full.pushIndex("mcr-proxy/app:1", testIndex(t, types.OCIImageIndex, ltsc2022))
 	hosts := []string{empty.host, full.host}
-	img := lookupOne(r, Request{Images: []string{upstream.ref("app:1")}, Mirrors: mirrors})
+	img := lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("app:1")}, Mirrors: mirrors})
 	if img.Err != "" || img.Mirror != "#2" || img.MirrorFor != upstream.host {
 		t.Errorf("answer %+v, want mirror #2 for %s", img, upstream.host)
 	}
-	img = lookupOne(r, Request{Images: []string{upstream.ref("missing:1")}, Mirrors: mirrors})
+	img = lookupOne(r, policy.ImageRequest{Images: []string{upstream.ref("missing:1")}, Mirrors: mirrors})
 	if want := "mirror #1 of " + upstream.host + ", mirror #2 of " + upstream.host + ": " + msgNotReadable; img.Err != want {
 		t.Errorf("Err %q, want %q", img.Err, want)
 	}

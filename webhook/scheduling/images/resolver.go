@@ -72,7 +72,7 @@ type Config struct {
 	// nothing of a private registry, not even from the cache.
 	KeychainNamespaces func(namespace string) bool
 	// PodPullSecrets, when set, adds the pod's imagePullSecrets to Keychain (see PullSecretKeychain)
-	// for requests whose caller was authenticated (Request.Authenticated): an unauthenticated caller
+	// for requests whose caller was authenticated (policy.ImageRequest.Authenticated): an unauthenticated caller
 	// chooses the namespace. Nil: the pod's pull secrets are never read, and the webhook needs no
 	// access to Secrets.
 	PodPullSecrets func(ctx context.Context, namespace string, names []string) (authn.Keychain, error)
@@ -101,22 +101,6 @@ type Config struct {
 	Now func() time.Time
 	// Log receives registry errors in full at V(1); users see short ones in Image.Err.
 	Log logr.Logger
-}
-
-// Request is what one review asks.
-type Request struct {
-	// Namespace is the pod's namespace, where its pull secrets are.
-	Namespace string
-	// PullSecrets are the names of the pod's imagePullSecrets, used only with Config.PodPullSecrets,
-	// and only the first MaxPullSecrets.
-	PullSecrets []string
-	// Authenticated says the review came from a caller known to be the API server, so that Namespace
-	// is the pod's own: the pod's pull secrets are read only then.
-	Authenticated bool
-	// Images are references as the pod spells them; duplicates are answered once.
-	Images []string
-	// Mirrors are the policy's registryMirrors: where each registry's images are read (mirrors.go).
-	Mirrors []policy.RegistryMirror
 }
 
 // Resolver reads images' platforms from registries. It is safe for concurrent use.
@@ -306,7 +290,7 @@ type lookup struct {
 // first. An image not answered in time gets an Err saying so, and its lookup goes on in the background,
 // bounded by Config.BackgroundTimeout, so that the next review finds it cached. Callers own the
 // returned map and slices.
-func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Image {
+func (r *Resolver) Lookup(ctx context.Context, req policy.ImageRequest) map[string]policy.Image {
 	out := make(map[string]policy.Image, len(req.Images))
 	type waiting struct {
 		image, key, registry string
@@ -387,7 +371,7 @@ func (r *Resolver) Lookup(ctx context.Context, req Request) map[string]policy.Im
 // Warm starts lookups for req's images that are not cached, without waiting, and returns the cached
 // answers (nil when there are none): workload templates are admitted before their pods, and what is
 // known already lets a template be warned about an image with no Windows entry.
-func (r *Resolver) Warm(req Request) map[string]policy.Image {
+func (r *Resolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 	var out map[string]policy.Image
 	creds := r.credentials(req)
 	routes := newRouter(req.Mirrors)
@@ -427,7 +411,7 @@ type credentials struct {
 	secrets []string
 }
 
-func (r *Resolver) credentials(req Request) credentials {
+func (r *Resolver) credentials(req policy.ImageRequest) credentials {
 	c := credentials{namespace: req.Namespace}
 	if r.c.KeychainNamespaces != nil {
 		if c.anonymous = !r.c.KeychainNamespaces(req.Namespace); !c.anonymous {

@@ -55,12 +55,12 @@ func newResolver(t testing.TB, c Config) *Resolver {
 	return r
 }
 
-func lookupOne(r *Resolver, req Request) policy.Image {
+func lookupOne(r *Resolver, req policy.ImageRequest) policy.Image {
 	return r.Lookup(context.Background(), req)[req.Images[0]]
 }
 
 func lookupImage(r *Resolver, image string) policy.Image {
-	return lookupOne(r, Request{Images: []string{image}})
+	return lookupOne(r, policy.ImageRequest{Images: []string{image}})
 }
 
 // samePlatforms compares platforms as sets: the order of an index is not part of the answer.
@@ -81,7 +81,7 @@ func samePlatforms(got, want []policy.Platform) bool {
 // waitCached waits until the resolver answers image from its caches, as a background lookup leaves it.
 // It sets no limit of its own, which a slow machine could exceed: a lookup that never ends shows as
 // go test's -timeout, whose goroutine dump names this function.
-func waitCached(t *testing.T, r *Resolver, req Request) policy.Image {
+func waitCached(t *testing.T, r *Resolver, req policy.ImageRequest) policy.Image {
 	t.Helper()
 	l, ok := r.parse(req.Images[0], r.credentials(req), newRouter(req.Mirrors))
 	if !ok {
@@ -411,12 +411,12 @@ func TestPrivateRegistry(t *testing.T) {
 		// Failures are remembered per namespace and secrets: none of these may answer the next pod. Only
 		// a lookup that offered the pod's secrets suggests them.
 		for _, tc := range []struct {
-			req  Request
+			req  policy.ImageRequest
 			want string
 		}{
-			{Request{Namespace: "team"}, unauthorized},
-			{Request{Namespace: "other", Authenticated: true, PullSecrets: []string{"regcred"}}, withPod},
-			{Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}}, withPod},
+			{policy.ImageRequest{Namespace: "team"}, unauthorized},
+			{policy.ImageRequest{Namespace: "other", Authenticated: true, PullSecrets: []string{"regcred"}}, withPod},
+			{policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}}, withPod},
 		} {
 			tc.req.Images = []string{image}
 			if got := lookupOne(r, tc.req); got.Err != tc.want {
@@ -425,19 +425,19 @@ func TestPrivateRegistry(t *testing.T) {
 		}
 		noHint := newResolver(t, Config{PodPullSecrets: PullSecretKeychain(client)})
 		want := reg.host + ": " + msgNotReadable + " (check the pod's imagePullSecrets)"
-		if got := lookupOne(noHint, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}, Images: []string{image}}); got.Err != want {
+		if got := lookupOne(noHint, policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing"}, Images: []string{image}}); got.Err != want {
 			t.Errorf("no hint, pod's secrets: Err %q, want %q", got.Err, want)
 		}
-		ok(t, lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing", "regcred"}, Images: []string{image}}))
+		ok(t, lookupOne(r, policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"missing", "regcred"}, Images: []string{image}}))
 		// What one pod's credentials read stays theirs: a pod without them learns from the cache
 		// neither that the image exists nor its builds.
-		if got := lookupOne(r, Request{Namespace: "other", Images: []string{image}}); got.Err != unauthorized || got.Platforms != nil {
+		if got := lookupOne(r, policy.ImageRequest{Namespace: "other", Images: []string{image}}); got.Err != unauthorized || got.Platforms != nil {
 			t.Errorf("another namespace after a lookup with credentials: %+v, want Err %q", got, unauthorized)
 		}
 		// A caller not known to be the API server chooses the namespace: its requests never use pull
 		// secrets, even those that exist in the namespace it names.
 		fresh := newResolver(t, Config{PodPullSecrets: PullSecretKeychain(client), UnauthorizedHint: hint})
-		if got := lookupOne(fresh, Request{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}}); got.Err != unauthorized {
+		if got := lookupOne(fresh, policy.ImageRequest{Namespace: "team", PullSecrets: []string{"regcred"}, Images: []string{image}}); got.Err != unauthorized {
 			t.Errorf("unauthenticated caller naming team's secret: Err %q, want %q", got.Err, unauthorized)
 		}
 	})
@@ -447,15 +447,15 @@ func TestPrivateRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := newResolver(t, Config{Keychain: kc, UnauthorizedHint: hint, KeychainNamespaces: func(ns string) bool { return ns == "team" }})
-		ok(t, lookupOne(r, Request{Namespace: "team", Images: []string{image}}))
+		ok(t, lookupOne(r, policy.ImageRequest{Namespace: "team", Images: []string{image}}))
 		// Outside the scope: anonymous, the cache of the scoped lookup unseen, and no advice to set a
 		// pull secret this namespace may not use.
 		want := reg.host + ": " + msgNotReadable
-		if got := lookupOne(r, Request{Namespace: "other", Images: []string{image}}); got.Err != want || got.Platforms != nil {
+		if got := lookupOne(r, policy.ImageRequest{Namespace: "other", Images: []string{image}}); got.Err != want || got.Platforms != nil {
 			t.Errorf("outside the scope: %+v, want Err %q", got, want)
 		}
 		// And a repository that does not exist answers the same as one that is private.
-		if got := lookupOne(r, Request{Namespace: "other", Images: []string{reg.ref("nosuchrepo:1")}}); got.Err != want {
+		if got := lookupOne(r, policy.ImageRequest{Namespace: "other", Images: []string{reg.ref("nosuchrepo:1")}}); got.Err != want {
 			t.Errorf("no such repository: Err %q, want %q", got.Err, want)
 		}
 	})
@@ -463,7 +463,7 @@ func TestPrivateRegistry(t *testing.T) {
 		unreadable := func(context.Context, string, []string) (authn.Keychain, error) {
 			return nil, errors.New(`secrets "regcred" is forbidden`)
 		}
-		req := Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}}
+		req := policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}}
 		// The server's credentials still serve.
 		kc, err := DockerConfigKeychain(dockerConfigSecret("wincompat", "registry", reg.host, "user", "secret"))
 		if err != nil {
@@ -479,7 +479,7 @@ func TestPrivateRegistry(t *testing.T) {
 	})
 	t.Run("pod's pull secrets unused unless configured", func(t *testing.T) {
 		r := newResolver(t, Config{UnauthorizedHint: hint})
-		got := lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}})
+		got := lookupOne(r, policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"regcred"}, Images: []string{image}})
 		if got.Err != unauthorized {
 			t.Errorf("Err %q, want %q", got.Err, unauthorized)
 		}
@@ -491,7 +491,7 @@ func TestPanicInLookupContained(t *testing.T) {
 	r := newResolver(t, Config{PodPullSecrets: func(context.Context, string, []string) (authn.Keychain, error) {
 		panic("boom")
 	}})
-	got := lookupOne(r, Request{Namespace: "team", Authenticated: true, PullSecrets: []string{"s"}, Images: []string{"127.0.0.1:1/app:1"}})
+	got := lookupOne(r, policy.ImageRequest{Namespace: "team", Authenticated: true, PullSecrets: []string{"s"}, Images: []string{"127.0.0.1:1/app:1"}})
 	if got.Err != "internal error reading the image" {
 		t.Errorf("Err %q", got.Err)
 	}
@@ -529,7 +529,7 @@ func TestDeadline(t *testing.T) {
 		g := newGate(t)
 		holdSlow(g)
 		r := newResolver(t, Config{Timeout: 200 * time.Millisecond})
-		req := Request{Images: []string{reg.ref("slow:1"), reg.ref("fast:1")}}
+		req := policy.ImageRequest{Images: []string{reg.ref("slow:1"), reg.ref("fast:1")}}
 		// The registry answers slow:1 only once the gate opens, after Lookup returned: Lookup did not
 		// wait for it. Its answer is the one every network failure gets: a pod's author must not tell
 		// a silent host from a refusing one.
@@ -558,7 +558,7 @@ func TestDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
 		// Returned with the gate shut, so by the context's deadline, not Timeout's.
-		got := r.Lookup(ctx, Request{Images: []string{reg.ref("slow:2")}})[reg.ref("slow:2")]
+		got := r.Lookup(ctx, policy.ImageRequest{Images: []string{reg.ref("slow:2")}})[reg.ref("slow:2")]
 		if want := reg.host + ": " + msgUnreachable; got.Err != want || got.Busy {
 			t.Errorf("%+v, want Err %q", got, want)
 		}
@@ -580,7 +580,7 @@ func TestBackgroundLookupEnds(t *testing.T) {
 		return false
 	})
 	r := newResolver(t, Config{Timeout: 50 * time.Millisecond, BackgroundTimeout: 300 * time.Millisecond})
-	req := Request{Images: []string{reg.ref("hang:1")}}
+	req := policy.ImageRequest{Images: []string{reg.ref("hang:1")}}
 	if got := lookupOne(r, req); got.Err != reg.host+": "+msgUnreachable {
 		t.Fatalf("Err %q", got.Err)
 	}
@@ -751,14 +751,14 @@ func TestLookupsBounded(t *testing.T) {
 	// A third image waits for a slot, and a review that stops waiting (here its context has ended)
 	// is told wincompat is busy, not that the registry timed out: no request of the third reached the
 	// registry.
-	r.Warm(Request{Images: []string{third}})
+	r.Warm(policy.ImageRequest{Images: []string{third}})
 	for queued := false; !queued; {
 		_, queued = r.queued.Load(third)
 		time.Sleep(time.Millisecond)
 	}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	got := r.Lookup(ended, Request{Images: []string{third}})[third]
+	got := r.Lookup(ended, policy.ImageRequest{Images: []string{third}})[third]
 	if !got.Busy || got.Err != r.busy || got.Platforms != nil {
 		t.Errorf("past the bound: %+v, want Busy and Err %q", got, r.busy)
 	}
@@ -773,7 +773,7 @@ func TestLookupsBounded(t *testing.T) {
 	}
 	// A review of an image in flight joins its lookup and needs no slot: only its own context, ended
 	// here, ends its wait.
-	if got := r.Lookup(ended, Request{Images: []string{first}})[first]; got.Busy || got.Err != reg.host+": "+msgUnreachable {
+	if got := r.Lookup(ended, policy.ImageRequest{Images: []string{first}})[first]; got.Busy || got.Err != reg.host+": "+msgUnreachable {
 		t.Errorf("joining a lookup in flight: %+v, want a timeout, not busy", got)
 	}
 
@@ -786,7 +786,7 @@ func TestLookupsBounded(t *testing.T) {
 			t.Errorf("review %d: %+v", i, img)
 		}
 	}
-	waitCached(t, r, Request{Images: []string{third}})
+	waitCached(t, r, policy.ImageRequest{Images: []string{third}})
 	if got := lookupImage(r, third); got.Err != "" || !samePlatforms(got.Platforms, want) {
 		t.Errorf("after the bound freed: %+v", got)
 	}
@@ -806,7 +806,7 @@ func TestLookupAnswersEveryImage(t *testing.T) {
 	r := newResolver(t, Config{})
 	images := []string{reg.ref("app:1"), reg.ref("app:1"), reg.ref("app@" + digest), "not a reference", reg.ref("app:1")}
 	reg.reset()
-	got := r.Lookup(context.Background(), Request{Images: images})
+	got := r.Lookup(context.Background(), policy.ImageRequest{Images: images})
 	if len(got) != 3 {
 		t.Errorf("%d answers for 3 distinct images: %+v", len(got), got)
 	}
@@ -837,14 +837,14 @@ func TestWarm(t *testing.T) {
 		return false
 	})
 	r := newResolver(t, Config{})
-	req := Request{Images: []string{reg.ref("a:1"), reg.ref("b:1"), "not a reference"}}
+	req := policy.ImageRequest{Images: []string{reg.ref("a:1"), reg.ref("b:1"), "not a reference"}}
 	// The registry answers nothing until the gate opens, after Warm returned: Warm did not wait.
 	if cached := r.Warm(req); cached != nil {
 		t.Errorf("Warm before any lookup answered %v", cached)
 	}
 	g.open()
 	for _, image := range req.Images[:2] {
-		waitCached(t, r, Request{Images: []string{image}})
+		waitCached(t, r, policy.ImageRequest{Images: []string{image}})
 	}
 	// Once read, Warm answers from the cache, so a template can be judged by its images.
 	if cached := r.Warm(req); len(cached) != 2 || !samePlatforms(cached[req.Images[0]].Platforms, []policy.Platform{ltsc2019}) {
@@ -879,7 +879,7 @@ func TestMetrics(t *testing.T) {
 	// machine's speed.
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	r.Lookup(ended, Request{Images: []string{reg.ref("slow:1")}})
+	r.Lookup(ended, policy.ImageRequest{Images: []string{reg.ref("slow:1")}})
 	g.open()
 	lookupImage(r, "not a reference")
 	for result, want := range map[string]float64{"hit": 1, "miss": 1, "error": 3, "timeout": 1, "busy": 0} {
@@ -888,7 +888,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	// Registry lookups: app, missing and, once finished in the background, slow.
-	waitCached(t, r, Request{Images: []string{reg.ref("slow:1")}})
+	waitCached(t, r, policy.ImageRequest{Images: []string{reg.ref("slow:1")}})
 	families, err := prom.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -940,7 +940,7 @@ func BenchmarkLookupWarm(b *testing.B) {
 	reg.pushIndex("a:1", testIndex(b, types.OCIImageIndex, ltsc2019, ltsc2022, ltsc2025, linuxAMD64))
 	reg.pushImage("b:1", testImage(b, ltsc2022, false))
 	r := newResolver(b, Config{})
-	req := Request{Namespace: "team", Images: []string{reg.ref("a:1"), reg.ref("b:1")}}
+	req := policy.ImageRequest{Namespace: "team", Images: []string{reg.ref("a:1"), reg.ref("b:1")}}
 	for image, img := range r.Lookup(context.Background(), req) {
 		if img.Err != "" {
 			b.Fatalf("%s: %s", image, img.Err)

@@ -59,7 +59,7 @@ func TestCloudCredentials(t *testing.T) {
 	}
 	inScope := func(ns string) bool { return ns == "shop" }
 	lookup := func(r *images.Resolver, ns, image string) policy.Image {
-		return r.Lookup(context.Background(), images.Request{Namespace: ns, Images: []string{image}})[image]
+		return r.Lookup(context.Background(), policy.ImageRequest{Namespace: ns, Images: []string{image}})[image]
 	}
 
 	t.Run("read with each cloud's identity", func(t *testing.T) {
