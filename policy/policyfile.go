@@ -5,13 +5,14 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wincompat/wincompat/policy/strictyaml"
 )
 
 // DefaultPolicyYAML is the default policy, with a comment on every key. It is the one place defaults are
@@ -24,6 +25,15 @@ const (
 	policyAPIVersion = "wincompat.io/v1alpha1"
 	policyKind       = "Policy"
 )
+
+// policyDocument is a policy file: a header, then the keys of Policy at the top level. The json tags of
+// Policy and of the types under it are the file's keys, its error paths and its printed form; nothing
+// else lists them. strictyaml reads and prints it by those tags.
+type policyDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Policy     `json:",inline"`
+}
 
 // Policy is the validated configuration of every decision, and the schema of a policy file: its json
 // tags are the file's keys, in the order default.yaml and `wincompat policy` list them. Build it with
@@ -132,12 +142,12 @@ func Load(data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("the policy is %d KiB; at most %d KiB is read (one with every key and a catalog of dozens of builds takes a few KiB)", len(data)>>10, MaxPolicyBytes>>10)
 	}
 	var doc policyDocument
-	if err := decodeFile(DefaultPolicyYAML, &doc); err != nil {
+	if err := strictyaml.Decode(DefaultPolicyYAML, &doc); err != nil {
 		return nil, fmt.Errorf("built-in defaults: %w", err)
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		doc.APIVersion, doc.Kind = "", ""
-		if err := decodeFile(data, &doc); err != nil {
+		if err := strictyaml.Decode(data, &doc); err != nil {
 			return nil, err
 		}
 		if doc.APIVersion != policyAPIVersion || doc.Kind != policyKind {
@@ -159,13 +169,13 @@ func Load(data []byte) (*Policy, error) {
 // check, chooses its size, and parsing and reporting cost grow with it.
 const MaxPolicyBytes = 256 << 10
 
-// refusal names the first maxReportedErrors problems and counts the rest.
+// refusal names the first strictyaml.MaxProblems problems and counts the rest.
 func refusal(errs field.ErrorList) error {
-	msgs := make([]string, 0, min(len(errs), maxReportedErrors)+1)
-	for _, e := range errs[:min(len(errs), maxReportedErrors)] {
-		msgs = append(msgs, clip(e.Error()))
+	msgs := make([]string, 0, min(len(errs), strictyaml.MaxProblems)+1)
+	for _, e := range errs[:min(len(errs), strictyaml.MaxProblems)] {
+		msgs = append(msgs, strictyaml.ClipProblem(e.Error()))
 	}
-	if more := len(errs) - maxReportedErrors; more > 0 {
+	if more := len(errs) - strictyaml.MaxProblems; more > 0 {
 		msgs = append(msgs, fmt.Sprintf("and %d more", more))
 	}
 	return errors.New(strings.Join(msgs, "; "))
@@ -176,7 +186,7 @@ func (p *Policy) YAML() []byte {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	_ = enc.Encode(encodeNode(reflect.ValueOf(policyDocument{APIVersion: policyAPIVersion, Kind: policyKind, Policy: *p}))) // strings, booleans and lists always encode
+	_ = enc.Encode(strictyaml.Node(policyDocument{APIVersion: policyAPIVersion, Kind: policyKind, Policy: *p})) // strings, booleans and lists always encode
 	return buf.Bytes()
 }
 

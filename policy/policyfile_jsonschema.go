@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/wincompat/wincompat/policy/strictyaml"
 )
 
 // The Helm chart's values.schema.json holds, under definitions.policy, the JSON Schema of its policy
@@ -62,15 +64,16 @@ func schemaOf(t reflect.Type, path string, node *yaml.Node) map[string]any {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		keys := schemaKeysOf(t)
+		keys := strictyaml.KeysOf(t)
 		props := map[string]any{}
-		for _, name := range keys.names {
+		for _, name := range keys.Names {
 			at := name
 			if path != "" {
 				at = path + "." + name
 			}
 			keyNode, valueNode := mappingEntry(node, name)
-			p := schemaOf(keys.byName[name].typ, at, valueNode)
+			key, _ := keys.Lookup(name)
+			p := schemaOf(key.Type, at, valueNode)
 			if d := commentText(keyNode); d != "" {
 				p["description"] = d
 			}
@@ -81,7 +84,7 @@ func schemaOf(t reflect.Type, path string, node *yaml.Node) map[string]any {
 			"properties":           props,
 			"additionalProperties": false,
 			// additionalProperties names the unknown key; this names the known ones.
-			"propertyNames": map[string]any{"enum": stringsToAny(keys.names)},
+			"propertyNames": map[string]any{"enum": stringsToAny(keys.Names)},
 		}
 	case reflect.Slice:
 		var first *yaml.Node

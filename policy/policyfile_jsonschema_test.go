@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/wincompat/wincompat/policy/strictyaml"
 )
 
 // chartValuesSchema is the Helm chart's values schema, whose definitions.policy JSONSchema generates.
@@ -198,13 +200,13 @@ func TestJSONSchemaKeys(t *testing.T) {
 	walk = func(s map[string]any, typ reflect.Type, path string) {
 		switch typ.Kind() {
 		case reflect.Struct:
-			keys := schemaKeysOf(typ)
+			keys := strictyaml.KeysOf(typ)
 			props := s["properties"].(map[string]any)
 			var names []string
 			for name := range props {
 				names = append(names, name)
 			}
-			want := slices.Clone(keys.names)
+			want := slices.Clone(keys.Names)
 			slices.Sort(want)
 			slices.Sort(names)
 			if !slices.Equal(names, want) {
@@ -213,11 +215,12 @@ func TestJSONSchemaKeys(t *testing.T) {
 			if s["additionalProperties"] != false {
 				t.Errorf("%s: other keys allowed", path)
 			}
-			if got := s["propertyNames"].(map[string]any)["enum"]; !reflect.DeepEqual(got, stringsToAny(keys.names)) {
-				t.Errorf("%s: propertyNames %v, want %q", path, got, keys.names)
+			if got := s["propertyNames"].(map[string]any)["enum"]; !reflect.DeepEqual(got, stringsToAny(keys.Names)) {
+				t.Errorf("%s: propertyNames %v, want %q", path, got, keys.Names)
 			}
-			for _, name := range keys.names {
-				walk(props[name].(map[string]any), keys.byName[name].typ, path+"."+name)
+			for _, name := range keys.Names {
+				key, _ := keys.Lookup(name)
+				walk(props[name].(map[string]any), key.Type, path+"."+name)
 			}
 		case reflect.Slice:
 			if !hasType(s, "array") {

@@ -11,6 +11,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/wincompat/wincompat/policy/strictyaml"
 )
 
 const header = "apiVersion: wincompat.io/v1alpha1\nkind: Policy\n"
@@ -140,13 +142,13 @@ injectorOptOuts: []
 // setting no file could change.
 func TestEveryPolicyFieldIsAKey(t *testing.T) {
 	for _, typ := range []reflect.Type{reflect.TypeFor[Policy](), reflect.TypeFor[Build]()} {
-		keys := schemaKeysOf(typ)
-		if len(keys.names) != typ.NumField() {
-			t.Errorf("%s has %d fields but %d keys: %v", typ, typ.NumField(), len(keys.names), keys.names)
+		keys := strictyaml.KeysOf(typ)
+		if len(keys.Names) != typ.NumField() {
+			t.Errorf("%s has %d fields but %d keys: %v", typ, typ.NumField(), len(keys.Names), keys.Names)
 		}
 	}
 	// A taint in a policy is what a toleration matches: corev1.Taint's timeAdded is no key.
-	if got := schemaKeysOf(reflect.TypeFor[corev1.Taint]()).names; !slices.Equal(got, []string{"key", "value", "effect"}) {
+	if got := strictyaml.KeysOf(reflect.TypeFor[corev1.Taint]()).Names; !slices.Equal(got, []string{"key", "value", "effect"}) {
 		t.Errorf("taint keys %v", got)
 	}
 }
@@ -162,7 +164,7 @@ func TestDefaultYAMLNamesEveryKey(t *testing.T) {
 	for i := 0; i < len(root.Content[0].Content); i += 2 {
 		named = append(named, root.Content[0].Content[i].Value)
 	}
-	if want := schemaKeysOf(reflect.TypeFor[policyDocument]()).names; !slices.Equal(named, want) {
+	if want := strictyaml.KeysOf(reflect.TypeFor[policyDocument]()).Names; !slices.Equal(named, want) {
 		t.Errorf("default.yaml names\n%v\nthe schema's keys, in order, are\n%v", named, want)
 	}
 	again, err := Load(Default().YAML())
@@ -213,12 +215,12 @@ func TestValidatePathsAreKeys(t *testing.T) {
 	for _, e := range errs {
 		typ := reflect.TypeFor[Policy]()
 		for _, name := range strings.Split(index.ReplaceAllString(e.Field, ""), ".") {
-			k, ok := schemaKeysOf(typ).byName[name]
+			k, ok := strictyaml.KeysOf(typ).Lookup(name)
 			if !ok {
 				t.Errorf("%s: %q is no key of %s", e.Field, name, typ)
 				break
 			}
-			for typ = k.typ; typ.Kind() == reflect.Slice; typ = typ.Elem() {
+			for typ = k.Type; typ.Kind() == reflect.Slice; typ = typ.Elem() {
 			}
 		}
 	}

@@ -1,4 +1,15 @@
-package policy
+// Package strictyaml reads one YAML document into a Go struct by its json tags, strictly: unknown keys
+// (with the nearest known one suggested), duplicate keys and values of the wrong shape are errors
+// naming the line and the key's path, all of them in one refusal, and hostile input (huge mappings,
+// aliases that multiply) costs bounded time. It is the policy file's reader, and knows nothing of
+// the policy: its keys are the json tags of the types it is given.
+//
+// A file is read by yaml.v3, and not by sigs.k8s.io/yaml: that one reads YAML 1.1 (a taint value yes
+// would become "true"), matches keys case-insensitively and stops at the first error, without a line.
+// What yaml.v3 decides is kept: a scalar's text is its string value, booleans accept what yaml.v3
+// accepts, null leaves the value as it is (so a null key keeps what the struct held) and a null list
+// item is dropped, anchors and merge keys work.
+package strictyaml
 
 import (
 	"bytes"
@@ -9,29 +20,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/wincompat/wincompat/policy/suggest"
+	"github.com/wincompat/wincompat/policy/truncate"
 )
-
-// policyDocument is a policy file: a header, then the keys of Policy at the top level. The json tags of
-// Policy and of the types under it are the file's keys, its error paths and its printed form; nothing
-// else lists them.
-type policyDocument struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Policy     `json:",inline"`
-}
-
-// A policy file is read by yaml.v3, as it always was, and not by sigs.k8s.io/yaml: that one reads YAML
-// 1.1 (a taint value yes would become "true"), matches keys case-insensitively and stops at the first
-// error, without a line. What yaml.v3 decides is kept: a scalar's text is its string value, booleans
-// accept what yaml.v3 accepts, null leaves the value as it is (so a null key keeps the default) and a
-// null list item is dropped, anchors and merge keys work.
 
 // maxMappingKeys bounds the keys of one mapping in a policy file (the file itself has a few dozen). It
 // is checked on the parsed nodes before any key is looked at. The schema's decoder finds duplicates with
@@ -40,18 +35,19 @@ type policyDocument struct {
 // it.
 const maxMappingKeys = 256
 
-// maxDecodedNodes bounds the values one policy file decodes to, aliases expanded: a file within
-// MaxPolicyBytes holds fewer nodes than this, and a list of aliases to long lists would otherwise
+// maxDecodedNodes bounds the values one file decodes to, aliases expanded: a policy file within
+// policy.MaxPolicyBytes holds fewer nodes than this, and a list of aliases to long lists would otherwise
 // multiply.
 const maxDecodedNodes = 1 << 18
 
-// maxReportedErrors is how many problems a refusal names; the rest are counted. A refusal is read by a
+// MaxProblems is how many problems a refusal names; the rest are counted. A refusal is read by a
 // person, and a file of a thousand unknown keys would otherwise be answered with a megabyte.
-const maxReportedErrors = 10
+const MaxProblems = 10
 
-// decodeFile decodes one YAML document into v by the json tags of v's type, over what v already holds.
-// Unknown and duplicate keys and values of the wrong shape are errors naming the line and the path.
-func decodeFile(data []byte, v any) error {
+// Decode decodes one YAML document into v, a pointer to a struct, by the json tags of its type (KeysOf),
+// over what v already holds. Unknown and duplicate keys and values of the wrong shape are errors naming
+// the line and the path. Empty data leaves v as it is.
+func Decode(data []byte, v any) error {
 	// Parsing into nodes is linear and compares no keys; the bounds are checked on the nodes.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
@@ -62,7 +58,7 @@ func decodeFile(data []byte, v any) error {
 		return err
 	}
 	if line, n := largestMapping(&root); n > maxMappingKeys {
-		return fmt.Errorf("line %d: a mapping of %d keys; a policy's mappings have at most %d (known keys: %s)", line, n, maxMappingKeys, strings.Join(schemaKeysOf(reflect.TypeOf(v).Elem()).names, ", "))
+		return fmt.Errorf("line %d: a mapping of %d keys; a policy's mappings have at most %d (known keys: %s)", line, n, maxMappingKeys, strings.Join(KeysOf(reflect.TypeOf(v).Elem()).Names, ", "))
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
@@ -88,7 +84,7 @@ func largestMapping(n *yaml.Node) (line, keys int) {
 }
 
 type fileDecoder struct {
-	problems []string // the first maxReportedErrors
+	problems []string // the first MaxProblems
 	more     int
 	// unknownIn are the mappings where an unknown key was named, each once, in the file's order: the
 	// refusal lists the keys known there, and only there.
@@ -106,36 +102,25 @@ type keyLevel struct {
 }
 
 // full says whether the refusal has all the problems it will name: a further one is only counted.
-func (d *fileDecoder) full() bool { return len(d.problems) == maxReportedErrors }
+func (d *fileDecoder) full() bool { return len(d.problems) == MaxProblems }
 
 func (d *fileDecoder) fail(line int, format string, args ...any) {
 	if d.full() {
 		d.more++
 		return
 	}
-	d.problems = append(d.problems, clip(fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...)))
+	d.problems = append(d.problems, ClipProblem(fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...)))
 }
 
 // maxProblemBytes bounds one problem of a refusal: it quotes keys and values the file chose.
 const maxProblemBytes = 512
 
-func clip(s string) string {
+// ClipProblem bounds one problem a refusal names to maxProblemBytes.
+func ClipProblem(s string) string {
 	if len(s) <= maxProblemBytes {
 		return s
 	}
-	return CutAtRune(s, maxProblemBytes) + "..."
-}
-
-// CutAtRune is the longest prefix of s of at most n bytes that ends on a rune boundary: quoted text a
-// user chose is cut without splitting a character. Everything that bounds such text uses it.
-func CutAtRune(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return truncate.AtRune(s, maxProblemBytes) + "..."
 }
 
 func (d *fileDecoder) err() error {
@@ -279,7 +264,7 @@ func (d *fileDecoder) decode(n *yaml.Node, v reflect.Value, path *field.Path) {
 // mapping sets v's fields from n's keys. taken holds the keys already set when n is merged (<<) into a
 // mapping that named them itself: those win, as in yaml.v3.
 func (d *fileDecoder) mapping(n *yaml.Node, v reflect.Value, path *field.Path, taken map[string]bool) {
-	keys := schemaKeysOf(v.Type())
+	keys := KeysOf(v.Type())
 	first := map[string]int{}
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -300,7 +285,7 @@ func (d *fileDecoder) mapping(n *yaml.Node, v reflect.Value, path *field.Path, t
 		first[k.Value] = k.Line
 		f, known := keys.byName[k.Value]
 		if !known {
-			d.unknownKey(k, path, keys.names)
+			d.unknownKey(k, path, keys.Names)
 			continue
 		}
 		if taken[k.Value] {
@@ -373,11 +358,11 @@ func wantedShape(t reflect.Type) string {
 		return "a string"
 	case reflect.Slice:
 		if e := t.Elem(); e.Kind() == reflect.Struct {
-			return fmt.Sprintf("a list of %ss, each with %s", typeNoun(e), wordList(schemaKeysOf(e).names))
+			return fmt.Sprintf("a list of %ss, each with %s", typeNoun(e), wordList(KeysOf(e).Names))
 		}
 		return "a list of " + strings.TrimPrefix(wantedShape(t.Elem()), "a ") + "s"
 	case reflect.Struct:
-		return fmt.Sprintf("a %s with %s", typeNoun(t), wordList(schemaKeysOf(t).names))
+		return fmt.Sprintf("a %s with %s", typeNoun(t), wordList(KeysOf(t).Names))
 	}
 	return t.Kind().String()
 }
@@ -389,59 +374,6 @@ func wordList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// schemaKeys are the keys of a mapping decoded into a struct, in the struct's order.
-type schemaKeys struct {
-	names  []string
-	byName map[string]schemaKey
-}
-
-type schemaKey struct {
-	index []int
-	typ   reflect.Type
-}
-
-var keysCache sync.Map // reflect.Type → schemaKeys
-
-// keysOf lists the keys of struct type t: the json names of its fields whose values a policy file can
-// hold (strings, booleans, and lists and mappings of those), with embedded structs inlined as
-// encoding/json inlines them. Other fields are no keys: corev1.Taint's timeAdded is not.
-func schemaKeysOf(t reflect.Type) schemaKeys {
-	if k, ok := keysCache.Load(t); ok {
-		return k.(schemaKeys)
-	}
-	keys := schemaKeys{byName: map[string]schemaKey{}}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			inner := schemaKeysOf(f.Type)
-			for _, n := range inner.names {
-				k := inner.byName[n]
-				keys.names = append(keys.names, n)
-				keys.byName[n] = schemaKey{index: append([]int{i}, k.index...), typ: k.typ}
-			}
-			continue
-		}
-		if name == "" || name == "-" || !f.IsExported() || !fileHoldable(f.Type) {
-			continue
-		}
-		keys.names = append(keys.names, name)
-		keys.byName[name] = schemaKey{index: []int{i}, typ: f.Type}
-	}
-	keysCache.Store(t, keys)
-	return keys
-}
-
-func fileHoldable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.String, reflect.Bool, reflect.Struct:
-		return true
-	case reflect.Slice:
-		return fileHoldable(t.Elem())
-	}
-	return false
 }
 
 // knownKeys lists the keys a policy file may use where it named unknown ones, top level first.
@@ -461,26 +393,4 @@ func knownKeys(levels []keyLevel) string {
 		return " (known keys " + strings.Join(parts, "; ") + ")"
 	}
 	return " (known keys: " + strings.Join(parts, "; ") + ")"
-}
-
-// encode renders v as YAML nodes by the same keys decode reads: every key, an empty list as [].
-func encodeNode(v reflect.Value) *yaml.Node {
-	switch v.Kind() {
-	case reflect.Struct:
-		n := &yaml.Node{Kind: yaml.MappingNode}
-		keys := schemaKeysOf(v.Type())
-		for _, name := range keys.names {
-			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: name}, encodeNode(v.FieldByIndex(keys.byName[name].index)))
-		}
-		return n
-	case reflect.Slice:
-		n := &yaml.Node{Kind: yaml.SequenceNode}
-		for i := range v.Len() {
-			n.Content = append(n.Content, encodeNode(v.Index(i)))
-		}
-		return n
-	}
-	var n yaml.Node
-	_ = n.Encode(v.Interface()) // a string or a bool: yaml.v3 chooses the quoting that reads back the same
-	return &n
 }
