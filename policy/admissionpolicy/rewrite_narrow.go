@@ -9,19 +9,10 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// The rewrites that narrow a pod where the policy opts in (policy/narrow.go: userForRunAsNonRoot,
+// The rewrites that narrow a pod where the policy opts in (policy/rewrite_narrow.go: userForRunAsNonRoot,
 // memoryLimits), as CEL. They need no cluster state, so the admission policies make them too and a pod
 // admitted while the webhook is down gets them all the same. Rendered only when the policy turns them
 // on (params' userForRunAsNonRoot, memoryLimitsFromRequests, memoryLimitsDefault).
-
-// startedLists are the containers the narrowing rewrites visit, in the Go decision's order: ephemeral
-// containers join a running pod, cannot set resources and take the pod's user.
-var startedLists = []string{"initContainers", "containers"}
-
-// eachStarted is eachContainer over startedLists.
-func eachStarted(s shape, body func(c, ptr string, path jsonText) part) part {
-	return eachContainerOf(s, startedLists, body)
-}
 
 // narrowVariables are the variables the narrowing parts read, to come before the record.
 func narrowVariables(s shape) []admissionregistrationv1.Variable {
