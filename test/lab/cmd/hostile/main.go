@@ -3,7 +3,7 @@
 // on 127.0.0.1 next to a real control plane, and measures what each costs the server (peak RSS, CPU) and
 // whether legitimate reviews are answered during and after it: reviews POSTed directly, each on a new
 // connection, and pods created (dry run) through the API server with wincompat's webhook configuration
-// installed. See test/lab/README.md, "Hostile peers".
+// installed. See test/lab/README.md, "hostile".
 //
 // Usage (from test/, after `make build k8s`; `make hostile` does all of it):
 //

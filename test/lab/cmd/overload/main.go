@@ -1,7 +1,7 @@
 // Command overload drives `wincompat serve` (bin/wincompat, GOMAXPROCS=1) at twice its measured maximum
 // review rate for a minute over HTTPS keep-alive on 127.0.0.1, and checks what issue 8 asks of it under
 // overload: no crash, no OOM, bounded memory, recovery within seconds, and every answered review faster
-// than the webhook's timeoutSeconds. See test/lab/README.md, "Overload".
+// than the webhook's timeoutSeconds. See test/lab/README.md, "overload".
 //
 // Usage (from test/, after `make build k8s`; `make overload` does all of it):
 //

@@ -2,7 +2,7 @@
 // pods, nodes and Events in the proportions of a mixed cluster, runs two `wincompat serve` replicas as the
 // Helm chart runs them (leader election, the misplaced-pods watcher, RuntimeClass management) at each
 // size, and measures what they hold and how fast they start, sync, answer and fail over, and what a
-// whole-cluster `wincompat audit` costs. See test/lab/README.md, "Scale (issue 41)".
+// whole-cluster `wincompat audit` costs. See test/lab/README.md, "scale".
 //
 // Usage (from test/, after `make build k8s`; `make scale` does all of it):
 //
