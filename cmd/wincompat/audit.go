@@ -82,9 +82,9 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
-	imageFlags := addImageFlags(fl, cliImageFlags{}, cliCloudsUsage+". The cluster's pod authors chose the references: a cloud named here lets any of them make you read that cloud's registries with your identity",
-		"with --resolve-images: let registry lookups reach loopback and private networks, for a registry inside the cluster or the company network. The cluster's pod authors chose the references, so by default only public addresses are dialled; link-local and metadata addresses never are")
-	policyFile := fl.String("policy", "", "the policy file wincompat runs with: its excludedNamespaces, inferOSFromNodeSelector, windowsNodeTaints, mode, build catalog and windowsCompatibility (default: the built-in policy)")
+	imageFlags := addImageFlags(fl, cliImageFlags{}, cliCloudsUsage,
+		"with --resolve-images: let registry lookups reach loopback and private networks (by default only public addresses are dialled)")
+	policyFile := fl.String("policy", "", "the policy file wincompat runs with (default: the built-in policy)")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}

@@ -66,7 +66,7 @@ Flags:
 `
 
 // cliCloudsUsage is --image-cloud-credentials of mutate and audit.
-const cliCloudsUsage = "with --resolve-images: the clouds whose registries are read with your identity there when your docker config has no login for them, comma-separated from acr (workload or managed identity), ecr (the AWS SDK's chain: AWS_PROFILE, ~/.aws, SSO, instance role), gar (application default credentials: gcloud auth application-default login, or the metadata server); empty for none"
+const cliCloudsUsage = "with --resolve-images: the clouds whose registries are read with your identity there when your docker config has no login\nfor them, comma-separated from acr, ecr, gar; empty for none"
 
 // cliImageFlags are the registry flags of mutate and audit.
 type cliImageFlags struct {
@@ -133,16 +133,16 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl.BoolVar(&recursive, "recursive", false, "same as -R")
 	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
 	namespace := fl.String("namespace", "default", "namespace of objects that name none")
-	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; add "+policy.LabelDefaultOS+"=windows to treat pods without spec.os as Windows, "+policy.LabelDefaultOS+"=linux to pin objects that choose no operating system to Linux, or "+policy.LabelMode+"="+policy.ModeWarn+" to change nothing and warn what would change")
+	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; e.g. add "+policy.LabelDefaultOS+"=windows, "+policy.LabelDefaultOS+"=linux or "+policy.LabelMode+"="+policy.ModeWarn)
 	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
-	output := fl.String("output", "yaml", "yaml: the mutated stream; json: its objects as JSON, one alone or several in a v1 List (as kubectl apply -o json prints them); patch: one JSON line per Pod or workload with its JSON patch; explain: every change with its reason and the rule it comes from, as a table; diff: a unified diff of each changed object")
+	output := fl.String("output", "yaml", "yaml (the mutated stream), json (as kubectl apply -o json prints it), patch (a JSON patch per object), explain (every change\nwith its reason and rule) or diff (a unified diff per changed object)")
 	fl.StringVar(output, "o", "yaml", "same as --output")
 	explain := fl.Bool("explain", false, "same as --output explain")
 	quiet := fl.Bool("quiet", false, "do not print warnings")
-	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries (credentials from your docker config, as crane and docker use them) to learn which Windows builds can run them; off by default so previews stay hermetic")
+	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries with your docker credentials to learn which Windows builds can run them")
 	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
 	imageFlags := addImageFlags(fl, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true}, cliCloudsUsage,
-		"with --resolve-images: let registry lookups reach loopback and private networks (your own references, your own network); false for public registries only")
+		"with --resolve-images: let registry lookups reach loopback and private networks; false for public registries only")
 	if code, done := parseFlags(fl, args, stderr); done {
 		return code
 	}

@@ -48,3 +48,18 @@ func TestReadmeMutateExample(t *testing.T) {
 		t.Error("README.md quotes no output line")
 	}
 }
+
+// readmeMaxBytes bounds the top-level README: what wincompat is, how to start and use it, and links.
+// Reference material belongs beside the code it describes (this directory's README for the CLI).
+const readmeMaxBytes = 20_000
+
+// TestReadmeIsShort: the top-level README stays a page a newcomer reads, not a reference.
+func TestReadmeIsShort(t *testing.T) {
+	info, err := os.Stat("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > readmeMaxBytes {
+		t.Errorf("README.md is %d bytes, more than %d: move reference material into the README beside its code", info.Size(), readmeMaxBytes)
+	}
+}

@@ -75,46 +75,46 @@ func runServe(args []string, stderr io.Writer) int {
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key")
 	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
 	fl.StringVar(&o.Host, "bind-address", "", "webhook HTTPS address to listen on (default: all interfaces)")
-	fl.StringVar(&policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\"); reloaded when its content changes, an invalid change is refused and the last good policy kept")
-	fl.StringVar(&o.PolicyConfigMap, "policy-configmap", "", "the ConfigMap in --namespace that --policy is mounted from: every policy that loads is kept in <name>"+server.LastGoodSuffix+" (which must exist; the chart creates it), and a replica that starts while the file is invalid serves with that one, or the built-in policy, and says so (log, wincompat_policy_source, an Event on the ConfigMap) instead of refusing to start")
+	fl.StringVar(&policyFile, "policy", "", "policy file, reloaded when it changes; an invalid change is refused (default: the built-in policy, see \"wincompat policy\")")
+	fl.StringVar(&o.PolicyConfigMap, "policy-configmap", "", "the ConfigMap in --namespace that --policy is mounted from; its last good policy is kept in <name>"+server.LastGoodSuffix+"\nand served when the file is invalid at start")
 	fl.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus /metrics address; 0 disables")
 	fl.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; 0 disables")
-	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Go profiling (net/http/pprof) address, for diagnosing CPU and memory use; 0 disables. Keep it on localhost: profiles reveal internals")
+	fl.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Go profiling (net/http/pprof) address; 0 disables. Keep it on localhost: profiles reveal internals")
 	fl.StringVar(&o.TLSMinVersion, "tls-min-version", "1.3", "minimum TLS version: 1.2 or 1.3")
-	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (off by default: the API server needs only HTTP/1.1, and HTTP/2 adds attack surface such as rapid reset)")
-	fl.StringVar(&o.Engine, "engine", server.EngineWebhook, "webhook: every decision in this server; hybrid: the MutatingAdmissionPolicies of `wincompat policy export` (Kubernetes 1.36 and later; the Helm chart installs them with their bindings and params) also do spec.os, the non-root rule, the strip table, the emptyDir and dnsPolicy rewrites, the injector opt-outs, the OS nodeSelector and tolerations inside the API server, so that Windows pods stay admissible while no replica answers (use with failurePolicy Ignore; see policy/admissionpolicy/README.md). wincompat writes no admission policy")
+	fl.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve HTTP/2 too (the API server needs only HTTP/1.1; HTTP/2 adds attack surface such as rapid reset)")
+	fl.StringVar(&o.Engine, "engine", server.EngineWebhook, "webhook: every decision in this server; hybrid: the chart's MutatingAdmissionPolicies do the static part in the API server\n(Kubernetes 1.36 and later), so Windows pods stay admissible while no replica answers")
 	// Kept so that manifests of earlier charts still start; the chart no longer passes it.
-	fl.Bool("admission-policy-bindings-installed", false, "deprecated, does nothing: wincompat no longer writes admission policies; the chart installs them, their bindings and params (`wincompat policy export` prints them)")
-	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (labelled app.kubernetes.io/managed-by=wincompat; others are never touched)")
+	fl.Bool("admission-policy-bindings-installed", false, "deprecated, does nothing: the chart installs the admission policies")
+	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (leader only; classes not labelled app.kubernetes.io/managed-by=wincompat are never touched)")
 	var watchMisplaced bool
 	remediation := misplaced.Remediation{}
-	fl.BoolVar(&watchMisplaced, "watch-misplaced", true, "on the leader, watch Windows pods in opted-in namespaces that fail on their node for reasons of operating system or build (the runtime's messages in container states and the kubelet's Warning Events): an Event WindowsBuildMismatch on each, naming the cause and the fix, and the wincompat_misplaced_pods gauge. Needs list and watch on pods and events")
-	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: delete a misplaced pod once, so that its controller makes it again and admission places it; only on its own container states (never an Event alone), never a Ready pod, a bare pod, a Job's, DaemonSet or static pod, or a pod whose spec or a person chose the build, and only when its PodDisruptionBudget allows an eviction (asked in dry run). Needs delete on pods and create on pods/eviction")
+	fl.BoolVar(&watchMisplaced, "watch-misplaced", true, "on the leader, report Windows pods that fail on their node for reasons of OS or build: an Event WindowsBuildMismatch on each\nand the wincompat_misplaced_pods gauge; needs list and watch on pods and events")
+	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: delete a misplaced pod once so that its controller makes it again and admission places it\n(never a bare, Job, DaemonSet, static or build-pinned pod); needs delete on pods and create on pods/eviction")
 	fl.IntVar(&remediation.PerMinute, "remediate-misplaced-per-minute", 5, "with --remediate-misplaced: pods deleted per minute at most, cluster-wide")
-	fl.DurationVar(&remediation.OwnerWindow, "remediate-misplaced-owner-window", 10*time.Minute, "with --remediate-misplaced: after deleting a pod of a controller, delete no other pod of it for this long (at least 1m), so that a controller whose new pods fail again is reported, not churned")
+	fl.DurationVar(&remediation.OwnerWindow, "remediate-misplaced-owner-window", 10*time.Minute, "with --remediate-misplaced: after deleting a pod of a controller, delete no other pod of it for this long (at least 1m)")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fl.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long to keep answering while not ready, closing each keep-alive connection after its next answer, so that reviews the API server sends while the endpoint leaves the Service are not lost; 0 stops at once")
+	fl.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long to keep answering while not ready, so that reviews sent while the endpoint leaves the Service are not lost;\n0 stops at once")
 	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "after --shutdown-delay, how long to finish in-flight reviews")
 	var selfManaged bool
 	tlsCfg := certs.Config{}
-	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhook configuration's caBundle current, instead of reading --cert-dir (for clusters without cert-manager)")
-	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate; with --policy-configmap it is owned by <name>"+server.LastGoodSuffix+", and deleted with it by the garbage collector")
+	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhooks' caBundle current, instead of --cert-dir")
+	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
-	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "0100-wincompat", "with --self-managed-tls: the MutatingWebhookConfiguration, and the ValidatingWebhookConfiguration of the same name if there is one, whose caBundle to keep")
+	fl.StringVar(&tlsCfg.WebhookConfigName, "webhook-config-name", "0100-wincompat", "with --self-managed-tls: the webhook configurations (mutating, and validating of the same name) whose caBundle to keep")
 	fl.Func("tls-san", "with --self-managed-tls: a further DNS name or IP address for the certificate, for a webhook called by URL; repeatable", func(v string) error {
 		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
 		return nil
 	})
 	var resolveImages bool
 	imageOpts := server.ImageOptions{}
-	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries (manifests and configs only, cached) to learn which Windows builds can run them; false leaves the build to tags, annotations and the cluster")
-	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries; past it the build falls back to the other sources (with a warning) and the lookup finishes in the background for the next pod. At most 2s, under the webhook's timeoutSeconds")
-	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again (digests are immutable and cached until evicted)")
-	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image waits for a slot within --image-lookup-timeout, then is not looked up (its build falls back, with a warning; metric result=busy; with the policy's imagesWithoutWindows: deny the pod is refused with a message to retry), so pods naming many new images cannot pile up connections and memory while a registry is slow")
-	fl.IntVar(&imageOpts.MaxLookupsPerRegistry, "image-max-lookups-per-registry", 16, "registry lookups in flight at most to one registry host, so that a slow or hostile registry leaves slots to the others (0: a quarter of --image-max-lookups)")
-	fl.Func("image-bytes-in-flight", "bytes of registry responses held at once, over all lookups, as a quantity (default 32Mi, at least 9Mi); one registry may hold a quarter. A lookup that would pass it ends busy, like one past --image-max-lookups", func(v string) error {
+	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries to learn which Windows builds can run them;\nfalse leaves the build to tags, annotations and the cluster")
+	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries (at most 2s); past it the build falls back to the other sources, with a warning")
+	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again")
+	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image waits within --image-lookup-timeout,\nthen its build falls back, with a warning")
+	fl.IntVar(&imageOpts.MaxLookupsPerRegistry, "image-max-lookups-per-registry", 16, "registry lookups in flight at most to one registry host (0: a quarter of --image-max-lookups)")
+	fl.Func("image-bytes-in-flight", "bytes of registry responses held at once over all lookups, a quarter per registry, as a quantity (default 32Mi, at least 9Mi)", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return err
@@ -122,13 +122,13 @@ func runServe(args []string, stderr io.Writer) int {
 		imageOpts.MaxBytesInFlight = q.Value()
 		return nil
 	})
-	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups connect to loopback, private (RFC 1918, fc00::/7, 100.64.0.0/10) and unspecified addresses, checked after DNS, and use plain HTTP to loopback registries; for in-cluster or on-premises registries. Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, fd00:ec2::23, 100.100.100.200, 168.63.129.16) are never contacted")
-	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, no pull secret needed, comma-separated (default none; needs --image-pull-secret-namespaces): acr (*.azurecr.io, or .cn, .us per --image-azure-cloud: Azure workload identity, ServiceAccount annotation azure.workload.identity/client-id and pod label azure.workload.identity/use=true, else the node's managed identity, AZURE_CLIENT_ID naming it), ecr (<account>.dkr.ecr.<region>.amazonaws.com, .com.cn for cn- regions, of --image-ecr-regions only: IRSA, ServiceAccount annotation eks.amazonaws.com/role-arn, or EKS Pod Identity, or the node's instance role), gar (*-docker.pkg.dev, gcr.io, *.gcr.io: GKE workload identity, ServiceAccount annotation iam.gke.io/gcp-service-account, or the node's service account). Identity endpoints are asked only for those hosts, once per token lifetime; see deploy/helm/wincompat/cloud-registries.md", func(v string) error {
+	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups reach loopback, private and unspecified addresses, and plain-HTTP loopback registries;\nlink-local and cloud metadata addresses are never contacted")
+	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, comma-separated from acr, ecr, gar (default none;\nneeds --image-pull-secret-namespaces)", func(v string) error {
 		clouds, err := images.ParseClouds(v)
 		imageOpts.CloudCredentials = clouds
 		return err
 	})
-	fl.Func("image-ecr-regions", "with --image-cloud-credentials=ecr: the AWS regions whose ECR registries get wincompat's identity, comma-separated (default $AWS_REGION, which IRSA sets); other regions' registries are read anonymously. Each region is a token fetch, and pod authors name any region", func(v string) error {
+	fl.Func("image-ecr-regions", "with --image-cloud-credentials=ecr: the AWS regions whose ECR registries get wincompat's identity, comma-separated (default $AWS_REGION)", func(v string) error {
 		for r := range strings.SplitSeq(v, ",") {
 			if r = strings.TrimSpace(r); r != "" {
 				imageOpts.ECRRegions = append(imageOpts.ECRRegions, r)
@@ -136,13 +136,13 @@ func runServe(args []string, stderr io.Writer) int {
 		}
 		return nil
 	})
-	fl.StringVar(&imageOpts.AzureCloud, "image-azure-cloud", "AzureCloud", "with --image-cloud-credentials=acr: the Azure cloud of wincompat's identity, whose registries alone get its token: "+strings.Join(images.AzureClouds(), ", ")+" (*.azurecr.io, .cn, .us)")
-	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret or --image-cloud-credentials (required then): a label selector of the namespaces whose pods' images may be read with wincompat's credentials, e.g. wincompat.io/registry-credentials=true; kubernetes.io/metadata.name selects every namespace. Other namespaces' lookups are anonymous and never see what it read, so their pod authors cannot probe the registry through wincompat")
-	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous). The pods' own imagePullSecrets are used only with the policy's podImagePullSecrets, for reviews from a caller verified by --client-ca-file")
+	fl.StringVar(&imageOpts.AzureCloud, "image-azure-cloud", "AzureCloud", "with --image-cloud-credentials=acr: the Azure cloud whose registries get wincompat's token: "+strings.Join(images.AzureClouds(), ", "))
+	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret or --image-cloud-credentials (required then): a label selector of the namespaces whose pods' images\nmay be read with wincompat's credentials; kubernetes.io/metadata.name selects every namespace")
+	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous)")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
 	fl.IntVar(&o.Serving.MaxConnections, "max-connections", server.DefaultMaxConnections, "open connections to the webhook port at most (0: the default); past it new ones wait to be accepted")
-	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request, TLS handshake, headers and body (the API server sends at once); at most 30s (0: the default)")
-	fl.Func("max-review-bytes-in-flight", "memory reviews in flight may hold at once, as a quantity (default 96Mi, at least 36Mi): each body as it arrives, then 12 times a pod or workload review's body, and at least 2 KiB per JSON object of it (24 times a policy's), while it is answered, as measured; past it a review is answered 429 at once, and a review needing more than all of it always is. The container's memory limit must leave room for it (the chart's README)", func(v string) error {
+	fl.DurationVar(&o.Serving.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "time a caller has to send one request: TLS handshake, headers and body; at most 30s (0: the default)")
+	fl.Func("max-review-bytes-in-flight", "memory reviews in flight may hold at once, as a quantity (default 96Mi, at least 36Mi); past it a review is answered 429 at once", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return err
@@ -150,7 +150,7 @@ func runServe(args []string, stderr io.Writer) int {
 		o.Serving.ReviewBytes = q.Value()
 		return nil
 	})
-	fl.StringVar(&o.Serving.ClientCAFile, "client-ca-file", "", "PEM CA bundle: require every caller of the webhook port to present a client certificate signed by one of these CAs (the API server's, from its admission configuration); reloaded when it changes. Empty: any caller is answered")
+	fl.StringVar(&o.Serving.ClientCAFile, "client-ca-file", "", "PEM CA bundle: answer only callers presenting a client certificate of these CAs (the API server's); reloaded when it changes.\nEmpty: any caller is answered")
 	fl.Func("client-names", "with --client-ca-file: the client certificate's common name or a DNS name must be one of these (comma-separated)", func(v string) error {
 		for n := range strings.SplitSeq(v, ",") {
 			if n = strings.TrimSpace(n); n != "" {
