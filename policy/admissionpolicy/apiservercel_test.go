@@ -33,7 +33,8 @@ import (
 // (object, oldObject, request, namespaceObject, authorizer; JSONPatch types for mutations) and, for
 // policies, variables composed in order; then cel-go's cost estimate with the API server's cost model
 // (library.CostEstimator, as CustomResourceDefinitions and DRA use it where they do check statically),
-// held to the budgets below. The tests that use it are in cel_test.go and ownwrites_test.go.
+// held to the budgets below. The tests that use it are in compile_test.go,
+// webhookconditions_test.go and ownwrites_test.go.
 
 // admissionKind is where an expression sits, which decides the variables it may use and its type.
 type admissionKind int

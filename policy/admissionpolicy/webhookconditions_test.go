@@ -201,3 +201,14 @@ func TestDeployHandEditIsStale(t *testing.T) {
 		t.Errorf("the generator does not restore a hand-edited expression of %s", webhookMutating)
 	}
 }
+
+// The webhooks' matchConditions compile on the API server, alone and within the matchConditions'
+// budget, as it validates a webhook configuration.
+func TestWebhookConditionsCompile(t *testing.T) {
+	conds := append(WebhookConditions(), PolicyConfigMapCondition(plainPolicyConfigMap))
+	for _, c := range conds {
+		t.Run(c.Name, func(t *testing.T) {
+			checkCompiles(t, []celExpression{{where: "webhook matchConditions " + c.Name, kind: matchCondition, expr: c.Expression}}, false)
+		})
+	}
+}

@@ -11,8 +11,8 @@ import (
 )
 
 // Every CEL expression wincompat ships compiles with the API server's compiler within its budgets
-// (apiservercel_test.go): the admission policies' here, the webhooks' matchConditions, and the chart's
-// own-writes policy in ownwrites_test.go.
+// (apiservercel_test.go): the admission policies' here, the webhooks' matchConditions in
+// webhookconditions_test.go, and the chart's own-writes policy in ownwrites_test.go.
 
 // mutatingPolicyExpressions are the expressions of p in the order the API server compiles them.
 func mutatingPolicyExpressions(p admissionregistrationv1.MutatingAdmissionPolicy) []celExpression {
@@ -110,17 +110,6 @@ func TestCompileCatchesBrokenExpressions(t *testing.T) {
 			if !strings.Contains(problems, tc.want) {
 				t.Errorf("want a problem with %q, got %q", tc.want, problems)
 			}
-		})
-	}
-}
-
-// The webhooks' matchConditions compile on the API server, alone and within the matchConditions'
-// budget, as it validates a webhook configuration.
-func TestWebhookConditionsCompile(t *testing.T) {
-	conds := append(WebhookConditions(), PolicyConfigMapCondition(plainPolicyConfigMap))
-	for _, c := range conds {
-		t.Run(c.Name, func(t *testing.T) {
-			checkCompiles(t, []celExpression{{where: "webhook matchConditions " + c.Name, kind: matchCondition, expr: c.Expression}}, false)
 		})
 	}
 }
