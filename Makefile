@@ -39,7 +39,7 @@ FUZZTIME ?= 10m
 # more, e.g. FUZZFLAGS="-parallel 1 -fuzzminimizetime 10s": with one worker, every new input is otherwise
 # minimized for up to a minute, during which nothing else runs.
 FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler \
-	webhook/scheduling/images:FuzzPlatformsFromManifest webhook/scheduling/images:FuzzPlatformsFromConfig
+	webhook/scheduling/registry:FuzzPlatformsFromManifest webhook/scheduling/registry:FuzzPlatformsFromConfig
 FUZZFLAGS ?=
 
 .PHONY: help build test unit e2e e2e-oldest e2e-matrix lint golden fuzz bench bench-audit k8s clean demo image release krew

@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // benchPod renders a Windows pod with n containers carrying what real charts carry: Linux security
@@ -270,9 +270,9 @@ func mutatedPod(b *testing.B, pod []byte) []byte {
 // registry slower than the lookup deadline: the review must be answered at the deadline, with the
 // fallback, and ms-past-deadline reports by how much it overran.
 func BenchmarkHandlerImages(b *testing.B) {
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	defer reg.Close()
-	image, err := reg.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, imagestest.Linux("amd64"), imagestest.Windows("10.0.20348.2227"))
+	image, err := reg.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, registrytest.Linux("amd64"), registrytest.Windows("10.0.20348.2227"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func BenchmarkHandlerImages(b *testing.B) {
 			Images: r, Log: logr.Discard(), Version: "bench"}))
 	}
 	b.Run("warm/containers=2", func(b *testing.B) {
-		r, err := images.New(images.Config{AllowPrivateNetworks: true})
+		r, err := registry.New(registry.Config{AllowPrivateNetworks: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func BenchmarkHandlerImages(b *testing.B) {
 		// per image; the index needs no config) on loopback.
 		var took []time.Duration
 		for b.Loop() {
-			r, err := images.New(images.Config{AllowPrivateNetworks: true})
+			r, err := registry.New(registry.Config{AllowPrivateNetworks: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -327,7 +327,7 @@ func BenchmarkHandlerImages(b *testing.B) {
 		defer reg.SetDelay(0)
 		var worst time.Duration
 		for b.Loop() {
-			r, err := images.New(images.Config{Timeout: deadline, BackgroundTimeout: 4 * deadline, AllowPrivateNetworks: true})
+			r, err := registry.New(registry.Config{Timeout: deadline, BackgroundTimeout: 4 * deadline, AllowPrivateNetworks: true})
 			if err != nil {
 				b.Fatal(err)
 			}

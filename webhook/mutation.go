@@ -18,7 +18,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// ImageResolver reads what registries say of images (webhook/scheduling/images). Lookup waits within
+// ImageResolver reads what registries say of images (webhook/scheduling/registry). Lookup waits within
 // its own deadline and ctx's; Warm never waits: for workload templates, whose pods come later, it starts
 // the lookups not cached and returns the answers that are.
 type ImageResolver interface {

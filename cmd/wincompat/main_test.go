@@ -16,7 +16,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -229,13 +229,13 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 // With --resolve-images the build comes from the registry: a tag that names no build, a 2022 entry
 // (runs on 2022 and 2025), and a Linux-only sidecar that the deny policy refuses by name.
 func TestMutateResolveImages(t *testing.T) {
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	defer reg.Close()
-	app, err := reg.PushIndex("app", "1.4.2", types.OCIImageIndex, imagestest.Linux("amd64"), imagestest.Windows("10.0.20348.2227"))
+	app, err := reg.PushIndex("app", "1.4.2", types.OCIImageIndex, registrytest.Linux("amd64"), registrytest.Windows("10.0.20348.2227"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sidecar, err := reg.PushIndex("exporter", "v1", types.DockerManifestList, imagestest.Linux("amd64"), imagestest.Linux("arm64"))
+	sidecar, err := reg.PushIndex("exporter", "v1", types.DockerManifestList, registrytest.Linux("amd64"), registrytest.Linux("arm64"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/manifest"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
 	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
@@ -85,12 +85,12 @@ func addImageFlags(fl *flag.FlagSet, defaults cliImageFlags, cloudsUsage, privat
 }
 
 // newCLIResolver is the image resolver of mutate and audit, which wait for registries up to wait.
-func newCLIResolver(wait time.Duration, f cliImageFlags) (*images.Resolver, error) {
-	cloudList, err := images.ParseClouds(f.clouds)
+func newCLIResolver(wait time.Duration, f cliImageFlags) (*registry.Resolver, error) {
+	cloudList, err := registry.ParseClouds(f.clouds)
 	if err != nil {
 		return nil, fmt.Errorf("--image-cloud-credentials: %w", err)
 	}
-	return images.New(images.Config{
+	return registry.New(registry.Config{
 		Timeout:           wait,
 		BackgroundTimeout: wait,
 		Keychain:          authn.DefaultKeychain,
@@ -110,7 +110,7 @@ func newCLIResolver(wait time.Duration, f cliImageFlags) (*images.Resolver, erro
 // waitingResolver answers a template's images as it does a pod's: the server only warms its cache for a
 // template, never making workload admission wait on a registry, but mutate can wait, and the templates
 // are what a Helm post-renderer sees.
-type waitingResolver struct{ *images.Resolver }
+type waitingResolver struct{ *registry.Resolver }
 
 func (r waitingResolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 	return r.Lookup(context.Background(), req)

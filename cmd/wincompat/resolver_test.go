@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // The CLI reads the user's docker config: a refusal says how to log in, not the chart's pull secret.
@@ -61,9 +61,9 @@ func TestAuditImageDefaultsPublicAnonymous(t *testing.T) {
 // The audit's resolver, as its defaults make it, never dials a registry on a private network; the
 // flag lets the admin who means one do so.
 func TestAuditResolverPrivateNetworksOptIn(t *testing.T) {
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	defer reg.Close()
-	image, err := reg.PushIndex("app", "1", types.OCIImageIndex, imagestest.Windows("10.0.20348.2227"))
+	image, err := reg.PushIndex("app", "1", types.OCIImageIndex, registrytest.Windows("10.0.20348.2227"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,8 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/certs"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -124,7 +124,7 @@ func runServe(args []string, stderr io.Writer) int {
 	})
 	fl.BoolVar(&imageOpts.AllowPrivateNetworks, "image-allow-private-networks", false, "let registry lookups reach loopback, private and unspecified addresses, and plain-HTTP loopback registries;\nlink-local and cloud metadata addresses are never contacted")
 	fl.Func("image-cloud-credentials", "clouds whose registries are read with wincompat's own identity there, comma-separated from acr, ecr, gar (default none;\nneeds --image-pull-secret-namespaces)", func(v string) error {
-		clouds, err := images.ParseClouds(v)
+		clouds, err := registry.ParseClouds(v)
 		imageOpts.CloudCredentials = clouds
 		return err
 	})
@@ -136,7 +136,7 @@ func runServe(args []string, stderr io.Writer) int {
 		}
 		return nil
 	})
-	fl.StringVar(&imageOpts.AzureCloud, "image-azure-cloud", "AzureCloud", "with --image-cloud-credentials=acr: the Azure cloud whose registries get wincompat's token: "+strings.Join(images.AzureClouds(), ", "))
+	fl.StringVar(&imageOpts.AzureCloud, "image-azure-cloud", "AzureCloud", "with --image-cloud-credentials=acr: the Azure cloud whose registries get wincompat's token: "+strings.Join(registry.AzureClouds(), ", "))
 	fl.StringVar(&imageOpts.PullSecretNamespaces, "image-pull-secret-namespaces", "", "with --image-pull-secret or --image-cloud-credentials (required then): a label selector of the namespaces whose pods' images\nmay be read with wincompat's credentials; kubernetes.io/metadata.name selects every namespace")
 	fl.StringVar(&imageOpts.PullSecret, "image-pull-secret", "", "a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for private registries (default: anonymous)")
 	o.Serving = server.Serving{MaxConnections: server.DefaultMaxConnections, ReadTimeout: server.DefaultReadTimeout, ReviewBytes: server.DefaultReviewBytes}
@@ -185,12 +185,12 @@ func runServe(args []string, stderr io.Writer) int {
 		return 2
 	}
 	var invalid []error
-	if o.Images != nil && slices.Contains(o.Images.CloudCredentials, images.CloudECR) && len(o.Images.ECRRegions) == 0 &&
+	if o.Images != nil && slices.Contains(o.Images.CloudCredentials, registry.CloudECR) && len(o.Images.ECRRegions) == 0 &&
 		os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
 		invalid = append(invalid, errors.New("--image-cloud-credentials=ecr needs --image-ecr-regions (the chart's imageResolver.ecrRegions) or AWS_REGION: the regions whose ECR registries get wincompat's identity"))
 	}
-	if o.Images != nil && !slices.Contains(images.AzureClouds(), o.Images.AzureCloud) {
-		invalid = append(invalid, fmt.Errorf("--image-azure-cloud %q: use one of %s", o.Images.AzureCloud, strings.Join(images.AzureClouds(), ", ")))
+	if o.Images != nil && !slices.Contains(registry.AzureClouds(), o.Images.AzureCloud) {
+		invalid = append(invalid, fmt.Errorf("--image-azure-cloud %q: use one of %s", o.Images.AzureCloud, strings.Join(registry.AzureClouds(), ", ")))
 	}
 	if err := errors.Join(append(invalid, o.Validate())...); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)

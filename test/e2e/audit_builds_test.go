@@ -2,7 +2,7 @@ package e2e
 
 // Issue 13, item 5: `wincompat audit --builds`, the migration planner, run as the real binary against
 // the real kube-apiserver, first judging images by their tags, then with --resolve-images reading them
-// from a registry on loopback (go-containerregistry's, through imagestest) that holds every image the
+// from a registry on loopback (go-containerregistry's, through registrytest) that holds every image the
 // pods name, so that nothing leaves the machine. The pods are created as wincompat would have left them
 // (annotations and pins written here), in a namespace that is not opted in, so no webhook is involved.
 
@@ -24,7 +24,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/audit"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 func TestAuditBuilds(t *testing.T) {
@@ -32,7 +32,7 @@ func TestAuditBuilds(t *testing.T) {
 	for _, n := range []testNode{{"win2019-0", "windows", build2019}, {"win2022-0", "windows", build2022}, {"win2025-0", "windows", build2025}} {
 		cl.addNode(t, n)
 	}
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	t.Cleanup(reg.Close)
 	push := func(ref string, err error) string {
 		t.Helper()
@@ -43,12 +43,12 @@ func TestAuditBuilds(t *testing.T) {
 	}
 	// The tags of the first three name their build, as Microsoft's do; the others' say nothing.
 	var (
-		servercore2019 = push(reg.PushIndex("windows/servercore", "ltsc2019", types.DockerManifestList, imagestest.Windows("10.0.17763.5830")))
-		nanoserver2022 = push(reg.PushIndex("windows/nanoserver", "ltsc2022", types.OCIImageIndex, imagestest.Windows("10.0.20348.2227")))
-		servercore2025 = push(reg.PushIndex("windows/servercore", "ltsc2025", types.OCIImageIndex, imagestest.Windows("10.0.26100.2894")))
-		api            = push(reg.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.26100.2894"), imagestest.Linux("amd64")))
-		legacy         = push(reg.PushImage("shop/legacy", "3.0", imagestest.Windows("10.0.17763.5830"))) // os.version in its config only
-		agent          = push(reg.PushImage("tools/agent", "2.3", imagestest.Linux("amd64")))
+		servercore2019 = push(reg.PushIndex("windows/servercore", "ltsc2019", types.DockerManifestList, registrytest.Windows("10.0.17763.5830")))
+		nanoserver2022 = push(reg.PushIndex("windows/nanoserver", "ltsc2022", types.OCIImageIndex, registrytest.Windows("10.0.20348.2227")))
+		servercore2025 = push(reg.PushIndex("windows/servercore", "ltsc2025", types.OCIImageIndex, registrytest.Windows("10.0.26100.2894")))
+		api            = push(reg.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.26100.2894"), registrytest.Linux("amd64")))
+		legacy         = push(reg.PushImage("shop/legacy", "3.0", registrytest.Windows("10.0.17763.5830"))) // os.version in its config only
+		agent          = push(reg.PushImage("tools/agent", "2.3", registrytest.Linux("amd64")))
 	)
 
 	ctx := context.Background()

@@ -25,7 +25,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/test/controlplane"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -33,21 +33,21 @@ import (
 type registryImage struct {
 	repo, tag string
 	mediaType types.MediaType // an index (OCI) or a manifest list (Docker); "" for a single-platform image
-	platforms []imagestest.Platform
+	platforms []registrytest.Platform
 }
 
 // The registry's images, by the role pods give them.
 var registryImages = map[string]registryImage{
-	"2019": {"shop/api", "1.0", types.OCIImageIndex, []imagestest.Platform{imagestest.Windows("10.0.17763.5830")}},
-	"2022": {"shop/web", "2.3.1", types.DockerManifestList, []imagestest.Platform{imagestest.Windows("10.0.20348.2227")}},
-	"2025": {"shop/worker", "4.0", types.OCIImageIndex, []imagestest.Platform{imagestest.Windows("10.0.26100.1742")}},
-	"2019+2022": {"base/runtime", "1.4.2", types.DockerManifestList, []imagestest.Platform{
-		imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227"), imagestest.Linux("amd64"), imagestest.Linux("arm64")}},
-	"2022 single": {"shop/report", "1.0", "", []imagestest.Platform{imagestest.Windows("10.0.20348.2227")}}, // os.version in the config only
-	"linux":       {"mesh/proxy", "1.27", types.OCIImageIndex, []imagestest.Platform{imagestest.Linux("amd64"), imagestest.Linux("arm64")}},
+	"2019": {"shop/api", "1.0", types.OCIImageIndex, []registrytest.Platform{registrytest.Windows("10.0.17763.5830")}},
+	"2022": {"shop/web", "2.3.1", types.DockerManifestList, []registrytest.Platform{registrytest.Windows("10.0.20348.2227")}},
+	"2025": {"shop/worker", "4.0", types.OCIImageIndex, []registrytest.Platform{registrytest.Windows("10.0.26100.1742")}},
+	"2019+2022": {"base/runtime", "1.4.2", types.DockerManifestList, []registrytest.Platform{
+		registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.20348.2227"), registrytest.Linux("amd64"), registrytest.Linux("arm64")}},
+	"2022 single": {"shop/report", "1.0", "", []registrytest.Platform{registrytest.Windows("10.0.20348.2227")}}, // os.version in the config only
+	"linux":       {"mesh/proxy", "1.27", types.OCIImageIndex, []registrytest.Platform{registrytest.Linux("amd64"), registrytest.Linux("arm64")}},
 	// probe runs on every build: with it, wincompat's answer lists the ready builds it sees.
-	"probe": {"probe/all", "1", types.OCIImageIndex, []imagestest.Platform{
-		imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227"), imagestest.Windows("10.0.26100.1742")}},
+	"probe": {"probe/all", "1", types.OCIImageIndex, []registrytest.Platform{
+		registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.20348.2227"), registrytest.Windows("10.0.26100.1742")}},
 }
 
 // pushedImages are the references of registryImages as pods name them, and for each the builds
@@ -57,7 +57,7 @@ type pushedImages struct {
 	builds map[string][]int  // reference → builds of its Windows entries
 }
 
-func pushRegistryImages(t *testing.T, reg *imagestest.Registry) pushedImages {
+func pushRegistryImages(t *testing.T, reg *registrytest.Registry) pushedImages {
 	t.Helper()
 	out := pushedImages{ref: map[string]string{}, builds: map[string][]int{}}
 	for role, img := range registryImages {
@@ -276,7 +276,7 @@ func (r *shapeRun) correct(t *testing.T, im pushedImages, p *placed) bool {
 // no registry land by luck.
 func TestPlacementFromImages(t *testing.T) {
 	began := time.Now()
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	t.Cleanup(reg.Close)
 	im := pushRegistryImages(t, reg)
 

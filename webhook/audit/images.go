@@ -11,7 +11,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// ImageResolver reads what registries say of images: *images.Resolver.
+// ImageResolver reads what registries say of images: *registry.Resolver.
 type ImageResolver interface {
 	Lookup(ctx context.Context, req policy.ImageRequest) map[string]policy.Image
 }

@@ -4,7 +4,7 @@
 //
 //   - inventory: the Windows builds of ready nodes, and the RuntimeClasses that exist (informer cache).
 //   - runtimeclass: keeps one RuntimeClass per catalog build (leader only).
-//   - images: reads the Windows builds of container images from their registries (manifests only),
+//   - registry: reads the Windows builds of container images from their registries (manifests only),
 //     cached and bounded by a deadline under the webhook's timeout.
 //   - misplaced: after admission, Windows pods that fail on their node for reasons of OS or build: an
 //     Event, a gauge and, opted in, their deletion for their controllers to make again (leader only).

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
 )
 
 // ImageOptions configure reading Windows builds from image registries.
@@ -32,8 +32,8 @@ type ImageOptions struct {
 	PullSecretNamespaces string
 	// CloudCredentials are the clouds whose registries are read with wincompat's own identity there
 	// (its ServiceAccount's workload identity, or the node's).
-	CloudCredentials []images.Cloud
-	// ECRRegions and AzureCloud say which of those clouds' registries get the identity (images.Config).
+	CloudCredentials []registry.Cloud
+	// ECRRegions and AzureCloud say which of those clouds' registries get the identity (registry.Config).
 	ECRRegions []string
 	AzureCloud string
 	// MaxLookups bounds the registry lookups in flight (0: the resolver's default, 64).
@@ -48,13 +48,13 @@ type ImageOptions struct {
 	AllowPrivateNetworks bool
 }
 
-var sharedImageMetrics = sync.OnceValue(func() *images.Metrics { return images.NewMetrics(metrics.Registry) })
+var sharedImageMetrics = sync.OnceValue(func() *registry.Metrics { return registry.NewMetrics(metrics.Registry) })
 
 // newImageResolver builds the resolver of the server: its own pull secret, read again when it may have
 // been rotated, and the pods' pull secrets for the policy's podImagePullSecrets, read with the server's
 // own identity (so RBAC decides whether that works).
-func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namespace string, o ImageOptions, log logr.Logger) (*images.Resolver, error) {
-	c := images.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, MaxLookupsPerRegistry: o.MaxLookupsPerRegistry,
+func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namespace string, o ImageOptions, log logr.Logger) (*registry.Resolver, error) {
+	c := registry.Config{Timeout: o.Timeout, TagTTL: o.TagTTL, MaxLookups: o.MaxLookups, MaxLookupsPerRegistry: o.MaxLookupsPerRegistry,
 		MaxBytesInFlight: o.MaxBytesInFlight, AllowPrivateNetworks: o.AllowPrivateNetworks,
 		Metrics: sharedImageMetrics(), Log: log, UnauthorizedHint: "set imageResolver.pullSecret",
 		CloudCredentials: o.CloudCredentials, ECRRegions: o.ECRRegions, AzureCloud: o.AzureCloud, CloudHint: "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s"}
@@ -84,8 +84,8 @@ func newImageResolver(cfg *rest.Config, reader, namespaces client.Reader, namesp
 	}
 	// Always there, but used only for lookups that carry pull-secret names, as the policy's
 	// podImagePullSecrets makes them: only those are told about the pod's secrets.
-	c.PodPullSecrets = images.PullSecretKeychain(clientset)
-	return images.New(c)
+	c.PodPullSecrets = registry.PullSecretKeychain(clientset)
+	return registry.New(c)
 }
 
 // secretKeychain reads the server's pull secret when first needed and again after every, so a rotated
@@ -128,5 +128,5 @@ func (k *secretKeychain) load() (authn.Keychain, error) {
 	if err := k.reader.Get(ctx, k.key, &s); err != nil {
 		return nil, fmt.Errorf("pull secret %s: %w (check --image-pull-secret and that wincompat may get it)", k.key, err)
 	}
-	return images.DockerConfigKeychain(&s)
+	return registry.DockerConfigKeychain(&s)
 }

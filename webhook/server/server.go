@@ -37,9 +37,9 @@ import (
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
 	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
 )
 
@@ -152,8 +152,8 @@ func (o *Options) Validate() error {
 	if o.Images != nil && o.Images.MaxLookupsPerRegistry < 0 {
 		errs = append(errs, fmt.Errorf("--image-max-lookups-per-registry %d: use at least 1 (0 for a quarter of --image-max-lookups)", o.Images.MaxLookupsPerRegistry))
 	}
-	if o.Images != nil && o.Images.MaxBytesInFlight != 0 && o.Images.MaxBytesInFlight < images.MinBytesInFlight {
-		errs = append(errs, fmt.Errorf("--image-bytes-in-flight %d: use at least %d (one largest response), or 0 for the default, 32Mi", o.Images.MaxBytesInFlight, images.MinBytesInFlight))
+	if o.Images != nil && o.Images.MaxBytesInFlight != 0 && o.Images.MaxBytesInFlight < registry.MinBytesInFlight {
+		errs = append(errs, fmt.Errorf("--image-bytes-in-flight %d: use at least %d (one largest response), or 0 for the default, 32Mi", o.Images.MaxBytesInFlight, registry.MinBytesInFlight))
 	}
 	if o.Images != nil && o.Images.PullSecret != "" && o.Images.PullSecretNamespaces == "" {
 		errs = append(errs, errors.New("--image-pull-secret needs --image-pull-secret-namespaces, a label selector of the namespaces whose pods' images may be read with it (kubernetes.io/metadata.name for every namespace)"))

@@ -13,12 +13,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // cloudRegistry: issue 28, item 1. A Windows image in a private ECR repository, under the name EKS
 // gives it, read by `wincompat mutate --resolve-images` with IRSA's web identity and no pull secret:
-// STS, the ECR API and the registry are fakes on loopback (imagestest.Cloud) that accept only that
+// STS, the ECR API and the registry are fakes on loopback (registrytest.Cloud) that accept only that
 // identity's tokens, reached by the SDKs' own endpoint variables and, for the registry's real name, an
 // HTTPS proxy on loopback. Without --image-cloud-credentials the same image is unreadable.
 func (d *demo) cloudRegistry(ctx context.Context) error {
@@ -26,12 +26,12 @@ func (d *demo) cloudRegistry(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	cloud, err := imagestest.StartCloud(dir)
+	cloud, err := registrytest.StartCloud(dir)
 	if err != nil {
 		return err
 	}
 	defer cloud.Close()
-	if _, err := cloud.Registry.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, imagestest.Windows(build2022+".2227"), imagestest.Linux("amd64")); err != nil {
+	if _, err := cloud.Registry.PushIndex("shop/api", "1.4.2", types.OCIImageIndex, registrytest.Windows(build2022+".2227"), registrytest.Linux("amd64")); err != nil {
 		return err
 	}
 	image := cloud.ECRHost + "/shop/api:1.4.2"

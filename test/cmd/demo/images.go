@@ -20,7 +20,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/audit"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // The second part: builds from the image itself.
@@ -36,23 +36,23 @@ var node2025 = nodeSpec{"win2025-0", "windows", build2025}
 type shopImage struct {
 	repo, tag string
 	mediaType types.MediaType
-	platforms []imagestest.Platform
+	platforms []registrytest.Platform
 	ref       string // once pushed
 }
 
 var (
 	imgAPI = &shopImage{repo: "shop/api", tag: "1.4.2", mediaType: types.OCIImageIndex,
-		platforms: []imagestest.Platform{imagestest.Windows("10.0.20348.2227"), imagestest.Linux("amd64")}}
+		platforms: []registrytest.Platform{registrytest.Windows("10.0.20348.2227"), registrytest.Linux("amd64")}}
 	imgLegacy = &shopImage{repo: "shop/legacy", tag: "3.0", mediaType: types.DockerManifestList,
-		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830")}}
+		platforms: []registrytest.Platform{registrytest.Windows("10.0.17763.5830")}}
 	imgWeb = &shopImage{repo: "shop/web", tag: "2.0", mediaType: types.OCIImageIndex,
-		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227")}}
+		platforms: []registrytest.Platform{registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.20348.2227")}}
 	imgExporter = &shopImage{repo: "prom/node-exporter", tag: "v1.8.2", mediaType: types.OCIImageIndex,
-		platforms: []imagestest.Platform{imagestest.Linux("amd64"), imagestest.Linux("arm64")}}
+		platforms: []registrytest.Platform{registrytest.Linux("amd64"), registrytest.Linux("arm64")}}
 	// The probe has an entry for each catalog build: wincompat allows it on exactly the ready builds it
 	// knows, which tells when it has seen the node change.
 	imgProbe = &shopImage{repo: "demo/probe", tag: "1", mediaType: types.OCIImageIndex,
-		platforms: []imagestest.Platform{imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227"), imagestest.Windows("10.0.26100.1742")}}
+		platforms: []registrytest.Platform{registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.20348.2227"), registrytest.Windows("10.0.26100.1742")}}
 )
 
 // shopPod is a pod of the second part and what wincompat should decide for it.
@@ -92,7 +92,7 @@ var shopPods = []*shopPod{
 func (d *demo) fromImages(ctx context.Context) error {
 	d.section("Builds from the image itself: a registry on loopback whose tags name no Windows build; %s leaves, %s (%s) joins",
 		leavingNode, node2025.name, node2025.build)
-	d.registry = imagestest.Start()
+	d.registry = registrytest.Start()
 	d.detail("registry %s in this process (go-containerregistry's in-memory registry; plain HTTP, which", d.registry.Host)
 	d.detail("wincompat allows for loopback registries only)")
 	var pushed []string
@@ -205,7 +205,7 @@ func (d *demo) fromImages(ctx context.Context) error {
 }
 
 // briefPlatforms names an image's platforms in a few words: "Windows 10.0.20348, Linux".
-func briefPlatforms(ps []imagestest.Platform) string {
+func briefPlatforms(ps []registrytest.Platform) string {
 	var s []string
 	for _, p := range ps {
 		x := "Linux"
@@ -429,7 +429,7 @@ func (d *demo) offline(ctx context.Context) error {
 }
 
 // describePlatforms renders platforms as windows/amd64 10.0.20348.2227, linux/amd64.
-func describePlatforms(ps []imagestest.Platform) string {
+func describePlatforms(ps []registrytest.Platform) string {
 	var s []string
 	for _, p := range ps {
 		x := p.OS + "/" + p.Architecture

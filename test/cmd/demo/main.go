@@ -67,7 +67,7 @@ import (
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/fixtures"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 const (
@@ -196,7 +196,7 @@ type demo struct {
 	port       int    // the webhook port
 	metrics    string // the /metrics URL
 	policyFile string
-	registry   *imagestest.Registry // the loopback registry of the second part
+	registry   *registrytest.Registry // the loopback registry of the second part
 
 	nodes       map[string]nodeSpec // the nodes now in the cluster, by name
 	pods        []podReport

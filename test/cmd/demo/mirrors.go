@@ -15,7 +15,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
@@ -31,12 +31,12 @@ const (
 
 // mirroredPlatforms are the copy's entries: Windows Server 2022 and 2025 and Linux. Of the cluster's
 // builds (2019 and 2025 by now) only 2025 runs it.
-var mirroredPlatforms = []imagestest.Platform{imagestest.Linux("amd64"), imagestest.Linux("arm64"),
-	imagestest.Windows("10.0.20348.2849"), imagestest.Windows("10.0.26100.2314")}
+var mirroredPlatforms = []registrytest.Platform{registrytest.Linux("amd64"), registrytest.Linux("arm64"),
+	registrytest.Windows("10.0.20348.2849"), registrytest.Windows("10.0.26100.2314")}
 
 func (d *demo) mirrors(ctx context.Context) error {
 	d.section("Mirrors and air-gapped clusters: MCR's images read from a mirror on loopback, MCR never asked")
-	mirror := imagestest.Start()
+	mirror := registrytest.Start()
 	defer mirror.Close()
 	if _, err := mirror.PushIndex(mirroredRepo, mirroredTag, types.DockerManifestList, mirroredPlatforms...); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/lab/perf"
 	"github.com/wincompat/wincompat/webhook"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // imageLookupTimeout is the image server's per-review deadline, the shipped default, passed explicitly
@@ -36,14 +36,14 @@ const wantBuild = "10.0.20348"
 // phases: every image cached (hit; at the maximum and at e.loadFraction of it), every image new
 // (miss; at e.imageMissRate), and every image new on a registry slower than the deadline (slow).
 func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
-	reg := imagestest.Start()
+	reg := registrytest.Start()
 	defer reg.Close()
 	web, err := reg.PushIndex("perf/web", "1.4.2", types.OCIImageIndex,
-		imagestest.Linux("amd64"), imagestest.Windows("10.0.17763.5830"), imagestest.Windows("10.0.20348.2227"))
+		registrytest.Linux("amd64"), registrytest.Windows("10.0.17763.5830"), registrytest.Windows("10.0.20348.2227"))
 	if err != nil {
 		return nil, err
 	}
-	agent, err := reg.PushIndex("perf/agent", "2.0", types.DockerManifestList, imagestest.Windows("10.0.20348.2340"))
+	agent, err := reg.PushIndex("perf/agent", "2.0", types.DockerManifestList, registrytest.Windows("10.0.20348.2340"))
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 
 // freshTags is a one-shot review of chart pods, each naming new tags of web and agent, enough for a
 // warm-up and a measured phase at rate; and the pods, in the order it sends them.
-func (e *env) freshTags(reg *imagestest.Registry, name, description, web, agent string, rate float64) (*perf.Review, [][]byte, error) {
+func (e *env) freshTags(reg *registrytest.Registry, name, description, web, agent string, rate float64) (*perf.Review, [][]byte, error) {
 	n := int(math.Ceil(rate*(e.warmup+e.duration+e.grace()).Seconds())) + 16
 	tags := make([]string, n)
 	for i := range tags {

@@ -1,8 +1,8 @@
-// Package images is wincompat's image resolver: it reads from registries which platforms (OS,
+// Package registry is wincompat's image resolver: it reads from registries which platforms (OS,
 // architecture, os.version) container images have, so that the policy can tell which Windows node builds
 // can run a pod. It reads manifests and single-platform images' config blobs, never layers; it caches
 // what it reads, and a review waits for registries only up to a short deadline.
-package images
+package registry
 
 import (
 	"cmp"

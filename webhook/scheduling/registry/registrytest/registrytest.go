@@ -1,7 +1,7 @@
-// Package imagestest runs go-containerregistry's in-memory registry on loopback and pushes small images
+// Package registrytest runs go-containerregistry's in-memory registry on loopback and pushes small images
 // whose platforms say what a test needs (Windows builds, Linux only), as real OCI indexes and Docker
 // manifest lists. Tests, the demo and the load tools use it; nothing in the server does.
-package imagestest
+package registrytest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package images
+package registry
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // The table decides which hosts ever reach an identity endpoint: only the clouds' own registry names.
@@ -169,7 +169,7 @@ func TestCloudKeychainECR(t *testing.T) {
 // ECR with EKS Pod Identity, and with the node's instance role: the AWS SDK's chain finds each where
 // IRSA is not set, and the token is asked once all the same.
 func TestCloudKeychainECRChain(t *testing.T) {
-	cloud, err := imagestest.StartCloud(t.TempDir())
+	cloud, err := registrytest.StartCloud(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,9 +307,9 @@ func TestCloudKeychainOnlyConfiguredRegionsAndClouds(t *testing.T) {
 }
 
 // startAWSCloud starts the fake cloud and points the AWS SDK at it, for the test's duration.
-func startAWSCloud(t *testing.T) *imagestest.Cloud {
+func startAWSCloud(t *testing.T) *registrytest.Cloud {
 	t.Helper()
-	cloud, err := imagestest.StartCloud(t.TempDir())
+	cloud, err := registrytest.StartCloud(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

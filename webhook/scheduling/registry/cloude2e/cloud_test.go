@@ -1,5 +1,5 @@
 // Package cloude2e runs the real resolver against fake cloud identity endpoints and registries that
-// demand each cloud's token, all on loopback (imagestest.Cloud). It is a package of its own because
+// demand each cloud's token, all on loopback (registrytest.Cloud). It is a package of its own because
 // net/http reads HTTPS_PROXY, and crypto/x509 SSL_CERT_FILE, once per process: no other test may have
 // made a request before this one sets them.
 package cloude2e
@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 const build = "10.0.20348.2227"
@@ -26,7 +26,7 @@ const build = "10.0.20348.2227"
 // namespaces the operator left out never use the identity; and without --image-cloud-credentials every
 // image is unreadable, with advice.
 func TestCloudCredentials(t *testing.T) {
-	cloud, err := imagestest.StartCloud(t.TempDir())
+	cloud, err := registrytest.StartCloud(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +37,13 @@ func TestCloudCredentials(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	const tags = 4
 	for i := range tags {
-		if _, err := cloud.Registry.PushIndex("team/app", tag(i), types.OCIImageIndex, imagestest.Windows(build), imagestest.Linux("amd64")); err != nil {
+		if _, err := cloud.Registry.PushIndex("team/app", tag(i), types.OCIImageIndex, registrytest.Windows(build), registrytest.Linux("amd64")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hosts := map[images.Cloud]string{images.CloudECR: cloud.ECRHost, images.CloudACR: cloud.ACRHost, images.CloudGAR: cloud.GARHost}
-	newResolver := func(clouds []images.Cloud, allowed func(string) bool) *images.Resolver {
-		r, err := images.New(images.Config{
+	hosts := map[registry.Cloud]string{registry.CloudECR: cloud.ECRHost, registry.CloudACR: cloud.ACRHost, registry.CloudGAR: cloud.GARHost}
+	newResolver := func(clouds []registry.Cloud, allowed func(string) bool) *registry.Resolver {
+		r, err := registry.New(registry.Config{
 			CloudCredentials: clouds, KeychainNamespaces: allowed, ECRRegions: []string{"us-west-2"},
 			CloudHint:        "set imageResolver.cloudCredentials and the ServiceAccount annotation for %s",
 			UnauthorizedHint: "set imageResolver.pullSecret",
@@ -58,12 +58,12 @@ func TestCloudCredentials(t *testing.T) {
 		return r
 	}
 	inScope := func(ns string) bool { return ns == "shop" }
-	lookup := func(r *images.Resolver, ns, image string) policy.Image {
+	lookup := func(r *registry.Resolver, ns, image string) policy.Image {
 		return r.Lookup(context.Background(), policy.ImageRequest{Namespace: ns, Images: []string{image}})[image]
 	}
 
 	t.Run("read with each cloud's identity", func(t *testing.T) {
-		r := newResolver(images.Clouds(), inScope)
+		r := newResolver(registry.Clouds(), inScope)
 		for c, host := range hosts {
 			for i := range tags {
 				image := host + "/team/app:" + tag(i)
@@ -84,7 +84,7 @@ func TestCloudCredentials(t *testing.T) {
 
 	t.Run("namespaces out of scope never use the identity", func(t *testing.T) {
 		before := cloud.STS.Load() + cloud.Entra.Load() + cloud.Metadata.Load()
-		r := newResolver(images.Clouds(), inScope)
+		r := newResolver(registry.Clouds(), inScope)
 		for c, host := range hosts {
 			got := lookup(r, "tenant", host+"/team/app:"+tag(0))
 			if !strings.Contains(got.Err, "no such image, or not readable") || strings.Contains(got.Err, "imageResolver") {
@@ -98,7 +98,7 @@ func TestCloudCredentials(t *testing.T) {
 
 	t.Run("not enabled: unreadable, with advice", func(t *testing.T) {
 		r := newResolver(nil, inScope)
-		names := map[images.Cloud]string{images.CloudECR: "ECR", images.CloudACR: "ACR", images.CloudGAR: "Artifact Registry"}
+		names := map[registry.Cloud]string{registry.CloudECR: "ECR", registry.CloudACR: "ACR", registry.CloudGAR: "Artifact Registry"}
 		for c, host := range hosts {
 			got := lookup(r, "shop", host+"/team/app:"+tag(0))
 			want := host + ": no such image, or not readable with the credentials wincompat may use for this pod (set imageResolver.pullSecret, or set imageResolver.cloudCredentials and the ServiceAccount annotation for " + names[c] + ")"
@@ -110,7 +110,7 @@ func TestCloudCredentials(t *testing.T) {
 
 	t.Run("identity refused: unreadable, with advice", func(t *testing.T) {
 		t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/someone-else")
-		r := newResolver([]images.Cloud{images.CloudECR}, inScope)
+		r := newResolver([]registry.Cloud{registry.CloudECR}, inScope)
 		got := lookup(r, "shop", cloud.ECRHost+"/team/app:"+tag(0))
 		want := cloud.ECRHost + ": no such image, or not readable with the credentials wincompat may use for this pod (set imageResolver.cloudCredentials and the ServiceAccount annotation for ECR)"
 		if got.Err != want {

@@ -1,4 +1,4 @@
-package images
+package registry
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
-	"github.com/wincompat/wincompat/webhook/scheduling/images/imagestest"
+	"github.com/wincompat/wincompat/webhook/scheduling/registry/registrytest"
 )
 
 // testRegistry is go-containerregistry's in-memory registry on 127.0.0.1, with a log of the requests
@@ -135,20 +135,20 @@ func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) string {
 	return h.String()
 }
 
-// testImage is imagestest.Image, failing t on error.
+// testImage is registrytest.Image, failing t on error.
 func testImage(t testing.TB, p policy.Platform, oci bool) v1.Image {
 	t.Helper()
-	img, err := imagestest.Image(p, oci)
+	img, err := registrytest.Image(p, oci)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return img
 }
 
-// testIndex is imagestest.Index, failing t on error.
+// testIndex is registrytest.Index, failing t on error.
 func testIndex(t testing.TB, mediaType types.MediaType, platforms ...policy.Platform) v1.ImageIndex {
 	t.Helper()
-	idx, err := imagestest.Index(mediaType, platforms...)
+	idx, err := registrytest.Index(mediaType, platforms...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package imagestest
+package registrytest
 
 import (
 	"crypto/ecdsa"
