@@ -8,6 +8,10 @@ import (
 // buildNumber matches a Windows build as the node.kubernetes.io/windows-build label carries it.
 var buildNumber = regexp.MustCompile(`^10\.0\.\d{5}$`)
 
+// IsBuildNumber reports whether s is a Windows build as a node's windows-build label carries it
+// (10.0.20348), and not a catalog name: what a reader of the build annotation may trust as a build.
+func IsBuildNumber(s string) bool { return buildNumber.MatchString(s) }
+
 // buildPrefix finds a build number at the start of an image tag such as 10.0.20348.2031.
 var buildPrefix = regexp.MustCompile(`^10\.0\.\d{5}`)
 

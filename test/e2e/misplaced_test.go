@@ -23,7 +23,7 @@ import (
 	"github.com/wincompat/wincompat/webhook/server"
 )
 
-// The runtime's words as the kubelet records them (policy.MisplacedTable's sources).
+// The runtime's words as the kubelet records them (misplaced.Table's sources).
 const (
 	osMismatchMessage  = `Error: failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem app: The container operating system does not match the host operating system.: unknown`
 	noPlatformMessage  = `Failed to pull image "mcr.microsoft.com/windows/servercore:ltsc2019": rpc error: code = NotFound desc = failed to pull and unpack image "mcr.microsoft.com/windows/servercore:ltsc2019": no match for platform in manifest: not found`

@@ -468,7 +468,7 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 
 	// misplacedPods.remediate: RBAC lets it evict any pod and delete none; the policy pins evictions to
 	// opted-in namespaces and to one UID, and the API server keeps the pod's PodDisruptionBudget. An
-	// eviction request shows admission no pod, so which pods is the watcher's choice (policy.RemediationBlock).
+	// eviction request shows admission no pod, so which pods is the watcher's choice (misplaced.RemediationBlock).
 	t.Run("pod evictions", func(t *testing.T) {
 		const opted, plain = "remediated", "not-remediated"
 		setUpNamespace(ctx, t, admin, opted, map[string]string{policy.LabelEnabled: "true"}, nil)

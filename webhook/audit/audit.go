@@ -74,7 +74,7 @@ type auditor struct {
 	storage    *storage
 	services   *services
 	readiness  *readiness
-	misplaced  *misplaced
+	misplaced  *misplacedPods
 	objects    objectRows
 }
 

@@ -10,25 +10,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
 )
 
-// misplaced finds Windows pods the runtime refused for their OS or build. The kubelet's Events are read
+// misplacedPods finds Windows pods the runtime refused for their OS or build. The kubelet's Events are read
 // before the pods (Warnings about pods only, by field selector), and only those that match a row are
 // kept, by pod UID: memory grows with the misplaced pods, not with the Events.
-type misplaced struct {
+type misplacedPods struct {
 	pol    *policy.Policy
 	nodes  *nodes
 	out    *sink
-	events map[types.UID]policy.PodFailure
+	events map[types.UID]misplaced.PodFailure
 }
 
-func newMisplaced(pol *policy.Policy, n *nodes, out *sink) *misplaced {
-	return &misplaced{pol: pol, nodes: n, out: out, events: map[types.UID]policy.PodFailure{}}
+func newMisplaced(pol *policy.Policy, n *nodes, out *sink) *misplacedPods {
+	return &misplacedPods{pol: pol, nodes: n, out: out, events: map[types.UID]misplaced.PodFailure{}}
 }
 
 // readEvents keeps the failures the kubelet's Events report; without permission, a note says that only
 // container states were read.
-func (m *misplaced) readEvents(ctx context.Context, pg *pager, namespaces []string) {
+func (m *misplacedPods) readEvents(ctx context.Context, pg *pager, namespaces []string) {
 	visit := func(l client.ObjectList) {
 		for _, e := range l.(*corev1.EventList).Items {
 			if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "Pod" {
@@ -37,7 +38,7 @@ func (m *misplaced) readEvents(ctx context.Context, pg *pager, namespaces []stri
 			if _, seen := m.events[e.InvolvedObject.UID]; seen {
 				continue
 			}
-			if f, ok := policy.EventFailure(e.Reason, e.Message); ok {
+			if f, ok := misplaced.EventFailure(e.Reason, e.Message); ok {
 				m.events[e.InvolvedObject.UID] = f
 			}
 		}
@@ -62,23 +63,23 @@ func (m *misplaced) readEvents(ctx context.Context, pg *pager, namespaces []stri
 }
 
 // pod reports p when it failed for one of the table's reasons (corroborated where the row asks).
-func (m *misplaced) pod(p *corev1.Pod, obj string) {
+func (m *misplacedPods) pod(p *corev1.Pod, obj string) {
 	if p.Spec.NodeName == "" {
 		return
 	}
-	f, ok := policy.PodStatusFailure(p)
+	f, ok := misplaced.PodStatusFailure(p)
 	if !ok {
 		if f, ok = m.events[p.UID]; !ok {
 			return
 		}
 	}
 	nodeBuild := m.nodes.build[p.Spec.NodeName]
-	pl := m.pol.PlacementOf(p, nodeBuild, m.nodes.readyWindowsBuilds())
-	if !policy.Corroborated(f, pl) {
+	pl := misplaced.PlacementOf(m.pol, p, nodeBuild, m.nodes.readyWindowsBuilds())
+	if !misplaced.Corroborated(f, pl) {
 		return
 	}
-	detail := policy.MisplacedFix(f, p.Spec.NodeName, nodeBuild, pl)
-	if why := policy.RemediationBlock(p); why != "" {
+	detail := misplaced.Fix(f, p.Spec.NodeName, nodeBuild, pl)
+	if why := misplaced.RemediationBlock(p); why != "" {
 		detail += "; not for remediation: " + why
 	}
 	m.out.finding(Misplaced, p.Namespace, obj, detail)

@@ -95,7 +95,7 @@ const (
 	BuildMismatch  = "build-mismatch"
 	PendingNoBuild = "pending-no-build"
 	// Misplaced: a Windows pod that failed on its node for a reason of operating system or build
-	// (policy.MisplacedTable), from its container states or the kubelet's Warning Events.
+	// (misplaced.Table), from its container states or the kubelet's Warning Events.
 	Misplaced          = "misplaced"
 	NamespaceUnlabeled = "namespace-not-labelled"
 	BadAnnotation      = "bad-annotation"

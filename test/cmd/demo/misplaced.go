@@ -21,7 +21,7 @@ import (
 const (
 	misplacedNamespace = "after-admission"
 	misplacedNode      = "win2025-0" // its build cannot run a 2019 image with process isolation
-	// What containerd on that node says, as the kubelet records it (policy.MisplacedTable's sources).
+	// What containerd on that node says, as the kubelet records it (misplaced.Table's sources).
 	osMismatch = `Error: failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem web: The container operating system does not match the host operating system.: unknown`
 )
 

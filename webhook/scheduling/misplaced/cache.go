@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/truncate"
 )
 
 // Bounds on what the cache keeps of one string. The API server validates names (253), label values
@@ -42,7 +43,7 @@ func CacheOptions() map[client.Object]cache.ByObject {
 
 // readEvent: the watcher reads Events of this reason, about a pod that can exist.
 func readEvent(e *corev1.Event) bool {
-	read := policy.FailureEventReason(e.Reason) || e.Reason == ReasonMismatch || e.Reason == ReasonDeleted
+	read := FailureEventReason(e.Reason) || e.Reason == ReasonMismatch || e.Reason == ReasonDeleted
 	o := e.InvolvedObject
 	return read && o.Kind == "Pod" && o.Namespace == e.Namespace && len(o.Name) <= maxName && len(o.UID) <= maxUID
 }
@@ -61,8 +62,8 @@ func keptEvent(e *corev1.Event) *corev1.Event {
 	}
 	kept.Reason, kept.Type = e.Reason, corev1.EventTypeWarning
 	kept.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID}
-	if policy.FailureEventReason(e.Reason) {
-		kept.Message = policy.FailurePattern(e.Message)
+	if FailureEventReason(e.Reason) {
+		kept.Message = FailurePattern(e.Message)
 	}
 	if r := e.Related; e.Reason == ReasonDeleted && r != nil && len(r.Kind) <= maxShort && len(r.Name) <= maxName && len(r.UID) <= maxUID {
 		// wincompat's own record of a deletion: its controller and when, for the owner window.
@@ -88,17 +89,17 @@ func keptPod(p *corev1.Pod) *corev1.Pod {
 	kept.Annotations = map[string]string{}
 	for k, limit := range map[string]int{policy.AnnotationVersion: maxShort, policy.AnnotationBuild: maxLong, policy.AnnotationBuildSource: maxShort} {
 		if v, ok := p.Annotations[k]; ok {
-			kept.Annotations[k] = policy.CutAtRune(v, limit)
+			kept.Annotations[k] = truncate.AtRune(v, limit)
 		}
 	}
 	kept.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: buildTerms(p.Spec.NodeSelector), Affinity: buildAffinity(p.Spec.Affinity),
 		Containers: images(p.Spec.Containers), InitContainers: images(p.Spec.InitContainers)}
 	if p.Spec.OS != nil {
-		kept.Spec.OS = &corev1.PodOS{Name: corev1.OSName(policy.CutAtRune(string(p.Spec.OS.Name), maxShort))}
+		kept.Spec.OS = &corev1.PodOS{Name: corev1.OSName(truncate.AtRune(string(p.Spec.OS.Name), maxShort))}
 	}
 	kept.Status = corev1.PodStatus{Phase: p.Status.Phase, ContainerStatuses: states(p.Status.ContainerStatuses),
 		InitContainerStatuses: states(p.Status.InitContainerStatuses)}
-	if policy.PodReady(p) {
+	if PodReady(p) {
 		kept.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}
 	return kept
@@ -163,12 +164,12 @@ func images(cs []corev1.Container) []corev1.Container {
 }
 
 // states keeps the statuses of containers whose current or last state tells a failure of the table:
-// policy.PodStatusFailure reads nothing else, and the running containers of thousands of healthy
+// PodStatusFailure reads nothing else, and the running containers of thousands of healthy
 // Windows pods are most of what a kept pod would weigh.
 func states(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for _, s := range ss {
-		kept := corev1.ContainerStatus{Name: policy.CutAtRune(s.Name, maxName), State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
+		kept := corev1.ContainerStatus{Name: truncate.AtRune(s.Name, maxName), State: state(s.State), LastTerminationState: state(s.LastTerminationState)}
 		if tells(kept.State) || tells(kept.LastTerminationState) {
 			out = append(out, kept)
 		}
@@ -184,11 +185,11 @@ func tells(s corev1.ContainerState) bool {
 func state(s corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if s.Waiting != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: policy.CutAtRune(s.Waiting.Reason, maxShort), Message: policy.FailurePattern(s.Waiting.Message)}
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: truncate.AtRune(s.Waiting.Reason, maxShort), Message: FailurePattern(s.Waiting.Message)}
 	}
 	if s.Terminated != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{Reason: policy.CutAtRune(s.Terminated.Reason, maxShort),
-			Message: policy.FailurePattern(s.Terminated.Message), ExitCode: s.Terminated.ExitCode}
+		out.Terminated = &corev1.ContainerStateTerminated{Reason: truncate.AtRune(s.Terminated.Reason, maxShort),
+			Message: FailurePattern(s.Terminated.Message), ExitCode: s.Terminated.ExitCode}
 	}
 	return out
 }

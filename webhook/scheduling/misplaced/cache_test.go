@@ -64,7 +64,7 @@ func TestCacheKeepsLittle(t *testing.T) {
 	out, _ = transform(failing)
 	if kept := out.(*corev1.Pod).Status.ContainerStatuses; len(kept) != 1 || kept[0].Name != "app" || len(kept[0].State.Waiting.Message) > 200 {
 		t.Errorf("of a failing and a running container the cache kept %+v, want the failing one's pattern", kept)
-	} else if f, ok := policy.PodStatusFailure(out.(*corev1.Pod)); !ok || f.Row.Cause != policy.CauseOSMismatch {
+	} else if f, ok := PodStatusFailure(out.(*corev1.Pod)); !ok || f.Row.Cause != CauseOSMismatch {
 		t.Errorf("the kept pod no longer tells its failure: %+v %v", f, ok)
 	}
 	e, _ := events(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "n", ManagedFields: []metav1.ManagedFieldsEntry{{}}},
@@ -128,7 +128,7 @@ func TestCacheBoundsEveryString(t *testing.T) {
 	if e := keep(event("Failed", huge+"0xc0370101", pod)).(*corev1.Event); e.Reason != "Failed" || e.InvolvedObject.UID != "u" {
 		t.Errorf("an Event the watcher reads lost what it reads: %+v", e)
 	}
-	if e := keep(event("Failed", "0xc0370101", pod)).(*corev1.Event); policy.FailurePattern(e.Message) != "0xc0370101" {
+	if e := keep(event("Failed", "0xc0370101", pod)).(*corev1.Event); FailurePattern(e.Message) != "0xc0370101" {
 		t.Errorf("an Event's message kept as %q, which classifies otherwise", e.Message)
 	}
 
@@ -153,8 +153,8 @@ func TestCacheBoundsEveryString(t *testing.T) {
 	if n := jsonSize(t, kept); n > bound {
 		t.Errorf("a Windows pod of hostile strings: kept %d bytes", n)
 	}
-	if !windowsPod(kept) || policy.RemediationBlock(kept) == "" {
-		t.Errorf("a Windows pod whose controller no object can be kept as %+v: windows %v, remediation %q", kept, windowsPod(kept), policy.RemediationBlock(kept))
+	if !windowsPod(kept) || RemediationBlock(kept) == "" {
+		t.Errorf("a Windows pod whose controller no object can be kept as %+v: windows %v, remediation %q", kept, windowsPod(kept), RemediationBlock(kept))
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/wincompat/wincompat/policy"
 )
 
 // The Events the watcher reads come from an informer of its own, not the manager's cache: anyone who
@@ -92,7 +90,7 @@ func (w *Watcher) keepEvent(e *corev1.Event) bool {
 	if !readEvent(e) {
 		return false
 	}
-	if _, failed := policy.EventFailure(e.Reason, e.Message); policy.FailureEventReason(e.Reason) && !failed {
+	if _, failed := EventFailure(e.Reason, e.Message); FailureEventReason(e.Reason) && !failed {
 		return false
 	}
 	return w.optedIn(context.Background(), e.Namespace)

@@ -1,10 +1,6 @@
 package misplaced
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/wincompat/wincompat/policy"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Outcomes of wincompat_misplaced_deletions_total.
 const (
@@ -14,7 +10,7 @@ const (
 	outcomeBudget      = "disruption-budget" // the eviction was refused: its PodDisruptionBudget allows none now
 )
 
-// Metrics are the watcher's series: labels from policy.MisplacedCauses and the outcomes above only.
+// Metrics are the watcher's series: labels from Causes and the outcomes above only.
 type Metrics struct {
 	pods      *prometheus.GaugeVec
 	deletions *prometheus.CounterVec
@@ -41,12 +37,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) reset() {
-	for _, c := range policy.MisplacedCauses() {
+	for _, c := range Causes() {
 		m.pods.WithLabelValues(string(c)).Set(0)
 	}
 }
 
-func (m *Metrics) set(cause policy.MisplacedCause, pods int) {
+func (m *Metrics) set(cause Cause, pods int) {
 	m.pods.WithLabelValues(string(cause)).Set(float64(pods))
 }
 

@@ -1,5 +1,5 @@
 // Package misplaced closes the loop after admission: it watches Windows pods in opted-in namespaces for
-// the runtime's OS and build failures (policy.MisplacedTable, read from container states and the
+// the runtime's OS and build failures (the table of causes.go, read from container states and the
 // kubelet's Warning Events), reports each such pod once with an Event naming the cause and the fix,
 // keeps the wincompat_misplaced_pods gauge, and, when the operator opts in, deletes an eligible pod once
 // so that its controller makes it again and admission places it right. It runs on the leader only.
@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/truncate"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 )
 
@@ -74,8 +75,8 @@ type Watcher struct {
 	eventsSynced func() bool
 
 	mu       sync.Mutex
-	causes   map[types.NamespacedName]policy.MisplacedCause
-	counts   map[policy.MisplacedCause]int      // of causes, so that the gauge costs the same for 1 pod or 10,000
+	causes   map[types.NamespacedName]Cause
+	counts   map[Cause]int                      // of causes, so that the gauge costs the same for 1 pod or 10,000
 	swept    map[types.NamespacedName]types.UID // Windows pods without LabelOS, found by the last sweep
 	sweeps   chan event.GenericEvent
 	reported map[types.NamespacedName]types.UID  // the pods reported, so that each is reported once
@@ -89,14 +90,14 @@ type Watcher struct {
 // each new Event, so that an Event costs the same however many came before it.
 type podEvents struct {
 	uid      types.UID
-	failure  policy.PodFailure
+	failure  PodFailure
 	failed   bool
 	reported bool
 }
 
 func (pe *podEvents) add(e *corev1.Event) {
 	if !pe.failed {
-		pe.failure, pe.failed = policy.EventFailure(e.Reason, e.Message)
+		pe.failure, pe.failed = EventFailure(e.Reason, e.Message)
 	}
 	pe.reported = pe.reported || e.Reason == ReasonMismatch
 }
@@ -108,8 +109,8 @@ const (
 )
 
 func (w *Watcher) init() {
-	w.causes = map[types.NamespacedName]policy.MisplacedCause{}
-	w.counts = map[policy.MisplacedCause]int{}
+	w.causes = map[types.NamespacedName]Cause{}
+	w.counts = map[Cause]int{}
 	w.swept = map[types.NamespacedName]types.UID{}
 	w.sweeps = make(chan event.GenericEvent)
 	w.reported = map[types.NamespacedName]types.UID{}
@@ -195,7 +196,7 @@ func (w *Watcher) eventRequests(_ context.Context, o client.Object) []reconcile.
 		pe.add(e)
 	}
 	w.mu.Unlock()
-	if !policy.FailureEventReason(e.Reason) {
+	if !FailureEventReason(e.Reason) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}
@@ -246,7 +247,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		w.forget(req.NamespacedName, pod.UID)
 		return reconcile.Result{}, nil
 	}
-	fix := policy.MisplacedFix(failure, pod.Spec.NodeName, nodeBuild, pl)
+	fix := Fix(failure, pod.Spec.NodeName, nodeBuild, pl)
 	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
 		w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
@@ -261,7 +262,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 // judge says whether pod failed for one of the table's reasons: in scope, bound to a node, a failure in
 // its container states (fromStatus: written by its node alone) or its Events, corroborated where the row
 // needs it. reported: an Event of wincompat's already says so (a leader before this one recorded it).
-func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f policy.PodFailure, fromStatus bool, nodeBuild string, pl policy.Placement, reported, ok bool, err error) {
+func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod) (f PodFailure, fromStatus bool, nodeBuild string, pl Placement, reported, ok bool, err error) {
 	if pod.Spec.NodeName == "" || !windowsPod(pod) {
 		return
 	}
@@ -277,7 +278,7 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 	if err != nil {
 		return
 	}
-	f, fromStatus = policy.PodStatusFailure(pod)
+	f, fromStatus = PodStatusFailure(pod)
 	if !fromStatus {
 		if !pe.failed {
 			return
@@ -287,8 +288,8 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 	reported = pe.reported
 	nodes := w.nodes()
 	nodeBuild = nodes.Builds[pod.Spec.NodeName]
-	pl = pol.PlacementOf(pod, nodeBuild, nodes.ReadyBuilds)
-	return f, fromStatus, nodeBuild, pl, reported, policy.Corroborated(f, pl), nil
+	pl = PlacementOf(pol, pod, nodeBuild, nodes.ReadyBuilds)
+	return f, fromStatus, nodeBuild, pl, reported, Corroborated(f, pl), nil
 }
 
 // remediate deletes pod once, when it is eligible, the bucket has a token and its controller had no pod
@@ -302,7 +303,7 @@ func (w *Watcher) judge(ctx context.Context, pol *policy.Policy, pod *corev1.Pod
 // could evict any pod there. A delete shows it the pod, and the policy allows deleting only a pod
 // remediation would pick; evictions it allows only in dry run.
 func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (reconcile.Result, error) {
-	if why := policy.RemediationBlock(pod); why != "" {
+	if why := RemediationBlock(pod); why != "" {
 		w.Log.V(1).Info("misplaced pod left alone", "pod", client.ObjectKeyFromObject(pod), "why", why)
 		return reconcile.Result{}, nil
 	}
@@ -383,7 +384,7 @@ func eventNote(s string) string {
 		return s
 	}
 	const more = "..."
-	return policy.CutAtRune(s, maxNote-len(more)) + more
+	return truncate.AtRune(s, maxNote-len(more)) + more
 }
 
 // deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
@@ -409,7 +410,7 @@ func (w *Watcher) deletedBefore(ctx context.Context, ns string, owner types.UID,
 }
 
 // record notes pod as misplaced for cause; true the first time the pod (by UID) is reported.
-func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause policy.MisplacedCause) bool {
+func (w *Watcher) record(key types.NamespacedName, uid types.UID, cause Cause) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if old, ok := w.causes[key]; !ok || old != cause {
@@ -442,7 +443,7 @@ func (w *Watcher) forget(key types.NamespacedName, uid types.UID) {
 }
 
 // count moves the gauge of cause by delta. Callers hold w.mu.
-func (w *Watcher) count(cause policy.MisplacedCause, delta int) {
+func (w *Watcher) count(cause Cause, delta int) {
 	w.counts[cause] += delta
 	w.Metrics.set(cause, w.counts[cause])
 }

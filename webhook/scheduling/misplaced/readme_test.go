@@ -5,15 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/readmetest"
 )
 
-// TestReadmeTable: the README's table is policy.MisplacedTable, row for row.
+// TestReadmeTable: the README's table is Table, row for row.
 func TestReadmeTable(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| cause | message holds (any, case-insensitive) | counts | fix | seen in |\n| --- | --- | --- | --- | --- |\n")
-	for _, r := range policy.MisplacedTable() {
+	for _, r := range Table() {
 		counts := "always"
 		if r.Corroborate {
 			counts = "only when the node's build cannot run the images"

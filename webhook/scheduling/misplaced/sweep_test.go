@@ -62,8 +62,8 @@ func TestSweepFindsUnlabelledWindowsPods(t *testing.T) {
 	w.mu.Lock()
 	cause, found := w.causes[key]
 	w.mu.Unlock()
-	if !found || cause != policy.CauseOSMismatch {
-		t.Errorf("the swept pod judged: cause %q, found %v; want %s", cause, found, policy.CauseOSMismatch)
+	if !found || cause != CauseOSMismatch {
+		t.Errorf("the swept pod judged: cause %q, found %v; want %s", cause, found, CauseOSMismatch)
 	}
 	// Gone from the API server: forgotten, with its key.
 	if err := live.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {

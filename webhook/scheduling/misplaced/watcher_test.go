@@ -218,7 +218,7 @@ func TestWorkPerEventIsConstant(t *testing.T) {
 	w.mu.Lock()
 	cause, found := w.causes[req.NamespacedName]
 	w.mu.Unlock()
-	if !found || cause != policy.CauseOSMismatch {
+	if !found || cause != CauseOSMismatch {
 		t.Errorf("the last Event's failure not seen: cause %q, found %v", cause, found)
 	}
 }

@@ -426,7 +426,7 @@ func (e *env) gone(ctx context.Context, pod *corev1.Pod) string {
 		return "replaced"
 	case got.DeletionTimestamp != nil:
 		return "being deleted (evicted)"
-	case !policy.PodReady(got):
+	case !misplaced.PodReady(got):
 		return "no longer Ready"
 	}
 	return ""

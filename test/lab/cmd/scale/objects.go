@@ -18,7 +18,7 @@ const (
 	build2022 = "10.0.20348"
 )
 
-// The runtime's refusal as the kubelet records it (policy.MisplacedTable, os-mismatch; test/e2e uses
+// The runtime's refusal as the kubelet records it (misplaced.Table, os-mismatch; test/e2e uses
 // the same words).
 const osMismatchMessage = `Error: failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem app: The container operating system does not match the host operating system.: unknown`
 

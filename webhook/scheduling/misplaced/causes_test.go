@@ -1,4 +1,4 @@
-package policy
+package misplaced
 
 import (
 	"strings"
@@ -7,11 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wincompat/wincompat/policy"
 )
 
 // misplacedSamples are messages as the kubelet writes them (its prefixes: "Failed to pull image %q: ",
 // "Error: ", "Failed to create pod sandbox: "), around the runtimes' texts cited in the table's sources.
-var misplacedSamples = map[MisplacedCause][]string{
+var misplacedSamples = map[Cause][]string{
 	CauseOSMismatch: {
 		`Error: failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem app: The container operating system does not match the host operating system.: unknown`,
 		`Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start sandbox container for pod "web": Error response from daemon: container 0238 encountered an error during CreateContainer: failure in a Windows system call: The operating system of the container does not match the operating system of the host. (0xc0370101) extra info: {"SystemType":"Container"}`,
@@ -45,8 +47,8 @@ var misplacedNearMisses = []string{
 }
 
 func TestMisplacedTable(t *testing.T) {
-	seen := map[MisplacedCause]bool{}
-	for _, r := range MisplacedTable() {
+	seen := map[Cause]bool{}
+	for _, r := range Table() {
 		if seen[r.Cause] {
 			t.Errorf("cause %s has two rows", r.Cause)
 		}
@@ -129,31 +131,31 @@ func TestPodStatusFailure(t *testing.T) {
 }
 
 func TestPlacementAndFix(t *testing.T) {
-	p := Default()
+	p := policy.Default()
 	nodes := map[string]string{"win-2019": "10.0.17763", "win-2022": "10.0.20348", "win-2025": "10.0.26100"}
-	recorded := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationBuild: "10.0.20348", AnnotationBuildSource: SourceImageManifest}},
+	recorded := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{policy.AnnotationBuild: "10.0.20348", policy.AnnotationBuildSource: policy.SourceImageManifest}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}}
-	pl := p.PlacementOf(recorded, "10.0.17763", nodes)
+	pl := PlacementOf(p, recorded, "10.0.17763", nodes)
 	if pl.From != "record" || pl.NodeRuns || strings.Join(pl.Nodes, ",") != "win-2022,win-2025" {
 		t.Errorf("recorded: %+v", pl)
 	}
 	tagged := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mcr.microsoft.com/windows/servercore:ltsc2019"}}}}
-	pl = p.PlacementOf(tagged, "10.0.20348", nodes)
+	pl = PlacementOf(p, tagged, "10.0.20348", nodes)
 	if pl.From != "tags" || pl.NodeRuns || strings.Join(pl.Nodes, ",") != "win-2019" {
 		t.Errorf("tagged: %+v", pl)
 	}
 	unknown := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}}
-	if pl := p.PlacementOf(unknown, "10.0.20348", nodes); len(pl.Needed) != 0 {
+	if pl := PlacementOf(p, unknown, "10.0.20348", nodes); len(pl.Needed) != 0 {
 		t.Errorf("untagged image: %+v", pl)
 	}
 	f, _ := EventFailure("Failed", misplacedSamples[CauseExitedUnexpectedly][0])
-	if Corroborated(f, p.PlacementOf(unknown, "10.0.20348", nodes)) {
+	if Corroborated(f, PlacementOf(p, unknown, "10.0.20348", nodes)) {
 		t.Error("0xc0370106 counted with nothing saying the node cannot run the images")
 	}
-	if !Corroborated(f, p.PlacementOf(tagged, "10.0.20348", nodes)) {
+	if !Corroborated(f, PlacementOf(p, tagged, "10.0.20348", nodes)) {
 		t.Error("0xc0370106 not counted on a node that cannot run the image")
 	}
-	got := MisplacedFix(f, "win-2022", "10.0.20348", p.PlacementOf(tagged, "10.0.20348", nodes))
+	got := Fix(f, "win-2022", "10.0.20348", PlacementOf(p, tagged, "10.0.20348", nodes))
 	for _, want := range []string{"exited-unexpectedly", "win-2022 (build 10.0.20348)", "run on build 10.0.17763 (from the tags)", "ready nodes that can: win-2019"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("fix %q lacks %q", got, want)
@@ -174,27 +176,27 @@ func TestRemediationBlock(t *testing.T) {
 		ready       bool
 		wantBlocked bool
 	}{
-		"ReplicaSet, build from the images":  {rs, SourceImageManifest, pinned, false, false},
-		"ReplicaSet, build from the tags":    {rs, SourceImage, pinned, false, false},
-		"ReplicaSet, the only cluster build": {rs, SourceCluster, pinned, false, false},
+		"ReplicaSet, build from the images":  {rs, policy.SourceImageManifest, pinned, false, false},
+		"ReplicaSet, build from the tags":    {rs, policy.SourceImage, pinned, false, false},
+		"ReplicaSet, the only cluster build": {rs, policy.SourceCluster, pinned, false, false},
 		"ReplicaSet, no decision, no pin":    {rs, "", corev1.PodSpec{}, false, false},
 		"ReplicaSet, no decision, own pin":   {rs, "", pinned, false, true},
-		"ReplicaSet, pinned by nodeSelector": {rs, SourceNodeSelector, pinned, false, true},
-		"ReplicaSet, pinned by RuntimeClass": {rs, SourceRuntimeClass, pinned, false, true},
-		"ReplicaSet, asked by annotation":    {rs, SourceAnnotation, pinned, false, true},
-		"ReplicaSet, the policy's default":   {rs, SourceDefault, pinned, false, true},
-		"bare pod":                           {nil, SourceImageManifest, pinned, false, true},
-		"owner that is not the controller":   {notController, SourceImageManifest, pinned, false, true},
-		"DaemonSet":                          {ds, SourceImageManifest, pinned, false, true},
-		"Job":                                {job, SourceImageManifest, corev1.PodSpec{}, false, true},
-		"Ready, build from the images":       {rs, SourceImageManifest, corev1.PodSpec{}, true, true},
+		"ReplicaSet, pinned by nodeSelector": {rs, policy.SourceNodeSelector, pinned, false, true},
+		"ReplicaSet, pinned by RuntimeClass": {rs, policy.SourceRuntimeClass, pinned, false, true},
+		"ReplicaSet, asked by annotation":    {rs, policy.SourceAnnotation, pinned, false, true},
+		"ReplicaSet, the policy's default":   {rs, policy.SourceDefault, pinned, false, true},
+		"bare pod":                           {nil, policy.SourceImageManifest, pinned, false, true},
+		"owner that is not the controller":   {notController, policy.SourceImageManifest, pinned, false, true},
+		"DaemonSet":                          {ds, policy.SourceImageManifest, pinned, false, true},
+		"Job":                                {job, policy.SourceImageManifest, corev1.PodSpec{}, false, true},
+		"Ready, build from the images":       {rs, policy.SourceImageManifest, corev1.PodSpec{}, true, true},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.owners}, Spec: tc.spec}
 		if tc.ready {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}
 		if tc.source != "" {
-			p.Annotations = map[string]string{AnnotationBuildSource: tc.source}
+			p.Annotations = map[string]string{policy.AnnotationBuildSource: tc.source}
 		}
 		if got := RemediationBlock(p); (got != "") != tc.wantBlocked {
 			t.Errorf("%s: %q, want blocked %v", name, got, tc.wantBlocked)

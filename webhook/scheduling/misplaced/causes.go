@@ -1,4 +1,4 @@
-package policy
+package misplaced
 
 import (
 	"slices"
@@ -7,33 +7,36 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/truncate"
 )
 
-// MisplacedCause is why a Windows pod failed on its node for reasons of operating system or build: the
+// Cause is why a Windows pod failed on its node for reasons of operating system or build: the
 // closed set of the misplaced-pods metric's cause label and of the audit's `misplaced` finding.
-type MisplacedCause string
+type Cause string
 
-// The causes, one per row of misplacedTable.
+// The causes, one per row of table.
 const (
 	// CauseOSMismatch: the host compute service refused the container's OS version (process isolation
 	// of an image of another build, HCS error 0xc0370101).
-	CauseOSMismatch MisplacedCause = "os-mismatch"
+	CauseOSMismatch Cause = "os-mismatch"
 	// CauseNoPlatformMatch: containerd found no entry of the image index for the node's platform.
-	CauseNoPlatformMatch MisplacedCause = "no-platform-match"
+	CauseNoPlatformMatch Cause = "no-platform-match"
 	// CauseNoWindowsManifest: Docker (dockershim, cri-dockerd) found no windows/<arch> entry.
-	CauseNoWindowsManifest MisplacedCause = "no-windows-manifest"
+	CauseNoWindowsManifest Cause = "no-windows-manifest"
 	// CauseLinuxImage: the image is a Linux one (Docker's refusal of an image of another OS).
-	CauseLinuxImage MisplacedCause = "linux-image"
+	CauseLinuxImage Cause = "linux-image"
 	// CauseExitedUnexpectedly: HCS 0xc0370106. Also seen for reasons that have nothing to do with the
 	// build (volumes, memory limits, a damaged layer), so it counts only where the node's build cannot
-	// run the pod's images (MisplacedRow.Corroborate).
-	CauseExitedUnexpectedly MisplacedCause = "exited-unexpectedly"
+	// run the pod's images (Row.Corroborate).
+	CauseExitedUnexpectedly Cause = "exited-unexpectedly"
 )
 
-// MisplacedRow is one row of the table: a message pattern the runtime writes, through the kubelet, into
+// Row is one row of the table: a message pattern the runtime writes, through the kubelet, into
 // a container's state or a Warning Event, the cause it means, and what to do.
-type MisplacedRow struct {
-	Cause MisplacedCause
+type Row struct {
+	Cause Cause
 	// Patterns: any one of them, as a case-insensitive substring of the message. Lower case ASCII.
 	Patterns []string
 	// Corroborate: the message alone does not prove a build or OS mismatch; it counts only when the
@@ -45,9 +48,9 @@ type MisplacedRow struct {
 	Source string
 }
 
-// misplacedTable drives detection, the README table and the tests (TestMisplacedTable). Order matters
+// table drives detection, the README table and the tests (TestMisplacedTable). Order matters
 // only where a message could hold two patterns: the first row that matches wins.
-var misplacedTable = []MisplacedRow{
+var table = []Row{
 	{CauseOSMismatch,
 		[]string{"container operating system does not match the host operating system",
 			"operating system of the container does not match the operating system of the host", "0xc0370101"},
@@ -76,13 +79,13 @@ var misplacedTable = []MisplacedRow{
 		"microsoft/hcsshim#598, #917 (hcs::System::Start ... The virtual machine or container exited unexpectedly. (0xc0370106)); also volumes and limits: microsoft/navcontainerhelper#3923, #4082"},
 }
 
-// MisplacedTable returns the rows, for the README and the tests.
-func MisplacedTable() []MisplacedRow { return slices.Clone(misplacedTable) }
+// Table returns the rows, for the README and the tests.
+func Table() []Row { return slices.Clone(table) }
 
-// MisplacedCauses is the closed set of causes, in table order.
-func MisplacedCauses() []MisplacedCause {
-	out := make([]MisplacedCause, len(misplacedTable))
-	for i, r := range misplacedTable {
+// Causes is the closed set of causes, in table order.
+func Causes() []Cause {
+	out := make([]Cause, len(table))
+	for i, r := range table {
 		out[i] = r.Cause
 	}
 	return out
@@ -95,7 +98,7 @@ const MaxFailureMessage = 4096
 
 // ClassifyFailure says which row a runtime's message matches, if any. Case-insensitive; the message is
 // read up to MaxFailureMessage bytes.
-func ClassifyFailure(message string) (MisplacedRow, bool) {
+func ClassifyFailure(message string) (Row, bool) {
 	r, _, ok := classify(message)
 	return r, ok
 }
@@ -108,16 +111,16 @@ func FailurePattern(message string) string {
 	return p
 }
 
-func classify(message string) (MisplacedRow, string, bool) {
-	lower := asciiLower(truncate(message))
-	for _, r := range misplacedTable {
+func classify(message string) (Row, string, bool) {
+	lower := asciiLower(clipMessage(message))
+	for _, r := range table {
 		for _, p := range r.Patterns {
 			if strings.Contains(lower, p) {
 				return r, p, true
 			}
 		}
 	}
-	return MisplacedRow{}, "", false
+	return Row{}, "", false
 }
 
 // asciiLower lowers ASCII letters only: the patterns are ASCII, and strings.ToLower's Unicode rules
@@ -148,7 +151,7 @@ func FailureEventReason(reason string) bool { return slices.Contains(failureEven
 
 // PodFailure is a failure found on a pod: the row, and where it was seen (the container and the reason).
 type PodFailure struct {
-	Row       MisplacedRow
+	Row       Row
 	Container string // "" for the sandbox (an Event)
 	Reason    string
 	Message   string // at most MaxFailureMessage bytes
@@ -174,7 +177,7 @@ func PodStatusFailure(p *corev1.Pod) (PodFailure, bool) {
 					continue
 				}
 				if r, ok := ClassifyFailure(message); ok {
-					return PodFailure{Row: r, Container: s.Name, Reason: reason, Message: truncate(message)}, true
+					return PodFailure{Row: r, Container: s.Name, Reason: reason, Message: clipMessage(message)}, true
 				}
 			}
 		}
@@ -191,10 +194,10 @@ func EventFailure(reason, message string) (PodFailure, bool) {
 	if !ok {
 		return PodFailure{}, false
 	}
-	return PodFailure{Row: r, Reason: reason, Message: truncate(message)}, true
+	return PodFailure{Row: r, Reason: reason, Message: clipMessage(message)}, true
 }
 
-func truncate(s string) string { return CutAtRune(s, MaxFailureMessage) }
+func clipMessage(s string) string { return truncate.AtRune(s, MaxFailureMessage) }
 
 // Placement is what a misplaced pod needs: the builds its images can run on, the nodes of those builds,
 // and whether its node's build is among them.
@@ -212,12 +215,12 @@ type Placement struct {
 
 // PlacementOf works out a failed pod's Placement. nodeBuilds maps the names of ready Windows nodes to
 // their builds; nodeBuild is the build of the node the pod failed on ("" when unknown).
-func (p *Policy) PlacementOf(pod *corev1.Pod, nodeBuild string, nodeBuilds map[string]string) Placement {
+func PlacementOf(p *policy.Policy, pod *corev1.Pod, nodeBuild string, nodeBuilds map[string]string) Placement {
 	var pl Placement
-	switch pod.Annotations[AnnotationBuildSource] {
-	case SourceImageManifest, SourceImage:
-		for _, b := range strings.Split(pod.Annotations[AnnotationBuild], ",") {
-			if b = strings.TrimSpace(b); b != "" && buildNumber.MatchString(b) {
+	switch pod.Annotations[policy.AnnotationBuildSource] {
+	case policy.SourceImageManifest, policy.SourceImage:
+		for _, b := range strings.Split(pod.Annotations[policy.AnnotationBuild], ",") {
+			if b = strings.TrimSpace(b); b != "" && policy.IsBuildNumber(b) {
 				pl.Needed = append(pl.Needed, b)
 			}
 		}
@@ -255,9 +258,9 @@ func (p *Policy) PlacementOf(pod *corev1.Pod, nodeBuild string, nodeBuilds map[s
 // maxNodesNamed bounds the nodes a fix names; the rest are counted.
 const maxNodesNamed = 5
 
-// MisplacedFix is the text of the finding and of the Event: the cause, what to do, the build the images
+// Fix is the text of the finding and of the Event: the cause, what to do, the build the images
 // need and the nodes that have it.
-func MisplacedFix(f PodFailure, node, nodeBuild string, pl Placement) string {
+func Fix(f PodFailure, node, nodeBuild string, pl Placement) string {
 	var b strings.Builder
 	b.WriteString(string(f.Row.Cause))
 	b.WriteString(" on node ")
@@ -321,15 +324,15 @@ func RemediationBlock(p *corev1.Pod) string {
 		// A forged Event or a stale state must never cost a pod that serves.
 		return "it is Ready"
 	}
-	switch src := p.Annotations[AnnotationBuildSource]; src {
-	case SourceNodeSelector, SourceRuntimeClass, SourceAffinity:
+	switch src := p.Annotations[policy.AnnotationBuildSource]; src {
+	case policy.SourceNodeSelector, policy.SourceRuntimeClass, policy.SourceAffinity:
 		return "its own spec pins the build (" + src + "): a new pod would be pinned alike"
-	case SourceAnnotation, SourceNamespace, SourceDefault:
+	case policy.SourceAnnotation, policy.SourceNamespace, policy.SourceDefault:
 		return "its build was asked for (" + src + "): a new pod would get the same"
 	case "":
 		// Not decided by wincompat (admitted while it was down, or before a build was chosen): only a
 		// build its spec names pins it.
-		if PinnedBuilds(&p.Spec) != nil {
+		if policy.PinnedBuilds(&p.Spec) != nil {
 			return "its own spec pins the build (nodeSelector or required node affinity)"
 		}
 	}
