@@ -55,7 +55,7 @@ type Limits struct {
 }
 
 // Memory held per byte of a review's body while it is answered, measured with `make hostile`
-// (test/perf/README.md, "Hostile peers"): a pod of 4,000 containers (3.6 MiB) held about 11 times its
+// (test/lab/README.md, "hostile"): a pod of 4,000 containers (3.6 MiB) held about 11 times its
 // body, a 256 KiB policy of hostile keys about 22 times.
 const (
 	PodDecodeFactor    = 12

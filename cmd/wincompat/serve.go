@@ -42,7 +42,7 @@ accepting connections and finishes the reviews in flight.
 
 Unless GOGC is set in its environment, the server runs Go's garbage collector at GOGC=200 instead of
 100: a review allocates about 160 kB on a live heap of a few MB, and collecting half as often cut the CPU
-per review by about a fifth for some 6 MiB more memory (test/perf/README.md). Unless GOMEMLIMIT is set,
+per review by about a fifth for some 6 MiB more memory (test/lab/README.md). Unless GOMEMLIMIT is set,
 WINCOMPAT_MEMORY_LIMIT (bytes; the chart sets it from the container's memory limit) makes the
 collector keep the heap under 90% of it, so that a burst collects harder instead of meeting the OOM
 killer.
