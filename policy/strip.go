@@ -4,17 +4,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Scope says where a Linux-only field lives.
-type Scope string
+// FieldLevel says where a Linux-only field lives: directly under the pod spec, under its
+// securityContext, or under every container's. (Policy.Scope is another thing: which namespaces and
+// objects wincompat acts on.)
+type FieldLevel string
 
 const (
-	// PodScope is a field directly under spec.
-	PodScope Scope = "spec"
-	// PodSecurityContextScope is a field under spec.securityContext.
-	PodSecurityContextScope Scope = "spec.securityContext"
-	// ContainerSecurityContextScope is a field under the securityContext of every container,
+	// PodLevel is a field directly under spec.
+	PodLevel FieldLevel = "spec"
+	// PodSecurityContextLevel is a field under spec.securityContext.
+	PodSecurityContextLevel FieldLevel = "spec.securityContext"
+	// ContainerSecurityContextLevel is a field under the securityContext of every container,
 	// initContainer and ephemeralContainer.
-	ContainerSecurityContextScope Scope = "containers[*].securityContext"
+	ContainerSecurityContextLevel FieldLevel = "containers[*].securityContext"
 )
 
 // Rejection says which values of a field the API server rejects on a Windows pod.
@@ -32,13 +34,13 @@ const (
 // LinuxOnlyField is one row of the strip table: a field that pkg/apis/core/validation (validateWindows,
 // validatePodResources) rejects when spec.os.name is windows.
 type LinuxOnlyField struct {
-	Scope      Scope
+	Level      FieldLevel
 	Name       string
 	RejectedIf Rejection
 }
 
 // Path is the field's path for docs and metrics, with "*" for the container name.
-func (f LinuxOnlyField) Path() string { return string(f.Scope) + "." + f.Name }
+func (f LinuxOnlyField) Path() string { return string(f.Level) + "." + f.Name }
 
 // Rule is the code of the row in the rules table: each row of the strip table is a rule of its own.
 func (f LinuxOnlyField) Rule() Rule { return Rule("strip:" + f.Path()) }
@@ -83,62 +85,62 @@ func ptr[V any](p **V) (any, bool) {
 // use.
 var (
 	podRows = ruled([]row[corev1.PodSpec]{
-		{LinuxOnlyField{PodScope, "hostPID", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
+		{LinuxOnlyField{PodLevel, "hostPID", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
 			v := s.HostPID
 			s.HostPID = false
 			return v, v
 		}},
-		{LinuxOnlyField{PodScope, "hostIPC", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
+		{LinuxOnlyField{PodLevel, "hostIPC", WhenTrue}, func(s *corev1.PodSpec) (any, bool) {
 			v := s.HostIPC
 			s.HostIPC = false
 			return v, v
 		}},
-		{LinuxOnlyField{PodScope, "shareProcessNamespace", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+		{LinuxOnlyField{PodLevel, "shareProcessNamespace", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
 			return ptr(&s.ShareProcessNamespace)
 		}},
-		{LinuxOnlyField{PodScope, "hostUsers", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+		{LinuxOnlyField{PodLevel, "hostUsers", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
 			return ptr(&s.HostUsers)
 		}},
-		{LinuxOnlyField{PodScope, "resources", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
+		{LinuxOnlyField{PodLevel, "resources", WhenSet}, func(s *corev1.PodSpec) (any, bool) {
 			return ptr(&s.Resources)
 		}},
 	})
 
 	podSecurityContextRows = ruled([]row[corev1.PodSecurityContext]{
-		{LinuxOnlyField{PodSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "seLinuxOptions", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.SELinuxOptions)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "seccompProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "seccompProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.SeccompProfile)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "appArmorProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "appArmorProfile", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.AppArmorProfile)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "fsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "fsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.FSGroup)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "fsGroupChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "fsGroupChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.FSGroupChangePolicy)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "runAsUser", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "runAsUser", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.RunAsUser)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "runAsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "runAsGroup", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.RunAsGroup)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "supplementalGroups", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "supplementalGroups", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			// The API server rejects even an empty list, so "set" means non-nil here.
 			v := c.SupplementalGroups
 			c.SupplementalGroups = nil
 			return v, v != nil
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "supplementalGroupsPolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "supplementalGroupsPolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.SupplementalGroupsPolicy)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "seLinuxChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "seLinuxChangePolicy", WhenSet}, func(c *corev1.PodSecurityContext) (any, bool) {
 			return ptr(&c.SELinuxChangePolicy)
 		}},
-		{LinuxOnlyField{PodSecurityContextScope, "sysctls", WhenNonEmpty}, func(c *corev1.PodSecurityContext) (any, bool) {
+		{LinuxOnlyField{PodSecurityContextLevel, "sysctls", WhenNonEmpty}, func(c *corev1.PodSecurityContext) (any, bool) {
 			v := c.Sysctls
 			if len(v) == 0 {
 				return nil, false
@@ -149,34 +151,34 @@ var (
 	})
 
 	containerSecurityContextRows = ruled([]row[corev1.SecurityContext]{
-		{LinuxOnlyField{ContainerSecurityContextScope, "seLinuxOptions", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "seLinuxOptions", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.SELinuxOptions)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "seccompProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "seccompProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.SeccompProfile)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "appArmorProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "appArmorProfile", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.AppArmorProfile)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "capabilities", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "capabilities", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.Capabilities)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "readOnlyRootFilesystem", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "readOnlyRootFilesystem", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.ReadOnlyRootFilesystem)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "privileged", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "privileged", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.Privileged)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "allowPrivilegeEscalation", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "allowPrivilegeEscalation", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.AllowPrivilegeEscalation)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "procMount", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "procMount", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.ProcMount)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "runAsUser", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "runAsUser", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.RunAsUser)
 		}},
-		{LinuxOnlyField{ContainerSecurityContextScope, "runAsGroup", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
+		{LinuxOnlyField{ContainerSecurityContextLevel, "runAsGroup", WhenSet}, func(c *corev1.SecurityContext) (any, bool) {
 			return ptr(&c.RunAsGroup)
 		}},
 	})

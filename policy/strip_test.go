@@ -14,13 +14,13 @@ import (
 // TestStripTableNamesRealFields proves every row names a JSON field of the type it strips, so a typo in
 // the table cannot silently strip nothing.
 func TestStripTableNamesRealFields(t *testing.T) {
-	types := map[Scope]reflect.Type{
-		PodScope:                      reflect.TypeFor[corev1.PodSpec](),
-		PodSecurityContextScope:       reflect.TypeFor[corev1.PodSecurityContext](),
-		ContainerSecurityContextScope: reflect.TypeFor[corev1.SecurityContext](),
+	types := map[FieldLevel]reflect.Type{
+		PodLevel:                      reflect.TypeFor[corev1.PodSpec](),
+		PodSecurityContextLevel:       reflect.TypeFor[corev1.PodSecurityContext](),
+		ContainerSecurityContextLevel: reflect.TypeFor[corev1.SecurityContext](),
 	}
 	for _, f := range LinuxOnlyFields() {
-		field, ok := jsonField(types[f.Scope], f.Name)
+		field, ok := jsonField(types[f.Level], f.Name)
 		if !ok {
 			t.Errorf("%s: no such JSON field", f.Path())
 			continue
@@ -76,7 +76,7 @@ func TestStripTableStripsEveryRow(t *testing.T) {
 
 	podRows, containerRows := 0, 0
 	for _, f := range LinuxOnlyFields() {
-		if f.Scope == ContainerSecurityContextScope {
+		if f.Level == ContainerSecurityContextLevel {
 			containerRows++
 		} else {
 			podRows++
@@ -102,11 +102,11 @@ func renderStripTable() string {
 	var b strings.Builder
 	b.WriteString("| where | field | rejected when |\n| --- | --- | --- |\n")
 	for _, f := range LinuxOnlyFields() {
-		where := map[Scope]string{
-			PodScope:                      "`spec`",
-			PodSecurityContextScope:       "`spec.securityContext`",
-			ContainerSecurityContextScope: "`securityContext` of every container, init and ephemeral container",
-		}[f.Scope]
+		where := map[FieldLevel]string{
+			PodLevel:                      "`spec`",
+			PodSecurityContextLevel:       "`spec.securityContext`",
+			ContainerSecurityContextLevel: "`securityContext` of every container, init and ephemeral container",
+		}[f.Level]
 		when := map[Rejection]string{WhenSet: "any value, even `false`, `0` or `[]`", WhenTrue: "`true`", WhenNonEmpty: "it holds at least one item"}[f.RejectedIf]
 		fmt.Fprintf(&b, "| %s | `%s` | %s |\n", where, f.Name, when)
 	}

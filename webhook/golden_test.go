@@ -426,7 +426,7 @@ func TestGoldenCasesCoverStripTable(t *testing.T) {
 	var missing []string
 	for _, f := range policy.LinuxOnlyFields() {
 		paths := []string{f.Path()}
-		if f.Scope == policy.ContainerSecurityContextScope {
+		if f.Level == policy.ContainerSecurityContextLevel {
 			paths = nil
 			for _, list := range []string{"containers", "initContainers", "ephemeralContainers"} {
 				paths = append(paths, "spec."+list+"[*].securityContext."+f.Name)

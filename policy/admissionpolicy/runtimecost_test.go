@@ -14,8 +14,8 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// chartPodPath is the Windows chart pod of `make perf` (test/lab/perf ChartPod(2), in namespace perf),
-// which test/lab/perf's TestChartPodTestdata keeps equal to it.
+// chartPodPath is the Windows chart pod of `make perf` (test/perf ChartPod(2), in namespace perf),
+// which test/perf's TestChartPodTestdata keeps equal to it.
 var chartPodPath = filepath.Join("testdata", "chartpod.json")
 
 // TestAdmissionPolicyRuntimeCost reports what the default wincompat-pods policy costs at admission for

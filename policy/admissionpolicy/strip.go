@@ -22,14 +22,14 @@ func strips(s shape) listVar {
 	var spec, podSC, any []string
 	var containerFields []policy.LinuxOnlyField
 	for _, f := range policy.LinuxOnlyFields() {
-		switch f.Scope {
-		case policy.PodScope:
+		switch f.Level {
+		case policy.PodLevel:
 			spec = append(spec, stripOne(optional(s.spec), quote(s.specPtr), text("spec"), f))
 			any = append(any, stripCond(optional(s.spec), f))
-		case policy.PodSecurityContextScope:
+		case policy.PodSecurityContextLevel:
 			podSC = append(podSC, stripOne(optional(s.spec)+".?securityContext", quote(s.specPtr+"/securityContext"), text("spec.securityContext"), f))
 			any = append(any, stripCond(optional(s.spec)+".?securityContext", f))
-		case policy.ContainerSecurityContextScope:
+		case policy.ContainerSecurityContextLevel:
 			containerFields = append(containerFields, f)
 		}
 	}
@@ -76,7 +76,7 @@ func stripGroups(removals listVar) part {
 func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyField) string {
 	value := parent + ".?" + f.Name
 	cond := stripCond(parent, f)
-	from := scalar(value+".value()", kindOf(scopeTypes[f.Scope], f.Name))
+	from := scalar(value+".value()", kindOf(levelTypes[f.Level], f.Name))
 	if from.cel == "" {
 		from = jsonValue{quote("null")}
 	}
@@ -113,8 +113,8 @@ func kindOf(t reflect.Type, name string) reflect.Kind {
 	return reflect.Invalid
 }
 
-var scopeTypes = map[policy.Scope]reflect.Type{
-	policy.PodScope:                      reflect.TypeFor[corev1.PodSpec](),
-	policy.PodSecurityContextScope:       reflect.TypeFor[corev1.PodSecurityContext](),
-	policy.ContainerSecurityContextScope: reflect.TypeFor[corev1.SecurityContext](),
+var levelTypes = map[policy.FieldLevel]reflect.Type{
+	policy.PodLevel:                      reflect.TypeFor[corev1.PodSpec](),
+	policy.PodSecurityContextLevel:       reflect.TypeFor[corev1.PodSecurityContext](),
+	policy.ContainerSecurityContextLevel: reflect.TypeFor[corev1.SecurityContext](),
 }

@@ -302,12 +302,12 @@ func (g *gen) template(name string, restart corev1.RestartPolicy, restricted boo
 		spec.SecurityContext = sc
 	}
 	for _, f := range g.rows {
-		switch f.Scope {
-		case policy.PodScope:
+		switch f.Level {
+		case policy.PodLevel:
 			if v, ok := g.stripValue(f); ok {
 				plan.spec[f.Name] = v
 			}
-		case policy.PodSecurityContextScope:
+		case policy.PodSecurityContextLevel:
 			if v, ok := g.stripValue(f); ok {
 				plan.podSC[f.Name] = v
 			}
@@ -559,7 +559,7 @@ func (g *gen) container(name, image string, volumes []corev1.Volume, hostProcess
 	// Security context: the Linux-only rows through the plan, the Windows ones typed.
 	rows := map[string]any{}
 	for _, f := range g.rows {
-		if f.Scope != policy.ContainerSecurityContextScope {
+		if f.Level != policy.ContainerSecurityContextLevel {
 			continue
 		}
 		if v, ok := g.stripValue(f); ok {

@@ -1099,7 +1099,7 @@ func propReport(results []*propResult, rows []policy.LinuxOnlyField) string {
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strip-table row\tpod\tcontainers\tinitContainers\t")
 	for _, f := range rows {
-		if f.Scope == policy.ContainerSecurityContextScope {
+		if f.Level == policy.ContainerSecurityContextLevel {
 			fmt.Fprintf(tw, "%s\t\t%d\t%d\t\n", f.Path(), fields["strip spec.containers[*].securityContext."+f.Name], fields["strip spec.initContainers[*].securityContext."+f.Name])
 		} else {
 			fmt.Fprintf(tw, "%s\t%d\t\t\t\n", f.Path(), fields["strip "+f.Path()])
@@ -1188,7 +1188,7 @@ func propCoverage(t *testing.T, results []*propResult, rows []policy.LinuxOnlyFi
 	}
 	var want []string
 	for _, f := range rows {
-		if f.Scope == policy.ContainerSecurityContextScope {
+		if f.Level == policy.ContainerSecurityContextLevel {
 			want = append(want, "strip spec.containers[*].securityContext."+f.Name, "strip spec.initContainers[*].securityContext."+f.Name)
 		} else {
 			want = append(want, "strip "+f.Path())
@@ -1366,7 +1366,7 @@ func disallowedChange(kind string, c policy.Change, rows []policy.LinuxOnlyField
 	case policy.Strip:
 		for _, f := range rows {
 			path := f.Path()
-			if f.Scope == policy.ContainerSecurityContextScope {
+			if f.Level == policy.ContainerSecurityContextLevel {
 				path = "spec.containers[*].securityContext." + f.Name
 			}
 			if field == path {

@@ -187,7 +187,7 @@ func skippedPart(field string) (string, string) {
 
 // striptableField is a strip-table row's field as a probe path.
 func striptableField(f policy.LinuxOnlyField) string {
-	if f.Scope == policy.ContainerSecurityContextScope {
+	if f.Level == policy.ContainerSecurityContextLevel {
 		return "spec." + f.Path()
 	}
 	return f.Path()

@@ -1129,6 +1129,6 @@ func first(s []string) string {
 func templateChanges(w *unstructured.Unstructured) []policy.Change {
 	tpl := templatePaths[w.GetKind()]
 	s, _, _ := unstructured.NestedString(w.Object, append(slices.Clone(tpl), "metadata", "annotations", policy.AnnotationTemplateChanges)...)
-	changes, _ := policy.DecodeChanges(s)
+	changes, _ := policy.DecodeChanges(s) // either version of the record
 	return changes
 }
