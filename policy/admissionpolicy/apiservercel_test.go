@@ -1,9 +1,11 @@
 package admissionpolicy
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -174,18 +176,112 @@ type admissionCompiler struct {
 	version   *version.Version
 	composed  *plugincel.CompositedCompiler
 	stateless plugincel.Compiler
-	costEnvs  map[plugincel.OptionalVariableDeclarations]*cel.Env
 }
 
 func newAdmissionCompiler(t testing.TB) *admissionCompiler {
 	t.Helper()
-	v := compatibilityVersion(t)
-	composed, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(v))
+	c, err := newAdmissionCompilerAt(compatibilityVersion(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &admissionCompiler{version: v, composed: composed, stateless: plugincel.NewCompiler(environment.MustBaseEnvSet(v)),
-		costEnvs: map[plugincel.OptionalVariableDeclarations]*cel.Env{}}
+	return c
+}
+
+func newAdmissionCompilerAt(v *version.Version) (*admissionCompiler, error) {
+	composed, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(v))
+	if err != nil {
+		return nil, err
+	}
+	return &admissionCompiler{version: v, composed: composed, stateless: plugincel.NewCompiler(environment.MustBaseEnvSet(v))}, nil
+}
+
+// The tests compile the same expressions many times over: every rendering has the same policies (only
+// their params differ), and several tests compile, estimate and evaluate them. cel-go's type check of
+// the generated expressions (long list and map literals) is nearly all of this package's test time, so
+// each distinct policy goes through the API server's compiler once per test binary (compileAll), and
+// each distinct expression is checked, estimated and planned once in its cost environment. What a test
+// reads from the memo is what a fresh compile of the same input gives.
+
+// memo computes the value of each key once, for whichever test asks first.
+type memo[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]*memoEntry[V]
+}
+
+type memoEntry[V any] struct {
+	once sync.Once
+	v    V
+	err  error
+}
+
+func (m *memo[K, V]) get(k K, f func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[K]*memoEntry[V]{}
+	}
+	e := m.m[k]
+	if e == nil {
+		e = &memoEntry[V]{}
+		m.m[k] = e
+	}
+	m.mu.Unlock()
+	e.once.Do(func() { e.v, e.err = f() })
+	return e.v, e.err
+}
+
+// envKey names a cost environment, exprKey an expression checked in one.
+type envKey struct {
+	version string
+	opts    plugincel.OptionalVariableDeclarations
+}
+
+type exprKey struct {
+	envKey
+	expr string
+}
+
+var (
+	costEnvs       memo[envKey, *cel.Env]
+	checkedASTs    memo[exprKey, *cel.Ast]
+	estimatedCosts memo[exprKey, uint64]
+	programs       memo[exprKey, cel.Program]
+	compiledAll    memo[[sha256.Size]byte, []compileResult]
+)
+
+// compileResult is what the API server's compiler says of one expression: its estimated cost, or why
+// it does not compile.
+type compileResult struct {
+	cost uint64
+	err  error
+}
+
+// compileAll compiles the expressions of one configuration or policy in order with one fresh compiler,
+// as the API server does, leaving out those of a kind it has no compiler for (their result is zero).
+func compileAll(t testing.TB, exprs []celExpression) []compileResult {
+	t.Helper()
+	v := compatibilityVersion(t)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", v)
+	for _, e := range exprs {
+		fmt.Fprintf(h, "%d %q %v %q\n", e.kind, e.name, e.params, e.expr)
+	}
+	results, err := compiledAll.get([sha256.Size]byte(h.Sum(nil)), func() ([]compileResult, error) {
+		c, err := newAdmissionCompilerAt(v)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]compileResult, len(exprs))
+		for i, e := range exprs {
+			if e.kind >= 0 {
+				out[i].cost, out[i].err = c.compile(e)
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
 }
 
 // compile compiles e as the API server validates it, and returns its estimated cost.
@@ -220,25 +316,53 @@ func (c *admissionCompiler) compile(e celExpression) (uint64, error) {
 // variable's own cost is estimated where it is defined, and its value, read here, is bounded like the
 // object's.
 func (c *admissionCompiler) estimate(e celExpression, opts plugincel.OptionalVariableDeclarations) (uint64, error) {
+	env, checked, err := c.check(e.expr, opts)
+	if err != nil {
+		return 0, err
+	}
+	return estimatedCosts.get(exprKey{c.envKey(opts), e.expr}, func() (uint64, error) {
+		est, err := env.EstimateCost(checked, newBoundedSizes())
+		if err != nil {
+			return 0, err
+		}
+		return est.Max, nil
+	})
+}
+
+// check is expr checked in the cost environment of opts.
+func (c *admissionCompiler) check(expr string, opts plugincel.OptionalVariableDeclarations) (*cel.Env, *cel.Ast, error) {
 	env, err := c.costEnv(opts)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	checked, issues := env.Compile(e.expr)
-	if issues.Err() != nil {
-		return 0, fmt.Errorf("the cost environment does not compile what the API server's does: %w", issues.Err())
-	}
-	est, err := env.EstimateCost(checked, newBoundedSizes())
+	checked, err := checkedASTs.get(exprKey{c.envKey(opts), expr}, func() (*cel.Ast, error) {
+		checked, issues := env.Compile(expr)
+		if issues.Err() != nil {
+			return nil, fmt.Errorf("the cost environment does not compile what the API server's does: %w", issues.Err())
+		}
+		return checked, nil
+	})
+	return env, checked, err
+}
+
+// program is expr checked and planned in the cost environment of opts, for evaluation.
+func (c *admissionCompiler) program(expr string, opts plugincel.OptionalVariableDeclarations) (cel.Program, error) {
+	env, checked, err := c.check(expr, opts)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return est.Max, nil
+	return programs.get(exprKey{c.envKey(opts), expr}, func() (cel.Program, error) { return env.Program(checked) })
+}
+
+func (c *admissionCompiler) envKey(opts plugincel.OptionalVariableDeclarations) envKey {
+	return envKey{c.version.String(), opts}
 }
 
 func (c *admissionCompiler) costEnv(opts plugincel.OptionalVariableDeclarations) (*cel.Env, error) {
-	if env, ok := c.costEnvs[opts]; ok {
-		return env, nil
-	}
+	return costEnvs.get(c.envKey(opts), func() (*cel.Env, error) { return c.newCostEnv(opts) })
+}
+
+func (c *admissionCompiler) newCostEnv(opts plugincel.OptionalVariableDeclarations) (*cel.Env, error) {
 	request, namespace := plugincel.BuildRequestType(), plugincel.BuildNamespaceType()
 	vars := []cel.EnvOption{
 		cel.Variable(plugincel.ObjectVarName, cel.DynType),
@@ -274,12 +398,7 @@ func (c *admissionCompiler) costEnv(opts plugincel.OptionalVariableDeclarations)
 			return nil, err
 		}
 	}
-	env, err := set.Env(environment.NewExpressions)
-	if err != nil {
-		return nil, err
-	}
-	c.costEnvs[opts] = env
-	return env, nil
+	return set.Env(environment.NewExpressions)
 }
 
 // checkCompiles reports every problem compileProblems finds.
@@ -295,15 +414,15 @@ func checkCompiles(t *testing.T, exprs []celExpression, isPolicy bool) {
 // matchConditions' together and, for a policy, all of them together.
 func compileProblems(t *testing.T, exprs []celExpression, isPolicy bool) []string {
 	t.Helper()
-	c := newAdmissionCompiler(t)
+	results := compileAll(t, exprs)
 	var problems []string
 	var conditions, all uint64
-	for _, e := range exprs {
+	for i, e := range exprs {
 		if e.kind < 0 {
 			problems = append(problems, e.where+": no compiler for this kind of expression")
 			continue
 		}
-		cost, err := c.compile(e)
+		cost, err := results[i].cost, results[i].err
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s does not compile on kube-apiserver %s and later: %v\n%s", e.where, oldestServer, err, e.expr))
 			continue

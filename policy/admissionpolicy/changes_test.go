@@ -177,17 +177,9 @@ func compilePolicy(t testing.TB, c *admissionCompiler, p admissionregistrationv1
 	t.Helper()
 	out := &compiledPolicy{name: p.Name, params: params}
 	for _, e := range mutatingPolicyExpressions(p) {
-		env, err := c.costEnv(plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch, HasParams: e.params})
+		prg, err := c.program(e.expr, plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasPatchTypes: e.kind == jsonPatch, HasParams: e.params})
 		if err != nil {
-			t.Fatal(err)
-		}
-		ast, issues := env.Compile(e.expr)
-		if issues.Err() != nil {
-			t.Fatalf("%s: %v", e.where, issues.Err())
-		}
-		prg, err := env.Program(ast)
-		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", e.where, err)
 		}
 		out.expressions = append(out.expressions, compiledExpression{e, prg})
 	}

@@ -48,13 +48,13 @@ func renderedCosts(t *testing.T) []expressionCost {
 	for _, name := range slices.Sorted(maps.Keys(renderings)) {
 		policies := Render(renderings[name], Options{Version: "v1.2.3"}).Policies
 		for _, p := range policies {
-			c := newAdmissionCompiler(t)
-			for _, e := range mutatingPolicyExpressions(p) {
-				cost, err := c.compile(e)
-				if err != nil {
-					t.Fatalf("%s, %s: %v", name, e.where, err)
+			exprs := mutatingPolicyExpressions(p)
+			for i, r := range compileAll(t, exprs) {
+				e := exprs[i]
+				if r.err != nil {
+					t.Fatalf("%s, %s: %v", name, e.where, r.err)
 				}
-				out = append(out, expressionCost{name, p.Name, strings.TrimPrefix(e.where, p.Name+" "), e.kind == matchCondition, cost})
+				out = append(out, expressionCost{name, p.Name, strings.TrimPrefix(e.where, p.Name+" "), e.kind == matchCondition, r.cost})
 			}
 		}
 	}

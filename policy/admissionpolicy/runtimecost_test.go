@@ -14,8 +14,8 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// chartPodPath is the Windows chart pod of `make perf` (test/perf ChartPod(2), in namespace perf),
-// which test/perf's TestChartPodTestdata keeps equal to it.
+// chartPodPath is the Windows chart pod of `make perf` (test/lab/perf ChartPod(2), in namespace perf),
+// which test/lab/perf's TestChartPodTestdata keeps equal to it.
 var chartPodPath = filepath.Join("testdata", "chartpod.json")
 
 // TestAdmissionPolicyRuntimeCost reports what the default wincompat-pods policy costs at admission for
@@ -32,12 +32,13 @@ func TestAdmissionPolicyRuntimeCost(t *testing.T) {
 		t.Fatalf("the first policy is %s", p.Name)
 	}
 	namespace := perfNamespace()
-	c := newAdmissionCompiler(t)
-	for _, e := range mutatingPolicyExpressions(p) {
-		if _, err := c.compile(e); err != nil {
-			t.Fatalf("%s: %v", e.where, err)
+	exprs := mutatingPolicyExpressions(p)
+	for i, r := range compileAll(t, exprs) {
+		if r.err != nil {
+			t.Fatalf("%s: %v", exprs[i].where, r.err)
 		}
 	}
+	c := newAdmissionCompiler(t)
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "expression\tcost\t\n")
