@@ -12,7 +12,7 @@
 // whose pods the API server admits and a Windows node would not run: the readiness warnings returned at
 // apply time, and the same findings recorded on a pod created from its template.
 //
-// Then "builds from the image itself" (images.go): a registry on loopback in this process holds Windows
+// Then "builds from the image itself" (imagebuilds.go): a registry on loopback in this process holds Windows
 // images whose tags name no build, the cluster's 2022 node is replaced by a Windows Server 2025 node, and
 // pods using those images show the builds wincompat reads from the registry: a 2022 image on the 2025
 // node, a multi-platform image allowed on every build that runs it, a 2019 image on the 2019 node, a
@@ -84,7 +84,7 @@ const (
 // nodeSpec is a fake node: name, OS, Windows build.
 type nodeSpec struct{ name, os, build string }
 
-// The cluster of the first part; the second (images.go) replaces win2022-0 by a 2025 node.
+// The cluster of the first part; the second (imagebuilds.go) replaces win2022-0 by a 2025 node.
 var nodes = []nodeSpec{
 	{"linux-0", "linux", ""},
 	{"linux-1", "linux", ""},
@@ -1129,6 +1129,6 @@ func first(s []string) string {
 func templateChanges(w *unstructured.Unstructured) []policy.Change {
 	tpl := templatePaths[w.GetKind()]
 	s, _, _ := unstructured.NestedString(w.Object, append(slices.Clone(tpl), "metadata", "annotations", policy.AnnotationTemplateChanges)...)
-	changes, _ := policy.DecodeChanges(s) // either version of the record
+	changes, _ := policy.DecodeChanges(s)
 	return changes
 }
