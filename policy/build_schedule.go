@@ -98,7 +98,7 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 }
 
 // noBuildNodeReason is the warning that no ready node runs the builds chosen; the record writes the
-// builds alone (record_v3.go).
+// builds alone (record_codec.go).
 func noBuildNodeReason(builds []string) string {
 	return noBuildNodeBefore + strings.Join(builds, noBuildNodeSep) + noBuildNodeAfter
 }

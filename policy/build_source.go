@@ -306,7 +306,7 @@ func requireBuilds(spec *corev1.PodSpec, builds []string, rec *recorder) {
 }
 
 // buildsReason is the reason of build's pin in the node affinity; the record gives it back from the
-// builds (record_v3.go).
+// builds (record_codec.go).
 func buildsReason(builds []string) string {
 	return buildsReasonPrefix + strings.Join(builds, ", ")
 }

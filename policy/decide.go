@@ -368,9 +368,8 @@ var linuxOnlyImageReason = func(image, platforms string) string {
 // RecordedLinuxOnly finds, among the changes recorded on a pod, the warning that the image of the
 // container at containerPath (spec.containers[NAME]) has no Windows entry, and returns the image as the
 // warning describes it. A warning about another image does not count: a container's image can be
-// changed after admission, which records nothing then. Recorded changes carry no rule, so the warning is
-// recognised by its structure: the reason linuxOnlyImageReason gives for this image, whatever the
-// platforms between.
+// changed after admission, which records nothing then. The warning is recognised by its structure: the
+// reason linuxOnlyImageReason gives for this image, whatever the platforms between.
 func RecordedLinuxOnly(changes []Change, containerPath, image string) (string, bool) {
 	// A NUL marks where the platforms go. An image holding one is no valid reference, and at worst is
 	// not found: the comparison below keeps every match exact.

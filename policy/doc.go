@@ -30,10 +30,10 @@
 //     rewrite, a build source, a readiness row), which `wincompat mutate --explain` shows;
 //   - registry mirrors (mirrors.go): where the image resolver reads a registry's images, in containerd
 //     hosts.toml's order and capabilities, and the record of the mirror that answered;
-//   - the change record (change.go, record*.go): Change and its encoding in the wincompat.io/changes
-//     annotations (version 3: rule codes instead of prose, the strips of one object as one entry,
-//     what the tables give back left out; versions 1 and 2 still read), which later passes and the
-//     audit read back;
+//   - the change record (record*.go): Change (record_change.go) and its encoding in the
+//     wincompat.io/changes annotations (record_codec.go writes it, record_decode.go reads it: rule codes
+//     instead of prose, the strips of one object as one entry, what the tables give back left out),
+//     which later passes and the audit read back;
 //   - the Policy itself, its file and its defaults (default.yaml, printed by `wincompat policy`).
 //
 // README.md in this directory describes every change wincompat makes and why.

@@ -355,7 +355,7 @@ func FuzzDecide(f *testing.F) {
 		d, err := pol.Decide(obj, facts)
 		goruntime.ReadMemStats(&allocAfter)
 		checkRules(t, d)
-		// What recordbounds_test.go measures on the worst shapes, on every input: linear in the object,
+		// What record_bounds_test.go measures on the worst shapes, on every input: linear in the object,
 		// with room for the policy's fixed work on a small one.
 		if allocated, limit := allocAfter.TotalAlloc-allocBefore.TotalAlloc, uint64(maxDecisionFactor*len(beforeJSON)+256<<10); allocated > limit {
 			t.Fatalf("the decision allocated %d bytes for an object of %d, more than %d", allocated, len(beforeJSON), limit)

@@ -108,10 +108,8 @@ func TestReadinessChecks(t *testing.T) {
 				if f := c.MetricField(); f == OtherField {
 					t.Errorf("finding %d: field %s is not among the rule's fields %v", i, c.Field(), row.fields)
 				}
-				recorded := c
-				recorded.Rule = ""
-				if RuleOf(recorded) != tc.rule {
-					t.Errorf("recorded finding %d: rule %q, want %s", i, RuleOf(recorded), tc.rule)
+				if recorded, err := DecodeChanges(EncodeChanges([]Change{c})); err != nil || len(recorded) != 1 || RuleOf(recorded[0]) != tc.rule {
+					t.Errorf("recorded finding %d reads back as %+v (%v), want rule %s", i, recorded, err, tc.rule)
 				}
 				if !strings.HasPrefix(d.Rule(c), "readiness (a warning): ") {
 					t.Errorf("finding %d explained as %q", i, d.Rule(c))
@@ -179,8 +177,8 @@ func TestTemplateWarnings(t *testing.T) {
 			for _, c := range d.Changes {
 				if c.Action == Warn {
 					got[c.Path] = c.Rule
-					if RuleOf(Change{Action: c.Action, Path: c.Path, From: c.From, Reason: c.Reason}) != c.Rule {
-						t.Errorf("recorded %s (%q) does not find its rule %s", c.Path, c.Reason, c.Rule)
+					if recorded, err := DecodeChanges(EncodeChanges([]Change{c})); err != nil || len(recorded) != 1 || RuleOf(recorded[0]) != c.Rule {
+						t.Errorf("recorded %s (%q) does not read back with its rule %s: %+v, %v", c.Path, c.Reason, c.Rule, recorded, err)
 					}
 				} else if c.Rule == RuleMemoryEmptyDir || c.Rule == RuleDNSPolicy {
 					t.Errorf("the template was rewritten: %+v", c)

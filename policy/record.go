@@ -3,34 +3,25 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// RecordVersion is the version of the change record this wincompat writes (policy/README.md, "The
-// change record"). Version 1 (wincompat before issue 29) is a JSON array of
-// {"action","path","from","to","reason"} objects; version 2 an object {"v":2,"c":[entry,...]} whose
-// entries are arrays [action, path, from, to, rule, reason], the reason left out where the rules table
-// gives it back. Version 3 (record_v3.go) keeps that entry and writes less of it: one-letter actions, a
-// path left out where the rule names it, the strips of one securityContext as one entry, and values
-// the tables give back written by what they are made from. All three are JSON, so `kubectl get -o
-// jsonpath` and jq read them; DecodeChanges reads all three, as pods and templates keep the record they
-// were admitted with.
+// RecordVersion is the version of the change record (policy/README.md, "The change record"): an
+// object {"v":3,"c":[entry,...]} whose entries are arrays [action, path, from, to, rule, reason], written
+// short (record_codec.go): one-letter actions, a path left out where the rule names it, the strips of one
+// securityContext as one entry, and values the tables give back written by what they are made from. It
+// is JSON, so `kubectl get -o jsonpath` and jq read it. No other version was ever released: a record of
+// another version is not one this wincompat reads (DecodeChanges fails, and a new record replaces it).
 const RecordVersion = 3
 
-// RecordPrefix opens every version 3 record; a version 2 record opens with RecordPrefixV2, a version 1
-// record with '['. The admission policies tell the versions apart by it.
+// RecordPrefix opens every record. The admission policies tell a record they can append to by it.
 const RecordPrefix = `{"v":3,`
 
-// RecordPrefixV2 opens a version 2 record, which a version 3 record keeps as it was (its "v2").
-const RecordPrefixV2 = `{"v":2,`
-
-// noRule is the rule element of a change whose rule is unknown (read back from a version 1 record with
-// a reason no rule has): "" rather than null, which would mean the strip-table row of its path.
+// noRule is the rule element of a change whose rule is unknown (read back from a record whose author
+// wrote a rule no table has): "" rather than null, which would mean the strip-table row of its path.
 const noRule = `""`
 
 // stripRow is what stripRowOf compares of a strip-table row, worked out once: it runs for every strip
@@ -119,9 +110,8 @@ func derivedReason(c Change, r Rule) string {
 	return ""
 }
 
-// RuleWritten says whether a change of action whose rule is r writes the code in a version 2 or 3
-// record: a strip-table rule does not, its path names the row. The admission policies shape their
-// entries by it.
+// RuleWritten says whether a change of action whose rule is r writes the code in the record: a
+// strip-table rule does not, its path names the row. The admission policies shape their entries by it.
 func RuleWritten(action Action, r Rule) bool {
 	return !(action == Strip && strings.HasPrefix(string(r), "strip:"))
 }
@@ -133,132 +123,11 @@ func ReasonWritten(c Change) bool {
 	return r == "" || c.Reason != derivedReason(c, r)
 }
 
-// DecodeChanges parses a changes annotation written by any wincompat version: a version 1 list, or a
-// version 2 or 3 record, whose entries are expanded with the rules table (each change has its Rule and
-// its reason's prose). Records of every version stay readable: objects keep the one they were admitted
-// with.
+// DecodeChanges parses a changes annotation: its entries expanded with the rules table (each change
+// has its Rule and its reason's prose). A value that is no record of RecordVersion is an error.
 func DecodeChanges(s string) ([]Change, error) {
 	_, changes, err := decodeRecord(s)
 	return changes, err
-}
-
-// recordKind is what a record read before this pass is, which says how new entries follow it.
-type recordKind int
-
-const (
-	noRecord   recordKind = iota // none, or one that is replaced
-	v1Record                     // a version 1 list: kept as "v1"
-	v2Record                     // a version 2 record: kept as "v2"
-	openRecord                   // a version 3 record ending in its entries: new ones are appended
-)
-
-// decodeRecord reads a record of any version: what kind it is and every change it holds, oldest first.
-func decodeRecord(s string) (recordKind, []Change, error) {
-	if !strings.HasPrefix(s, "{") {
-		var old []Change
-		if err := json.Unmarshal([]byte(s), &old); err != nil {
-			return noRecord, nil, fmt.Errorf("annotation is not a JSON array of changes: %w", err)
-		}
-		if s == "[]" || !strings.HasSuffix(s, "]") { // the admission policies keep only a list, and not an empty one
-			return noRecord, old, nil
-		}
-		return v1Record, old, nil
-	}
-	b := []byte(s) // the changes' values are spans of it
-	if !json.Valid(b) {
-		return noRecord, nil, errors.New("annotation is not a change record: not JSON")
-	}
-	changes, version, err := decodeObject(b, nil, 0)
-	if err != nil {
-		return noRecord, nil, err
-	}
-	// New entries go at the end of the record, which must be the end of its "c".
-	var entries []byte
-	members(b, func(key, value []byte) {
-		if string(key) == `"c"` {
-			entries = value
-		}
-	})
-	cLast := len(entries) > 0 && cap(b)-cap(entries)+len(entries) == len(b)-1
-	// What the admission policies keep, told apart as they tell it (by its ends), the webhook keeps.
-	switch {
-	case version == 2 && strings.HasPrefix(s, RecordPrefixV2) && strings.HasSuffix(s, "}"):
-		return v2Record, changes, nil
-	case version == 3 && strings.HasPrefix(s, RecordPrefix) && strings.HasSuffix(s, "]}") && cLast:
-		return openRecord, changes, nil
-	}
-	return noRecord, changes, nil
-}
-
-// decodeObject appends the changes of a version 2 or 3 record (valid JSON) to changes, in order: a
-// version 1 list it kept ("v1"), a version 2 record it kept ("v2", version 3 only), its entries ("c").
-// depth is 1 inside a version 3 record's "v2".
-func decodeObject(b []byte, changes []Change, depth int) ([]Change, int, error) {
-	var version, v1raw, v2raw, entries []byte
-	if !members(b, func(key, value []byte) {
-		switch string(key) {
-		case `"v"`:
-			version = value
-		case `"v1"`:
-			v1raw = value
-		case `"v2"`:
-			v2raw = value
-		case `"c"`:
-			entries = value
-		}
-	}) {
-		return nil, 0, errors.New("annotation is not a change record: not an object")
-	}
-	v := 0
-	switch string(version) {
-	case "2":
-		v = 2
-	case "3":
-		v = 3
-	}
-	if v == 0 || v == 3 && depth > 0 || v == 2 && len(v2raw) > 0 {
-		return nil, 0, fmt.Errorf("change record of version %.20q; this wincompat reads versions 1 to %d", version, RecordVersion)
-	}
-	if len(v1raw) > 0 {
-		var old []Change
-		if err := json.Unmarshal(v1raw, &old); err != nil {
-			return nil, 0, fmt.Errorf("change record: v1 is not a JSON array of changes: %w", err)
-		}
-		changes = append(changes, old...)
-	}
-	if len(v2raw) > 0 {
-		var err error
-		if changes, _, err = decodeObject(v2raw, changes, depth+1); err != nil {
-			return nil, 0, fmt.Errorf("change record: v2: %w", err)
-		}
-	}
-	var err error
-	var spans [6][]byte
-	var prev group // the entry before, when a group of strips
-	if len(entries) > 0 && !elements(entries, func(e []byte) bool {
-		elems, ok := entrySpans(e, &spans)
-		if !ok {
-			err = errEntry
-		} else if v == 2 {
-			var c Change
-			if c, err = decodeEntryV2(elems); err == nil {
-				changes = append(changes, c)
-			}
-		} else {
-			changes, prev, err = decodeEntryV3(elems, changes, prev)
-		}
-		if err != nil {
-			err = fmt.Errorf("change record: entry %d: %w", len(changes), err)
-			return false
-		}
-		return true
-	}) {
-		if err == nil {
-			err = errors.New("change record: c is not a list of entries")
-		}
-		return nil, 0, err
-	}
-	return changes, v, nil
 }
 
 // entryString reads a JSON string; one without escapes, as most paths and every code and action are,
@@ -288,7 +157,7 @@ var knownStrings = func() map[string]string {
 	for _, r := range rulesTable {
 		m[string(r.rule)] = string(r.rule)
 	}
-	// The fields of a group of strips (record_v3.go), and the objects of the pod they are removed from.
+	// The fields of a group of strips (record_codec.go), and the objects of the pod they are removed from.
 	for _, r := range stripRows {
 		m[r.name] = r.name
 	}

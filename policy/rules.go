@@ -160,34 +160,9 @@ var rulesByCode = func() map[Rule]*ruleRow {
 	return m
 }()
 
-// recordedKey is what a change read back from an annotation still says of its rule: its field and its
-// reason.
-type recordedKey struct{ field, reason string }
-
-// rulesByRecord finds the rule of a recorded change whose reason is one of the fixed reasons of the
-// table. TestRulesOfRecordsAreUnambiguous checks that no field and reason belong to two rules.
-var rulesByRecord = func() map[recordedKey]Rule {
-	m := map[recordedKey]Rule{}
-	for _, r := range rulesTable {
-		for _, f := range r.fields {
-			for _, reason := range r.reasons {
-				m[recordedKey{f, reason}] = r.rule
-			}
-		}
-	}
-	return m
-}()
-
-// RuleOf is the rule of a change: the one it was made with, or, for a change read back from an
-// annotation (which does not record it), the rule whose fixed reason and field it has. A recorded
-// reason that names images, builds or taints gives no rule: matching its wording would break silently
-// the day the wording changes, so such changes are left unclassified rather than guessed.
-func RuleOf(c Change) Rule {
-	if c.Rule != "" {
-		return c.Rule
-	}
-	return rulesByRecord[recordedKey{c.Field(), c.Reason}]
-}
+// RuleOf is the rule of a change: the one it was made with, or the one its record gave back (""
+// for a change the record names no rule of).
+func RuleOf(c Change) Rule { return c.Rule }
 
 // Rule says where the rule behind a change comes from: a row of the strip table, a policy key, a
 // rewrite, a namespace label or the source of the build (`wincompat mutate --explain` shows it). ""

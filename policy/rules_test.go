@@ -138,69 +138,13 @@ func TestChangesCarryTheirRule(t *testing.T) {
 	}
 }
 
-// A change read back from a version 1 record has no code. Its rule is found only when its field and
-// reason are exactly those of a rule with a fixed reason; wording that merely resembles one gives none.
-func TestRuleOfRecordedChanges(t *testing.T) {
-	d := decideJSON(t, Default(), `{"spec":{"os":{"name":"windows"},"dnsPolicy":"ClusterFirstWithHostNet","containers":[{"name":"app","securityContext":{"runAsUser":1000}}]}}`, nil, nil)
-	v1, err := json.Marshal(d.Changes) // Change's json tags are version 1's
-	if err != nil {
-		t.Fatal(err)
-	}
-	recorded, err := DecodeChanges(string(v1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recorded) != len(d.Changes) {
-		t.Fatalf("recorded %d changes, decided %d", len(recorded), len(d.Changes))
-	}
-	fixedReasons := 0
-	for i, r := range recorded {
-		if r.Rule != "" {
-			t.Fatalf("the record carries a rule: %+v", r)
-		}
-		got, fresh := RuleOf(r), d.Changes[i]
-		if got == "" {
-			if len(rulesByCode[fresh.Rule].reasons) > 0 {
-				t.Errorf("%s (%q): no rule, want %s", r.Path, r.Reason, fresh.Rule)
-			}
-			continue
-		}
-		fixedReasons++
-		if got != fresh.Rule {
-			t.Errorf("%s (%q): rule %s, was made with %s", r.Path, r.Reason, got, fresh.Rule)
-		}
-	}
-	if fixedReasons < 3 { // spec.dnsPolicy, the strip and the non-root intent at least
-		t.Errorf("only %d recorded changes found their rule", fixedReasons)
-	}
-	for _, c := range []Change{
-		{Action: Rewrite, Path: "spec.dnsPolicy", Reason: ReasonDNSPolicy + " (edited)"},
-		{Action: Inject, Path: "metadata.labels", Reason: InjectorOptOutReason([]string{"istio"})},
-		{Action: Strip, Path: "spec.dnsPolicy", Reason: ReasonLinuxOnly},
-	} {
-		if got := RuleOf(c); got != "" {
-			t.Errorf("recorded %s (%q) classified as %s; only an exact field and fixed reason may be", c.Path, c.Reason, got)
-		}
-	}
-}
-
 func TestRulesTable(t *testing.T) {
 	seen := map[Rule]bool{}
-	records := map[recordedKey]Rule{}
 	for _, r := range rulesTable {
 		if r.rule == "" || seen[r.rule] || r.explain == nil || len(r.fields) == 0 {
 			t.Errorf("row %q: a rule needs a code of its own, an explanation and its fields", r.rule)
 		}
 		seen[r.rule] = true
-		for _, f := range r.fields {
-			for _, reason := range r.reasons {
-				k := recordedKey{f, reason}
-				if other, taken := records[k]; taken {
-					t.Errorf("a recorded %s with reason %q would be both %s and %s", f, reason, other, r.rule)
-				}
-				records[k] = r.rule
-			}
-		}
 	}
 	for _, f := range LinuxOnlyFields() {
 		if !seen[f.Rule()] {

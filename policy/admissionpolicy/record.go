@@ -97,18 +97,12 @@ func scalar(expr string, kind reflect.Kind) jsonValue {
 	}
 }
 
-// recordExpr is the record written: the webhook's version 3 record (policy.EncodeChanges), the new
-// entries after any recorded before. A version 1 list or version 2 record an earlier wincompat wrote
-// is kept as it was, as the record's "v1" or "v2", where the webhook keeps it too; anything else is
-// replaced, as the webhook replaces a record it cannot read.
+// recordExpr is the record written: the webhook's record (policy.EncodeChanges), the new entries after
+// any recorded before. Anything else on the object (a record of another version, or one edited by hand)
+// is replaced, as the webhook replaces a record it cannot read.
 var recordExpr = fmt.Sprintf(`variables.recorded.startsWith(%[1]s) && variables.recorded.endsWith(']}') ?
   variables.recorded.substring(0, size(variables.recorded) - 2) + (variables.recorded.endsWith('[]}') ? '' : ',') + variables.records.join(',') + ']}' :
-  variables.recorded.startsWith(%[4]s) && variables.recorded.endsWith('}') ?
-  %[5]s + variables.recorded + ',"c":[' + variables.records.join(',') + ']}' :
-  variables.recorded.startsWith('[') && variables.recorded.endsWith(']') && variables.recorded != '[]' ?
-  %[2]s + variables.recorded + ',"c":[' + variables.records.join(',') + ']}' :
-  %[3]s + variables.records.join(',') + ']}'`, quote(policy.RecordPrefix), quote(policy.RecordPrefix+`"v1":`), quote(policy.RecordPrefix+`"c":[`),
-	quote(policy.RecordPrefixV2), quote(policy.RecordPrefix+`"v2":`))
+  %[2]s + variables.records.join(',') + ']}'`, quote(policy.RecordPrefix), quote(policy.RecordPrefix+`"c":[`))
 
 // reason is a record entry's reason: its text, and whether it is left out because the rules table
 // derives it (policy.ReasonWritten), a CEL bool: "true", "false" or a condition at admission time.
@@ -127,8 +121,8 @@ func fixed(r policy.Rule, why string, to any) reason {
 	return reason{text(why), fmt.Sprint(!policy.ReasonWritten(c))}
 }
 
-// entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges, version
-// 3): [action, path, from, to, rule, reason], trailing absent elements left out and null for an absent
+// entry is the CEL of one change's record entry, in the webhook's format (policy.EncodeChanges):
+// [action, path, from, to, rule, reason], trailing absent elements left out and null for an absent
 // one before a present one; the action a letter, a constant path its rule names (policy.PathOmitted)
 // null, a strip-table rule's code left out (its path names the row), and so is a reason the rules
 // table derives. It is the only place the record's entries are written but the strip table's groups

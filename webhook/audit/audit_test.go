@@ -11,10 +11,10 @@ import (
 func TestSummariseLog(t *testing.T) {
 	log := strings.Join([]string{
 		// One request audited at two stages counts once.
-		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a1","stage":"ResponseStarted","verb":"create","objectRef":{"resource":"pods","namespace":"web","name":"p1"},"annotations":{"pods.wincompat.io/changes":"[{\"action\":\"strip\",\"path\":\"spec.containers[a].securityContext.runAsUser\",\"reason\":\"x\"},{\"action\":\"strip\",\"path\":\"spec.containers[b].securityContext.runAsUser\",\"reason\":\"x\"}]","pods.wincompat.io/build":"10.0.20348","pods.wincompat.io/build-source":"image"}}`,
-		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a1","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","namespace":"web","name":"p1"},"annotations":{"pods.wincompat.io/changes":"[{\"action\":\"strip\",\"path\":\"spec.containers[a].securityContext.runAsUser\",\"reason\":\"x\"}]"}}`,
-		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a2","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"deployments","namespace":"api","name":"d"},"annotations":{"workloads.wincompat.io/changes":"[{\"action\":\"strip\",\"path\":\"spec.securityContext.fsGroup\",\"reason\":\"x\"}]"}}`,
-		// Not ours, not an event, and a corrupt list.
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a1","stage":"ResponseStarted","verb":"create","objectRef":{"resource":"pods","namespace":"web","name":"p1"},"annotations":{"pods.wincompat.io/changes":"{\"v\":3,\"c\":[[\"s\",\"spec.containers[a].securityContext.runAsUser\",null,null,null,\"x\"],[\"s\",\"spec.containers[b].securityContext.runAsUser\",null,null,null,\"x\"]]}","pods.wincompat.io/build":"10.0.20348","pods.wincompat.io/build-source":"image"}}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a1","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","namespace":"web","name":"p1"},"annotations":{"pods.wincompat.io/changes":"{\"v\":3,\"c\":[[\"s\",\"spec.containers[a].securityContext.runAsUser\",null,null,null,\"x\"]]}"}}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a2","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"deployments","namespace":"api","name":"d"},"annotations":{"workloads.wincompat.io/changes":"{\"v\":3,\"c\":[[\"s\",\"spec.securityContext.fsGroup\",null,null,null,\"x\"]]}"}}`,
+		// Not ours, not an event, and a corrupt record.
 		`{"kind":"Event","auditID":"a3","verb":"get","objectRef":{"resource":"pods"},"annotations":{"authorization.k8s.io/decision":"allow"}}`,
 		`this is not JSON`,
 		`{"kind":"Event","auditID":"a4","verb":"create","objectRef":{"resource":"pods","namespace":"web"},"annotations":{"pods-default-os.wincompat.io/changes":"[oops"}}`,

@@ -81,8 +81,7 @@ func newReadiness(controllers *controllers, out *sink) *readiness {
 }
 
 // sites groups the recorded readiness warnings by rule, in the table's order. A change is classified
-// by its exact field and fixed reason (policy.RuleOf): a warning whose reason has changed since it was
-// recorded is counted in the change summary, never guessed at here.
+// by the rule code its record carries (policy.RuleOf), never by its reason's wording.
 func (r *readiness) sites(changes []policy.Change) map[policy.Rule]*ruleSites {
 	var by map[policy.Rule]*ruleSites
 	for _, c := range changes {

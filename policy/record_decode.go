@@ -4,8 +4,113 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 )
+
+// recordKind is what a record read before this pass is, which says how new entries follow it.
+type recordKind int
+
+const (
+	noRecord   recordKind = iota // none, or one that is replaced
+	openRecord                   // a record ending in its entries: new ones are appended
+)
+
+// decodeRecord reads a record: what kind it is and every change it holds, oldest first.
+func decodeRecord(s string) (recordKind, []Change, error) {
+	b := []byte(s) // the changes' values are spans of it
+	if !json.Valid(b) {
+		return noRecord, nil, errors.New("annotation is not a change record: not JSON")
+	}
+	changes, err := decodeObject(b)
+	if err != nil {
+		return noRecord, nil, err
+	}
+	// New entries go at the end of the record, which must be the end of its "c".
+	var entries []byte
+	members(b, func(key, value []byte) {
+		if string(key) == `"c"` {
+			entries = value
+		}
+	})
+	cLast := len(entries) > 0 && cap(b)-cap(entries)+len(entries) == len(b)-1
+	// What the admission policies append to, told apart as they tell it (by its ends), the webhook
+	// appends to; anything else they replace, and so does the webhook.
+	if strings.HasPrefix(s, RecordPrefix) && strings.HasSuffix(s, "]}") && cLast {
+		return openRecord, changes, nil
+	}
+	return noRecord, changes, nil
+}
+
+// decodeObject reads the changes of a record (valid JSON): an object of "v", RecordVersion, and "c",
+// its entries, and nothing else.
+func decodeObject(b []byte) ([]Change, error) {
+	var version, entries, other []byte
+	if !members(b, func(key, value []byte) {
+		switch string(key) {
+		case `"v"`:
+			version = value
+		case `"c"`:
+			entries = value
+		default:
+			if other == nil {
+				other = key
+			}
+		}
+	}) {
+		return nil, fmt.Errorf("annotation is not a change record of version %d: not an object", RecordVersion)
+	}
+	if string(version) != strconv.Itoa(RecordVersion) {
+		return nil, fmt.Errorf("change record of version %.20q; this wincompat reads version %d", version, RecordVersion)
+	}
+	if other != nil {
+		return nil, fmt.Errorf("change record: %.20s is not a member of a version %d record", other, RecordVersion)
+	}
+	var changes []Change
+	var err error
+	var spans [6][]byte
+	var prev group // the entry before, when a group of strips
+	if len(entries) > 0 && !elements(entries, func(e []byte) bool {
+		elems, ok := entrySpans(e, &spans)
+		if !ok {
+			err = errEntry
+		} else {
+			changes, prev, err = decodeEntry(elems, changes, prev)
+		}
+		if err != nil {
+			err = fmt.Errorf("change record: entry %d: %w", len(changes), err)
+			return false
+		}
+		return true
+	}) {
+		if err == nil {
+			err = errors.New("change record: c is not a list of entries")
+		}
+		return nil, err
+	}
+	return changes, nil
+}
+
+var errEntry = errors.New("not an array of action, path, from, to, rule and reason")
+
+// entrySpans splits an entry, a JSON array of two to six values, into spans of it; false when it is
+// not one. spans is the caller's, so that reading an entry allocates nothing.
+func entrySpans(entry []byte, spans *[6][]byte) ([][]byte, bool) {
+	n := 0
+	if !elements(entry, func(e []byte) bool {
+		if n == len(spans) {
+			n++
+			return false
+		}
+		spans[n] = e
+		n++
+		return true
+	}) || n < 2 || n > len(spans) {
+		return nil, false
+	}
+	return spans[:n], true
+}
 
 // group is a group of strips read back, for the entry after: the object's path and the changes.
 type group struct {
@@ -15,9 +120,9 @@ type group struct {
 
 var errGroup = errors.New(`not a group of strips ["s", object, {field: value, ...} or -1]`)
 
-// decodeEntryV3 appends the changes of one version 3 entry (its elements) to changes; prev is the
-// group the entry before was (nil when it was not one), and it returns this entry's.
-func decodeEntryV3(elems [][]byte, changes []Change, prev group) ([]Change, group, error) {
+// decodeEntry appends the changes of one entry (its elements) to changes; prev is the group the entry
+// before was (nil when it was not one), and it returns this entry's.
+func decodeEntry(elems [][]byte, changes []Change, prev group) ([]Change, group, error) {
 	code, ok := entryString(elems[0])
 	if !ok {
 		return changes, group{}, errEntry
@@ -89,7 +194,7 @@ func decodeEntryV3(elems [][]byte, changes []Change, prev group) ([]Change, grou
 			return changes, group{}, errEntry
 		}
 	default:
-		c.Reason = derivedReasonV3(c, c.Rule, recorded)
+		c.Reason = recordedReason(c, c.Rule, recorded)
 	}
 	return append(changes, c), group{}, nil
 }

@@ -6,7 +6,7 @@ import "strconv"
 // review may carry a volume name of 200 KB or 20,000 items of one volume: a path that repeated such a
 // name for each item would make one review allocate gigabytes. Every name a path carries is clipped,
 // every row's warnings are capped, and a path is built only for what is recorded, so that what one
-// decision allocates stays a small multiple of the review's size (recordbounds_test.go measures it for
+// decision allocates stays a small multiple of the review's size (record_bounds_test.go measures it for
 // every row).
 
 // maxNameBytes bounds a name inside a record path's brackets: the longest name validation accepts for

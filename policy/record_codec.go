@@ -8,16 +8,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// A version 3 record is {"v":3,"c":[entry,...]}, after a version 1 list ("v1") or a version 2 record
-// ("v2") an earlier wincompat wrote on the object, kept as they were. An entry is one change,
+// A record is {"v":3,"c":[entry,...]}. An entry is one change,
 //
 //	[action, path, from, to, rule, reason]
 //
-// as in version 2 (trailing absent elements left out, null for an absent one before a present one), but:
+// with trailing absent elements left out and null for an absent one before a present one, and:
 //
 //   - the action is a letter: s(trip), r(ewrite), i(nject), w(arn);
 //   - the path is null when it is its rule's home (recordHomes; for injector-opt-outs, the metadata
 //     form the injectors named use);
+//   - the rule is null, or left out, for a strip-table row: the path names the row;
+//   - the reason is left out when the rules table gives it back;
 //   - "to" is written by what the tables make it from: the injectors' names for injector-opt-outs, the
 //     taint "key=value:effect" for windows-tolerations, the builds for build's node affinity;
 //   - the strips of one object by the strip table (the pod's spec, its securityContext, a container's
@@ -29,8 +30,8 @@ import (
 // (policy/admissionpolicy), which is why each rule here is one CEL can follow without looking back
 // further than one entry.
 
-// recordHomes are the paths the rules' changes have nearly always; a version 3 entry with a null path
-// has its rule's. Part of the format: an entry may be added, never changed.
+// recordHomes are the paths the rules' changes have nearly always; an entry with a null path has its
+// rule's. Part of the format: an entry may be added, never changed.
 var recordHomes = map[Rule]string{
 	RuleWindowsOS:           "spec.os.name",
 	RuleNonRootIntent:       "spec.securityContext.windowsOptions.runAsUserName",
@@ -56,7 +57,7 @@ const (
 	optOutAnnotations = "metadata.annotations"
 )
 
-// PathOmitted says whether a version 3 entry of a change of rule r leaves path out. For
+// PathOmitted says whether the entry of a change of rule r leaves path out. For
 // injector-opt-outs it is so when every injector named uses that form, which the admission policies,
 // writing one entry per form, always have.
 func PathOmitted(r Rule, path string) bool {
@@ -66,7 +67,7 @@ func PathOmitted(r Rule, path string) bool {
 	return path != "" && homePath(r, 0, nil) == path
 }
 
-// homePath is the path a version 3 entry of rule r leaves out; set the injectors named, for
+// homePath is the path an entry of rule r leaves out; set the injectors named, for
 // injector-opt-outs; to the "to" it writes, for build (its pin in the node affinity writes the builds
 // as a list, its nodeSelector pin and its warnings are at the nodeSelector). "" for none.
 func homePath(r Rule, set injectorSet, to json.RawMessage) string {
@@ -97,11 +98,11 @@ func homePath(r Rule, set injectorSet, to json.RawMessage) string {
 	return form
 }
 
-// ActionCode is the letter a version 3 entry writes for action a; the admission policies write theirs
+// ActionCode is the letter an entry writes for action a; the admission policies write theirs
 // by it.
 func ActionCode(a Action) string { return actionCode(a) }
 
-// actionCode is the letter version 3 writes for an action; an action of no wincompat (read from a
+// actionCode is the letter the record writes for an action; an action of no wincompat (read from a
 // record its author wrote) is written as it is, after "=" when it could be read as a letter or so.
 func actionCode(a Action) string {
 	switch a {
@@ -134,14 +135,17 @@ func actionOf(code string) Action {
 	return Action(strings.TrimPrefix(code, "="))
 }
 
-// EncodeChanges renders changes as a version 3 record.
+// EncodeChanges renders changes as a record.
 func EncodeChanges(changes []Change) string { return appendRecord("", noRecord, changes) }
 
-// appendRecord writes changes after the record prior of kind (decodeRecord): after the entries of a
-// version 3 record, or after a version 1 list or version 2 record kept as it was; on their own for
-// noRecord. The admission policies write the same (policy/admissionpolicy, recordExpr).
+// appendRecord writes changes after the record prior of kind (decodeRecord): after its entries for an
+// openRecord, on their own for noRecord (prior, if any, is replaced). The admission policies write the
+// same (policy/admissionpolicy, recordExpr).
 func appendRecord(prior string, kind recordKind, changes []Change) string {
-	size := len(RecordPrefix) + len(prior) + 12
+	size := len(RecordPrefix) + 12
+	if kind == openRecord {
+		size += len(prior)
+	}
 	for _, c := range changes {
 		// Brackets, quotes, commas and nulls take up to 20 bytes; a strip takes far less. Most reasons and
 		// opt-outs' keys are left out; one that is written, or a string that needs escaping, grows the
@@ -153,21 +157,12 @@ func appendRecord(prior string, kind recordKind, changes []Change) string {
 	}
 	var b strings.Builder // its String shares the buffer: the record is not copied
 	b.Grow(size)
-	switch kind {
-	case openRecord:
+	if kind == openRecord {
 		b.WriteString(prior[:len(prior)-2])
 		if !strings.HasSuffix(prior, "[]}") {
 			b.WriteByte(',')
 		}
-	case v1Record:
-		b.WriteString(RecordPrefix + `"v1":`)
-		b.WriteString(prior)
-		b.WriteString(`,"c":[`)
-	case v2Record:
-		b.WriteString(RecordPrefix + `"v2":`)
-		b.WriteString(prior)
-		b.WriteString(`,"c":[`)
-	default:
+	} else {
 		b.WriteString(RecordPrefix + `"c":[`)
 	}
 	writeEntries(&b, changes)
@@ -189,7 +184,7 @@ func stripMember(c Change) (parent, field string, ok bool) {
 	return parent, row.name, true
 }
 
-// writeEntries writes changes as version 3 entries, comma-separated: consecutive strips of one object
+// writeEntries writes changes as entries, comma-separated: consecutive strips of one object
 // as one group (a change marked split starts another: two containers of one name, which the admission
 // policies write apart), a group with the fields and values of the entry before as -1.
 func writeEntries(b *strings.Builder, changes []Change) {

@@ -1,6 +1,6 @@
 package policy
 
-// The values a version 3 entry writes by what the tables make them from, and reads back.
+// The values an entry writes by what the tables make them from, and reads back.
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func reasonOfArgs(r Rule, args json.RawMessage) (string, bool) {
 	return noBuildNodeReason(builds), true
 }
 
-// RecordedTo is what a version 3 entry of a change of rule r at path writes for its "to" (to as it
+// RecordedTo is what the entry of a change of rule r at path writes for its "to" (to as it
 // is, or what the tables make it from); the injector-opt-outs' names are written apart (writeNames).
 // The admission policies write their constants' by it.
 func RecordedTo(r Rule, path string, to json.RawMessage) json.RawMessage {
@@ -256,9 +256,9 @@ func isTermExpressions(path string) bool {
 	return ok && err == nil
 }
 
-// derivedReasonV3 is derivedReason, and for build's pin in the node affinity written as its builds
+// recordedReason is derivedReason, and for build's pin in the node affinity written as its builds
 // (recorded, what the entry writes for to), the reason that names them.
-func derivedReasonV3(c Change, r Rule, recorded json.RawMessage) string {
+func recordedReason(c Change, r Rule, recorded json.RawMessage) string {
 	if r != RuleBuild || !bytes.HasPrefix(recorded, []byte("[")) {
 		return derivedReason(c, r)
 	}

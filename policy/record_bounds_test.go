@@ -286,7 +286,7 @@ func checkDecisionBounded(t *testing.T, s boundedShape, pod *corev1.Pod) {
 	}
 }
 
-// checkKeptBounded fails when a change keeps more of the object's strings than recordbounds.go allows,
+// checkKeptBounded fails when a change keeps more of the object's strings than record_bounds.go allows,
 // or a rule warned more than maxFindingsPerRow times.
 func checkKeptBounded(t *testing.T, d Decision) {
 	t.Helper()

@@ -31,14 +31,13 @@ type Change struct {
 	From   json.RawMessage `json:"from,omitempty"`
 	To     json.RawMessage `json:"to,omitempty"`
 	Reason string          `json:"reason"`
-	// Rule is the rule the change was made by. A version 2 or 3 record (record*.go) keeps its code, so
-	// a change read back from one has it; one read back from a version 1 record has none, and RuleOf says
-	// what can still be told. Not a key of the version 1 objects, which this type still reads.
+	// Rule is the rule the change was made by. The record (record*.go) keeps its code, so a change read
+	// back from one has it.
 	Rule Rule `json:"-"`
 	// split marks a strip-table change that starts a group of its own in the record although the strip
 	// before it is of the same object: the first strip of a container named as the one before, which
 	// the API server refuses later, but whose record the admission policies write a group per
-	// container (record_v3.go). Not part of what a change is (equal and key leave it out).
+	// container (record_codec.go). Not part of what a change is (equal and key leave it out).
 	split bool
 }
 
