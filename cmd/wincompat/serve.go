@@ -40,12 +40,8 @@ certificate is reloaded when tls.crt or tls.key change on disk. On SIGTERM it tu
 answering for --shutdown-delay, closing each keep-alive connection after its next answer, then stops
 accepting connections and finishes the reviews in flight.
 
-Unless GOGC is set in its environment, the server runs Go's garbage collector at GOGC=200 instead of
-100: a review allocates about 160 kB on a live heap of a few MB, and collecting half as often cut the CPU
-per review by about a fifth for some 6 MiB more memory (test/perf/README.md). Unless GOMEMLIMIT is set,
-WINCOMPAT_MEMORY_LIMIT (bytes; the chart sets it from the container's memory limit) makes the
-collector keep the heap under 90% of it, so that a burst collects harder instead of meeting the OOM
-killer.
+Unless GOGC is set, the server runs Go's garbage collector at GOGC=200; unless GOMEMLIMIT is set,
+WINCOMPAT_MEMORY_LIMIT (bytes; the chart sets it) makes 90% of it the heap's soft limit.
 
 Anything that reaches the port may send reviews, so the port is bounded: connections
 (--max-connections), time to send a request (--read-timeout), and the review bytes held at once
@@ -53,6 +49,8 @@ Anything that reaches the port may send reviews, so the port is bounded: connect
 webhook's failurePolicy). Where the API server can present a client certificate (its admission
 configuration), --client-ca-file makes wincompat refuse every other caller; the pods' own pull secrets
 (policy podImagePullSecrets) are read only for reviews from such a verified caller.
+
+Every flag in detail: cmd/wincompat/README.md; the server at run time: webhook/server/README.md.
 
 Flags:
 `
