@@ -44,14 +44,14 @@ func (p *Policy) OSSignal(spec *corev1.PodSpec, cluster *Cluster) string {
 	if spec.OS != nil {
 		return "spec.os.name is " + string(spec.OS.Name)
 	}
-	for _, l := range osLabels {
+	for _, l := range nodeOSLabels {
 		if _, ok := spec.NodeSelector[l]; ok {
 			return "nodeSelector names " + l
 		}
 	}
 	for _, t := range requiredTerms(spec) {
 		for _, e := range t.MatchExpressions {
-			if slices.Contains(osLabels, e.Key) {
+			if slices.Contains(nodeOSLabels, e.Key) {
 				return "required node affinity names " + e.Key
 			}
 		}
@@ -62,7 +62,7 @@ func (p *Policy) OSSignal(spec *corev1.PodSpec, cluster *Cluster) string {
 			return "RuntimeClass " + name + " is a Windows class of the catalog"
 		}
 		if cluster != nil {
-			for _, l := range osLabels {
+			for _, l := range nodeOSLabels {
 				if os, ok := cluster.RuntimeClasses[name].NodeSelector[l]; ok {
 					return "RuntimeClass " + name + " selects " + l + "=" + os
 				}

@@ -6,12 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// osLabels are the node labels that pin an operating system; the beta one still appears in old charts.
-var osLabels = []string{corev1.LabelOSStable, "beta.kubernetes.io/os"}
+// nodeOSLabels are the node labels that pin an operating system; the beta one still appears in old
+// charts. Not LabelOS, wincompat's own label on the Windows pods it admits.
+var nodeOSLabels = []string{corev1.LabelOSStable, "beta.kubernetes.io/os"}
 
-// OSLabels are the node labels that pin an operating system, in the order wincompat reads them. The
+// NodeOSLabels are the node labels that pin an operating system, in the order wincompat reads them. The
 // webhooks' matchConditions and the admission policies' CEL are generated from this list.
-func OSLabels() []string { return slices.Clone(osLabels) }
+func NodeOSLabels() []string { return slices.Clone(nodeOSLabels) }
 
 // osSet is a set of operating systems a pod may run on, as far as its node constraints tell.
 type osSet struct{ linux, windows bool }
@@ -29,7 +30,7 @@ func osOf(value string) osSet {
 // Terms of required affinity are alternatives; expressions inside one term must all hold.
 func allowedOS(spec *corev1.PodSpec) osSet {
 	allowed := anyOS
-	for _, l := range osLabels {
+	for _, l := range nodeOSLabels {
 		if v, ok := spec.NodeSelector[l]; ok {
 			allowed = allowed.and(osOf(v))
 		}
@@ -42,7 +43,7 @@ func allowedOS(spec *corev1.PodSpec) osSet {
 	for _, t := range terms {
 		term := anyOS
 		for _, e := range t.MatchExpressions {
-			if slices.Contains(osLabels, e.Key) {
+			if slices.Contains(nodeOSLabels, e.Key) {
 				term = term.and(requirementOS(e))
 			}
 		}

@@ -39,7 +39,7 @@ func inferred(s shape, defaultWindows bool) string {
 // term's OS expressions all admit it.
 func osAllowed(s shape, os corev1.OSName) string {
 	spec := optional(s.spec)
-	labels := celList(policy.OSLabels())
+	labels := celList(policy.NodeOSLabels())
 	name := quote(string(os))
 	return fmt.Sprintf(`(%[1]s.all(l, %[2]s.?nodeSelector[?l].orValue(%[3]s) == %[3]s) &&
   (size(%[2]s.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])) == 0 ||

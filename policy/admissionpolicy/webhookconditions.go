@@ -58,7 +58,7 @@ func PolicyConfigMapCondition(name string) admissionregistrationv1.MatchConditio
 // an OS label of its nodeSelector or names an OS label in its required node affinity.
 func windowsPinned(spec string) string {
 	var pins []string
-	for _, l := range policy.OSLabels() {
+	for _, l := range policy.NodeOSLabels() {
 		pins = append(pins, fmt.Sprintf("%s.?nodeSelector[?%s].orValue('') == %s", spec, quote(l), quote(string(corev1.Windows))))
 	}
 	return declaredWindows(spec) + strings.Join(append(pins, osLabelInAffinity(spec)), " || ")
@@ -68,7 +68,7 @@ func windowsPinned(spec string) string {
 // nodeSelector to Linux.
 func notLinuxPinned(spec string) string {
 	var pins []string
-	for _, l := range policy.OSLabels() {
+	for _, l := range policy.NodeOSLabels() {
 		pins = append(pins, fmt.Sprintf("%s.?nodeSelector[?%s].orValue('') != %s", spec, quote(l), quote(string(corev1.Linux))))
 	}
 	return declaredWindows(spec) + strings.Join(pins, " && ")
@@ -81,7 +81,7 @@ func unpinned(spec string) string {
 	if spec == "object.spec" {
 		conds = append(conds, "!has(object.spec.nodeName)")
 	}
-	for _, l := range policy.OSLabels() {
+	for _, l := range policy.NodeOSLabels() {
 		conds = append(conds, fmt.Sprintf("!%s.?nodeSelector[?%s].hasValue()", spec, quote(l)))
 	}
 	return strings.Join(append(conds, "!"+osLabelInAffinity(spec)), " && ")
@@ -94,7 +94,7 @@ func declaredWindows(spec string) string {
 // osLabelInAffinity: some term of the required node affinity has an expression on an OS label.
 func osLabelInAffinity(spec string) string {
 	var keys []string
-	for _, l := range policy.OSLabels() {
+	for _, l := range policy.NodeOSLabels() {
 		keys = append(keys, "e.key == "+quote(l))
 	}
 	return fmt.Sprintf("%s.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(t, t.?matchExpressions.orValue([]).exists(e, %s))",
