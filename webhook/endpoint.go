@@ -19,6 +19,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 // maxReviewBytes is controller-runtime's limit on a review body, so that an oversized review gets the
@@ -37,10 +39,12 @@ type Endpoint struct {
 // Limits bound what one review may hold, because whoever reaches the port chooses how big a body is,
 // how slowly it arrives and how many arrive at once. Zero fields bound nothing (tests, benchmarks).
 type Limits struct {
-	// Budget is shared by the endpoints of a server: the bytes of review bodies held at once. A review
-	// reserves what it has read, as it arrives, until it is answered; one that would go past the budget
-	// is answered 429 at once, and its connection closed.
-	Budget *Budget
+	// Budget is shared by the endpoints of a server: the memory reviews hold at once, their bodies as
+	// they arrive, then what answering them holds (DecodeFactor, ObjectBytes), since whoever reaches the
+	// port chooses how many bodies arrive at once and how big they are. A review reserves what it has
+	// read, as it arrives, until it is answered; one that would go past the budget is answered 429 at
+	// once, and its connection closed; one needing more than all of it always is. Nil bounds nothing.
+	Budget *bytebudget.Budget
 	// ReadTimeout bounds reading one body: a peer that sends all but its last byte and waits is cut off.
 	ReadTimeout time.Duration
 	// ReviewTimeout bounds answering one review: the API server waits at most the webhook's
@@ -55,7 +59,7 @@ type Limits struct {
 }
 
 // Memory held per byte of a review's body while it is answered, measured with `make hostile`
-// (test/perf/README.md, "Hostile peers"): a pod of 4,000 containers (3.6 MiB) held about 11 times its
+// (test/lab/README.md, "hostile"): a pod of 4,000 containers (3.6 MiB) held about 11 times its
 // body, a 256 KiB policy of hostile keys about 22 times.
 const (
 	PodDecodeFactor    = 12
@@ -119,8 +123,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	limited := &io.LimitedReader{R: r.Body, N: maxReviewBytes}
-	held := &reservation{budget: e.limits.Budget}
-	defer held.release()
+	held := e.limits.Budget.Reserve("")
+	defer held.Release()
 	body, err := readBody(limited, r.ContentLength, held)
 	var over *overBudgetError
 	switch {
@@ -151,8 +155,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.limits.ObjectBytes > 0 {
 		need = max(need, jsonObjects(body)*e.limits.ObjectBytes)
 	}
-	if err := held.growTo(need); err != nil {
-		e.refuse(w, body, http.StatusTooManyRequests, err)
+	if !held.GrowTo(need) {
+		e.refuse(w, body, http.StatusTooManyRequests, overBudget(held))
 		return
 	}
 	req := admission.Request{}
@@ -174,14 +178,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // declared: a peer may declare 7 MiB and send one byte) and reserving each growth in held. A body whose
 // declared length is right fits a buffer of exactly that length, so an honest review is copied as few
 // times as a growing buffer allows.
-func readBody(r io.Reader, declared int64, held *reservation) ([]byte, error) {
+func readBody(r io.Reader, declared int64, held *bytebudget.Reservation) ([]byte, error) {
 	const first = 16 << 10
 	size := int64(first)
 	if declared > 0 && declared < size {
 		size = declared + 1 // one byte more: a body that ends where it said fills all but that byte
 	}
-	if err := held.grow(size); err != nil {
-		return nil, err
+	if !held.Grow(size) {
+		return nil, overBudget(held)
 	}
 	buf := make([]byte, 0, size)
 	for {
@@ -190,11 +194,11 @@ func readBody(r io.Reader, declared int64, held *reservation) ([]byte, error) {
 			if declared > int64(len(buf)) && declared+1 < next {
 				next = declared + 1
 			}
-			if err := held.grow(next); err != nil {
-				return nil, err
+			if !held.Grow(next) {
+				return nil, overBudget(held)
 			}
 			buf = append(make([]byte, 0, next), buf...)
-			held.shrinkTo(next)
+			held.ShrinkTo(next)
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

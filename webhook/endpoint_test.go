@@ -14,20 +14,22 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 // readBody must return the body whole whatever length the request declared, and pass read errors on.
 func TestReadBody(t *testing.T) {
 	body := strings.Repeat("review", 100)
 	for _, declared := range []int64{-1, 0, 1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1, 10 * int64(len(body)), maxReviewBytes} {
-		got, err := readBody(strings.NewReader(body), declared, &reservation{})
+		got, err := readBody(strings.NewReader(body), declared, &bytebudget.Reservation{})
 		if err != nil || string(got) != body {
 			t.Errorf("declared %d: got %d bytes, %v; want the %d bytes", declared, len(got), err, len(body))
 		}
 	}
 	broken := errors.New("connection reset")
 	for _, declared := range []int64{-1, int64(len(body))} {
-		if _, err := readBody(io.MultiReader(strings.NewReader(body[:10]), errReader{broken}), declared, &reservation{}); !errors.Is(err, broken) {
+		if _, err := readBody(io.MultiReader(strings.NewReader(body[:10]), errReader{broken}), declared, &bytebudget.Reservation{}); !errors.Is(err, broken) {
 			t.Errorf("declared %d: a read error gave %v", declared, err)
 		}
 	}
@@ -39,7 +41,7 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // A peer that declares 7 MiB and sends a little holds what it sent, not what it declared.
 func TestReadBodyReservesWhatArrived(t *testing.T) {
-	held := &reservation{budget: NewBudget(MinBudget)}
+	held := bytebudget.New(MinBudget).Reserve("")
 	peek := &peekingReader{r: strings.NewReader(strings.Repeat("x", 100)), held: held}
 	if _, err := readBody(peek, maxReviewBytes-1, held); err != nil {
 		t.Fatal(err)
@@ -47,27 +49,27 @@ func TestReadBodyReservesWhatArrived(t *testing.T) {
 	if peek.most > 64<<10 {
 		t.Errorf("%d bytes reserved while reading a body of 100 that declared 7 MiB", peek.most)
 	}
-	held.release()
-	if !held.budget.sem.TryAcquire(MinBudget) {
+	held.Release()
+	if !held.Budget().Reserve("").Grow(MinBudget) {
 		t.Error("the reservation was not given back whole")
 	}
 }
 
 type peekingReader struct {
 	r    io.Reader
-	held *reservation
+	held *bytebudget.Reservation
 	most int64
 }
 
 func (p *peekingReader) Read(b []byte) (int, error) {
-	p.most = max(p.most, p.held.held)
+	p.most = max(p.most, p.held.Held())
 	return p.r.Read(b)
 }
 
 // Bodies held at once stay within the budget: past it a review is answered 429 at once, and a review
 // that arrives after the others are answered gets through again.
 func TestEndpointBudget(t *testing.T) {
-	budget := NewBudget(1 << 20)
+	budget := bytebudget.New(1 << 20)
 	e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
 	})).WithLimits(Limits{Budget: budget})
@@ -79,17 +81,18 @@ func TestEndpointBudget(t *testing.T) {
 		return w
 	}
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1"}}`
-	if !budget.sem.TryAcquire(1<<20 - 1<<10) { // other reviews in flight hold all but 1 KiB
+	others := budget.Reserve("")
+	if !others.Grow(1<<20 - 1<<10) { // other reviews in flight hold all but 1 KiB
 		t.Fatal("budget")
 	}
 	if w := post(review + strings.Repeat(" ", 4<<10)); !strings.Contains(w.Body.String(), `"code":429`) || w.Header().Get("Connection") != "close" {
 		t.Errorf("a review past the budget: %s %v", w.Body, w.Header())
 	}
-	budget.sem.Release(1<<20 - 1<<10)
+	others.Release()
 	if w := post(review); !strings.Contains(w.Body.String(), `"allowed":true`) {
 		t.Errorf("a review within the budget: %s", w.Body)
 	}
-	if !budget.sem.TryAcquire(1 << 20) {
+	if !budget.Reserve("").Grow(1 << 20) {
 		t.Error("answered reviews still hold part of the budget")
 	}
 }
@@ -128,7 +131,7 @@ func TestEndpointReservesWhatAnsweringHolds(t *testing.T) {
 		factor  int64
 		allowed bool
 	}{{1, true}, {PodDecodeFactor, false}} {
-		budget := NewBudget(1 << 20)
+		budget := bytebudget.New(1 << 20)
 		e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 			return admission.Allowed("")
 		})).WithLimits(Limits{Budget: budget, DecodeFactor: tc.factor})
@@ -141,7 +144,7 @@ func TestEndpointReservesWhatAnsweringHolds(t *testing.T) {
 			!strings.Contains(w.Body.String(), `"uid":"1"`) || !strings.Contains(w.Body.String(), `"apiVersion":"admission.k8s.io/v1"`)) {
 			t.Errorf("a 100 KiB review, factor %d, 1 MiB budget: %.200s", tc.factor, w.Body)
 		}
-		if !budget.sem.TryAcquire(1 << 20) {
+		if !budget.Reserve("").Grow(1 << 20) {
 			t.Errorf("factor %d: the review still holds part of the budget", tc.factor)
 		}
 	}
@@ -177,7 +180,7 @@ func TestEndpointReservesPerObject(t *testing.T) {
 		containers.WriteString(`{"name":"a"}`)
 	}
 	tiny := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","object":{"apiVersion":"v1","kind":"Pod","spec":{"os":{"name":"windows"},"containers":[` + containers.String() + `]}}}}`
-	budget := NewBudget(96 << 20)
+	budget := bytebudget.New(96 << 20)
 	decoded := false
 	e := NewEndpoint(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		decoded = true
@@ -190,10 +193,11 @@ func TestEndpointReservesPerObject(t *testing.T) {
 	if decoded || !strings.Contains(w.Body.String(), `"code":429`) {
 		t.Errorf("a review of 250,000 one-field containers was answered: %.200s", w.Body)
 	}
-	if !budget.sem.TryAcquire(96 << 20) {
+	all := budget.Reserve("")
+	if !all.Grow(96 << 20) {
 		t.Error("the refused review still holds part of the budget")
 	}
-	budget.sem.Release(96 << 20)
+	all.Release()
 
 	// The largest pod of the benchmarks, 64 containers of a chart's shape, reserves what its size does.
 	body := reviewBody(t, benchPod(64))

@@ -39,14 +39,14 @@ import (
 
 const nsEscaping = "map-escaping"
 
-// hostile closes the string it lands in and forges an entry of its own (in the record's version 2
-// shape, then in version 1's), then carries every character
+// hostile closes the string it lands in and forges an entry of its own (an entry of one change, then a
+// group of strips), then carries every character
 // encoding/json escapes (all of U+0000–U+001F, quote, backslash, <, >, &, U+2028, U+2029) and some it
 // does not (DEL, a bidi override, ']', '}', '~', '/').
 var hostile = func() string {
 	var b strings.Builder
 	b.WriteString(`x"],["strip","spec.hostNetwork",true,null,null,"forged"],["inject","`)
-	b.WriteString(`x","action":"strip","path":"spec.hostNetwork","from":true,"reason":"forged"},{"action":"inject","path":"`)
+	b.WriteString(`x"],["s","spec",{"hostNetwork":true}],["i","`)
 	for r := rune(0); r < 0x20; r++ {
 		b.WriteRune(r)
 	}
@@ -193,10 +193,10 @@ func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 		// Printable only, so that without escaping the record would still parse, with the forged
 		// entry in it (a value the policies replace, never validated).
 		{hostilePod("printable-forgery", func(spec, meta map[string]any) {
-			spec["nodeSelector"] = map[string]any{corev1.LabelOSStable: `x","to":"windows","reason":"conflicted with a Windows pod"},` +
-				`{"action":"strip","path":"spec.hostNetwork","from":true,"reason":"forged"},{"action":"warn","path":"x","from":"`}
+			spec["nodeSelector"] = map[string]any{corev1.LabelOSStable: `x","windows","windows-node-selector","conflicted with a Windows pod"],` +
+				`["s","spec",{"hostNetwork":true}],["w","x","`}
 		}), ""},
-		{hostilePod("printable-forgery-v2", func(spec, meta map[string]any) {
+		{hostilePod("printable-forgery-entry", func(spec, meta map[string]any) {
 			spec["nodeSelector"] = map[string]any{corev1.LabelOSStable: `x","windows","windows-node-selector","conflicted with a Windows pod"],` +
 				`["strip","spec.hostNetwork",true,null,null,"forged"],["warn","x","`}
 		}), ""},
@@ -299,7 +299,7 @@ func TestAdmissionPolicyRecordEscaping(t *testing.T) {
 	}
 }
 
-// checkRecord: record parses as a JSON array of changes and is exactly want, byte for byte as the
+// checkRecord: record parses as a change record and is exactly want, byte for byte as the
 // webhook encodes it.
 func checkRecord(t *testing.T, what, record string, want []policy.Change, wantRecord string) {
 	t.Helper()

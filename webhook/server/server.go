@@ -36,6 +36,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook"
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 	"github.com/wincompat/wincompat/webhook/scheduling/misplaced"
@@ -310,7 +311,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	sharedMisplacedMetrics() // served by every replica; the leader's counts
 	srv := mgr.GetWebhookServer()
 	// One budget for every path: the bound is on the process's memory.
-	limits := webhook.Limits{Budget: webhook.NewBudget(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
+	limits := webhook.Limits{Budget: bytebudget.New(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
 		DecodeFactor: webhook.PodDecodeFactor, ObjectBytes: webhook.PodObjectBytes}
 	policyLimits := limits
 	policyLimits.DecodeFactor, policyLimits.ObjectBytes = webhook.PolicyDecodeFactor, 0

@@ -34,7 +34,7 @@ type Serving struct {
 	// ReadTimeout bounds reading one request, headers and body (and the TLS handshake before it).
 	ReadTimeout time.Duration
 	// ReviewBytes is the memory reviews in flight may hold at once, their bodies and what answering
-	// them holds (webhook.Budget).
+	// them holds (webhook.Limits.Budget).
 	ReviewBytes int64
 	// ClientCAFile, when set, makes the server ask every caller for a client certificate signed by one
 	// of its CAs and refuse the connection without one: the API server presents one when its admission

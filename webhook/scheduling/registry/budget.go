@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 // Whoever creates pods chooses how many distinct images, and which registries, wincompat reads. What a
@@ -81,52 +83,11 @@ func (s *slots) release(host string) {
 	s.mu.Unlock()
 }
 
-// byteBudget bounds the bytes of registry responses held at once, in all and per registry. A
-// response takes its bytes as they arrive and gives them back when it is closed; a response that
-// cannot take more ends the lookup with errBusy at once: waiting while holding part of a response
-// could leave every lookup holding part of one, waiting for the others.
-type byteBudget struct {
-	mu      sync.Mutex
-	max     int64
-	perHost int64
-	held    int64
-	byHost  map[string]int64
-	// peak is the most ever held, for tests and the operator's sizing.
-	peak int64
-}
-
-func newByteBudget(max, perHost int64) *byteBudget {
-	return &byteBudget{max: max, perHost: perHost, byHost: map[string]int64{}}
-}
-
-func (b *byteBudget) tryAcquire(host string, n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.held+n > b.max || b.byHost[host]+n > b.perHost {
-		return false
-	}
-	b.held += n
-	b.byHost[host] += n
-	b.peak = max(b.peak, b.held)
-	return true
-}
-
-func (b *byteBudget) release(host string, n int64) {
-	if n == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.held -= n
-	if b.byHost[host] -= n; b.byHost[host] == 0 {
-		delete(b.byHost, host)
-	}
-	b.mu.Unlock()
-}
-
 // account is one lookup's claim on the byte budget, carried to the transport by the request context:
-// its registry, whatever host a redirect leads to.
+// its registry, whatever host a redirect leads to. A response takes its bytes as they arrive and gives
+// them back when it is closed; a response that cannot take more ends the lookup with errBusy at once.
 type account struct {
-	budget *byteBudget
+	budget *bytebudget.Budget
 	host   string
 }
 
@@ -136,7 +97,11 @@ func withAccount(ctx context.Context, a *account) context.Context {
 	return context.WithValue(ctx, accountKey{}, a)
 }
 
-func accountOf(ctx context.Context) *account {
+// reservationOf is an empty reservation of the lookup's account in ctx; with none, it bounds nothing.
+func reservationOf(ctx context.Context) *bytebudget.Reservation {
 	a, _ := ctx.Value(accountKey{}).(*account)
-	return a
+	if a == nil {
+		return &bytebudget.Reservation{}
+	}
+	return a.budget.Reserve(a.host)
 }

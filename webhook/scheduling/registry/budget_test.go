@@ -18,31 +18,32 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 // TestBodyHoldsBudget: a response takes budget for the bytes it read, refuses to read past the budget
 // (the lookup ends busy), and gives everything back when closed.
 func TestBodyHoldsBudget(t *testing.T) {
-	b := newByteBudget(64<<10, 64<<10)
+	b := bytebudget.NewShared(64<<10, 64<<10)
 	body := &limitedBody{ReadCloser: io.NopCloser(bytes.NewReader(make([]byte, 100<<10))), what: "manifest",
-		account: &account{budget: b, host: "registry.example"}}
+		held: b.Reserve("registry.example")}
 	_, err := io.ReadAll(body)
 	if !errors.Is(err, errBusy) {
 		t.Errorf("reading 100 KiB (200 KiB weighted) within 64 KiB: %v, want errBusy", err)
 	}
-	if b.peak > b.max {
-		t.Errorf("peak %d over the budget %d", b.peak, b.max)
+	if b.Peak() > b.Size() {
+		t.Errorf("peak %d over the budget %d", b.Peak(), b.Size())
 	}
-	if b.held == 0 {
+	if b.Held() == 0 {
 		t.Error("nothing held before Close")
 	}
 	body.Close()
-	if b.held != 0 || len(b.byHost) != 0 {
-		t.Errorf("after Close: %d held, by host %v", b.held, b.byHost)
+	if b.Held() != 0 || b.HeldBy("registry.example") != 0 {
+		t.Errorf("after Close: %d held, by the registry %d", b.Held(), b.HeldBy("registry.example"))
 	}
 	// One registry holds at most its share; another registry still gets the rest.
-	shared := newByteBudget(100, 60)
-	if !shared.tryAcquire("a", 60) || shared.tryAcquire("a", 1) || !shared.tryAcquire("b", 40) || shared.tryAcquire("c", 1) {
+	shared := bytebudget.NewShared(100, 60)
+	if !shared.Reserve("a").Grow(60) || shared.Reserve("a").Grow(1) || !shared.Reserve("b").Grow(40) || shared.Reserve("c").Grow(1) {
 		t.Errorf("shares: %+v", shared)
 	}
 }
@@ -97,14 +98,13 @@ func TestLookupsHoldAtMostTheBudget(t *testing.T) {
 			t.Errorf("%s: %+v", image, img)
 		}
 	}
-	r.bytes.mu.Lock()
-	defer r.bytes.mu.Unlock()
-	t.Logf("%d answered, %d busy; peak %d bytes held of %d", answered, busy, r.bytes.peak, r.bytes.max)
-	if r.bytes.peak > r.bytes.max || r.bytes.peak == 0 {
-		t.Errorf("peak %d, budget %d", r.bytes.peak, r.bytes.max)
+	peak, size := r.bytes.Peak(), r.bytes.Size()
+	t.Logf("%d answered, %d busy; peak %d bytes held of %d", answered, busy, peak, size)
+	if peak > size || peak == 0 {
+		t.Errorf("peak %d, budget %d", peak, size)
 	}
-	if r.bytes.held != 0 {
-		t.Errorf("%d bytes still held", r.bytes.held)
+	if held := r.bytes.Held(); held != 0 {
+		t.Errorf("%d bytes still held", held)
 	}
 }
 
@@ -199,6 +199,6 @@ func BenchmarkConcurrentLookupMemory(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(answered), "answered")
 		b.ReportMetric(float64(busy), "busy")
-		b.ReportMetric(float64(r.bytes.peak)/(1<<20), "budget-peak-MiB")
+		b.ReportMetric(float64(r.bytes.Peak())/(1<<20), "budget-peak-MiB")
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 // Config configures a Resolver. Zero fields take the defaults New documents.
@@ -125,7 +126,7 @@ type Resolver struct {
 	// busy, not timed out: the registry was not asked yet.
 	queued sync.Map
 	// bytes: the responses being read, MaxBytesInFlight in all.
-	bytes  *byteBudget
+	bytes  *bytebudget.Budget
 	egress *egress
 	// busy is the answer past MaxLookups.
 	busy string
@@ -266,7 +267,7 @@ func New(c Config) (*Resolver, error) {
 		failures: newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, stringCost),
 		refs:     newLRU(c.MaxEntries, c.CacheBytes/6, c.Now, refCost),
 		slots:    newSlots(c.MaxLookups, c.MaxLookupsPerRegistry),
-		bytes:    newByteBudget(c.MaxBytesInFlight, max(c.MaxBytesInFlight/4, MinBytesInFlight)),
+		bytes:    bytebudget.NewShared(c.MaxBytesInFlight, max(c.MaxBytesInFlight/4, MinBytesInFlight)),
 		egress:   eg,
 		busy:     "wincompat's registry lookups are at capacity, try again shortly",
 	}, nil

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/wincompat/wincompat/webhook/bytebudget"
 )
 
 const (
@@ -64,7 +66,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &tooLargeError{what: what}
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, what: what, account: accountOf(req.Context())}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, what: what, held: reservationOf(req.Context())}
 	return resp, nil
 }
 
@@ -113,10 +115,9 @@ const maxRead = 32 << 10
 // announced its length, and holds the lookup's byte budget for what it read until it is closed.
 type limitedBody struct {
 	io.ReadCloser
-	what    string
-	read    int64
-	account *account
-	held    int64
+	what string
+	read int64
+	held *bytebudget.Reservation
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -130,17 +131,12 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if len(p) > maxRead {
 		p = p[:maxRead]
 	}
-	want := int64(len(p)) * bodyWeight
-	if b.account != nil {
-		if !b.account.budget.tryAcquire(b.account.host, want) {
-			return 0, errBusy
-		}
+	before := b.held.Held()
+	if !b.held.Grow(int64(len(p)) * bodyWeight) {
+		return 0, errBusy
 	}
 	n, err := b.ReadCloser.Read(p)
-	if b.account != nil {
-		b.account.budget.release(b.account.host, want-int64(n)*bodyWeight)
-		b.held += int64(n) * bodyWeight
-	}
+	b.held.ShrinkTo(before + int64(n)*bodyWeight)
 	b.read += int64(n)
 	if b.read > maxBody {
 		return n - int(b.read-maxBody), &tooLargeError{what: b.what}
@@ -149,9 +145,6 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error {
-	if b.account != nil {
-		b.account.budget.release(b.account.host, b.held)
-		b.held = 0
-	}
+	b.held.Release()
 	return b.ReadCloser.Close()
 }
