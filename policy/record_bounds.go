@@ -1,6 +1,10 @@
 package policy
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/wincompat/wincompat/policy/truncate"
+)
 
 // What a change keeps of the pod author's strings. Mutating admission runs before validation, so a
 // review may carry a volume name of 200 KB or 20,000 items of one volume: a path that repeated such a
@@ -27,7 +31,7 @@ func clipMarked(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return CutAtRune(s, n-len(clipMark)) + clipMark
+	return truncate.AtRune(s, n-len(clipMark)) + clipMark
 }
 
 // named is "[name]" appended to a path, the name clipped.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/readmetest"
+	"github.com/wincompat/wincompat/policy/truncate"
 	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/striptable"
 )
@@ -396,7 +397,7 @@ func probeSend(ctx context.Context, c client.Client, p striptable.Probe, raw []b
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	s = strings.TrimPrefix(s, `Pod "probe" is invalid: `)
-	return policy.CutAtRune(s, 160)
+	return truncate.AtRune(s, 160)
 }
 
 // TestStripTableDocs: test/k8s/README.md's table of what each version refuses on a Windows pod and

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/truncate"
 )
 
 // ReadinessKindPrefix starts the kind of every run-time readiness finding: run-time-<rule>, one kind
@@ -204,5 +205,5 @@ func shorten(v string) string {
 	if len(v) <= maxShown {
 		return v
 	}
-	return policy.CutAtRune(v, maxShown) + "..."
+	return truncate.AtRune(v, maxShown) + "..."
 }
