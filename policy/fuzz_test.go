@@ -344,7 +344,7 @@ func FuzzDecide(f *testing.F) {
 			pol = &variant
 		}
 		if len(raw)%8 >= 4 {
-			// The rewrites that narrow, turned by the input's length too (narrow_test.go).
+			// The rewrites that narrow, turned by the input's length too (rewrite_narrow_test.go).
 			pol = withNarrowing(pol)
 		}
 		before := obj.DeepCopyObject()

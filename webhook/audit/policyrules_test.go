@@ -12,7 +12,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// The audit explains with the policy's own rules (policy/scope.go): which objects wincompat decides
+// The audit explains with the policy's own rules (policy/placement_scope.go): which objects wincompat decides
 // on, which are Windows, and what a Windows node's taint means.
 
 func loadPolicy(t *testing.T, yaml string) *policy.Policy {
