@@ -35,7 +35,8 @@ KUSTOMIZE := bin/kustomize
 
 FUZZTIME ?= 10m
 # Every fuzz target as package:Target. `make fuzz` runs them one after the other, FUZZTIME each, and
-# fails at the end if any failed (its input is then in the package's testdata/fuzz). FUZZFLAGS passes
+# fails at the end if any failed (its input is then in the package's testdata/fuzz: commit it with its
+# fix, and nothing else there, so that go test replays the bugs found, not a corpus). FUZZFLAGS passes
 # more, e.g. FUZZFLAGS="-parallel 1 -fuzzminimizetime 10s": with one worker, every new input is otherwise
 # minimized for up to a minute, during which nothing else runs.
 FUZZ_TARGETS := policy:FuzzDecide patch:FuzzDiff patch:FuzzObjects webhook:FuzzMutate webhook:FuzzHandler \
