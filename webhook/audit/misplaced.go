@@ -78,7 +78,7 @@ func (m *misplacedPods) pod(p *corev1.Pod, obj string) {
 	if !misplaced.Corroborated(f, pl) {
 		return
 	}
-	detail := misplaced.Fix(f, p.Spec.NodeName, nodeBuild, pl)
+	detail := misplaced.Explain(f, p.Spec.NodeName, nodeBuild, pl)
 	if why := misplaced.RemediationBlock(p); why != "" {
 		detail += "; not for remediation: " + why
 	}

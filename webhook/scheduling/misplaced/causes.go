@@ -258,9 +258,9 @@ func PlacementOf(p *policy.Policy, pod *corev1.Pod, nodeBuild string, nodeBuilds
 // maxNodesNamed bounds the nodes a fix names; the rest are counted.
 const maxNodesNamed = 5
 
-// Fix is the text of the finding and of the Event: the cause, what to do, the build the images
-// need and the nodes that have it.
-func Fix(f PodFailure, node, nodeBuild string, pl Placement) string {
+// Explain is the text of the finding and of the Event: the cause, what to do (the row's Fix), the
+// build the images need and the nodes that have it.
+func Explain(f PodFailure, node, nodeBuild string, pl Placement) string {
 	var b strings.Builder
 	b.WriteString(string(f.Row.Cause))
 	b.WriteString(" on node ")

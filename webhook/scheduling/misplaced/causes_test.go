@@ -155,7 +155,7 @@ func TestPlacementAndFix(t *testing.T) {
 	if !Corroborated(f, PlacementOf(p, tagged, "10.0.20348", nodes)) {
 		t.Error("0xc0370106 not counted on a node that cannot run the image")
 	}
-	got := Fix(f, "win-2022", "10.0.20348", PlacementOf(p, tagged, "10.0.20348", nodes))
+	got := Explain(f, "win-2022", "10.0.20348", PlacementOf(p, tagged, "10.0.20348", nodes))
 	for _, want := range []string{"exited-unexpectedly", "win-2022 (build 10.0.20348)", "run on build 10.0.17763 (from the tags)", "ready nodes that can: win-2019"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("fix %q lacks %q", got, want)

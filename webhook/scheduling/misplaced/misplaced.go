@@ -247,7 +247,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		w.forget(req.NamespacedName, pod.UID)
 		return reconcile.Result{}, nil
 	}
-	fix := Fix(failure, pod.Spec.NodeName, nodeBuild, pl)
+	fix := Explain(failure, pod.Spec.NodeName, nodeBuild, pl)
 	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
 		w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
