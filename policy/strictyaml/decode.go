@@ -1,8 +1,9 @@
 // Package strictyaml reads one YAML document into a Go struct by its json tags, strictly: unknown keys
 // (with the nearest known one suggested), duplicate keys and values of the wrong shape are errors
 // naming the line and the key's path, all of them in one refusal, and hostile input (huge mappings,
-// aliases that multiply) costs bounded time. It is the policy file's reader, and knows nothing of
-// the policy: its keys are the json tags of the types it is given.
+// aliases that multiply) costs bounded time. It is the policy file's reader, and its refusals say
+// "policy" as they always did, but it imports nothing of the policy: its keys are the json tags of the
+// types it is given.
 //
 // A file is read by yaml.v3, and not by sigs.k8s.io/yaml: that one reads YAML 1.1 (a taint value yes
 // would become "true"), matches keys case-insensitively and stops at the first error, without a line.
