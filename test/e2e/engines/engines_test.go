@@ -1,0 +1,317 @@
+package engines
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/admissionpolicy"
+	"github.com/wincompat/wincompat/webhook/server"
+
+	"github.com/wincompat/wincompat/test/e2e/e2eutil"
+)
+
+// Namespaces of the differential test, one per engine.
+const (
+	nsEngineWebhook = "engine-webhook"
+	nsEngineHybrid  = "engine-hybrid"
+	nsEngineMAP     = "engine-map"
+)
+
+// mapOnlyDifferences are the parts of an object the webhook sets and the admission policy alone does not
+// (policy/admissionpolicy/README.md says why each stays with the webhook), by the path where the stored
+// objects differ, with the path's variable parts (container names, list indexes) as "*".
+var mapOnlyDifferences = map[string]string{
+	"nodeSelector.node.kubernetes.io/windows-build": "the build: needs the cluster's nodes or the image's registry",
+	"runtimeClassName":                                          "the RuntimeClass: needs the cluster's classes",
+	"overhead":                                                  "set by the RuntimeClass admission plugin from the class the webhook chose",
+	"affinity":                                                  "the build as node affinity (several candidate builds): needs the cluster",
+	"tolerations":                                               "tolerations of the OS taints found on nodes, and the RuntimeClass's: need the cluster",
+	"annotations.wincompat.io/build":                            "the build decision",
+	"annotations.wincompat.io/build-source":                     "the build decision",
+	"annotations.wincompat.io/version":                          "the webhook's marker (the admission policy writes wincompat.io/admission-policy)",
+	"annotations.wincompat.io/admission-policy":                 "the admission policy's marker",
+	"annotations.wincompat.io/changes":                          "the record holds the changes each engine made; warnings (the readiness checks') are the webhook's: an admission policy cannot warn",
+	"annotations.wincompat.io/template-changes":                 "the record holds the changes each engine made; warnings (the readiness checks') are the webhook's: an admission policy cannot warn",
+	"containers.*.securityContext.runAsNonRoot":                 "Pod Security restricted adjustments: need the namespace's labels",
+	"initContainers.*.securityContext.runAsNonRoot":             "Pod Security restricted adjustments",
+	"securityContext.runAsNonRoot":                              "Pod Security restricted adjustments",
+	"containers.*.securityContext.allowPrivilegeEscalation":     "Pod Security restricted adjustments",
+	"initContainers.*.securityContext.allowPrivilegeEscalation": "Pod Security restricted adjustments",
+	"volumes.*.emptyDir.medium":                                 "the emptyDir Memory rewrite",
+	"dnsPolicy":                                                 "the dnsPolicy rewrite",
+}
+
+// TestEnginesStoreTheSameObject: issue 15. Every corpus chart workload (declared Windows) and every
+// golden case that needs no cluster facts is created three times in one API server: through the webhook
+// alone, through hybrid (the admission policies, then the webhook) and through the admission policies
+// alone. Hybrid must store exactly what the webhook alone stores, but for two differences: the record
+// lists the admission policy's changes first (and, as CEL cannot render lists, without the old value of
+// a list), and the pod carries the admission policy's marker. What the admission policies alone store
+// may differ from the webhook's only where mapOnlyDifferences says why. The policy is the default with the
+// rewrites that narrow turned on (enginesPolicy), and pods those rewrites act on (narrowPods) must be
+// stored by every engine as the Go decision says, also in a namespace enforcing Pod Security restricted.
+func TestEnginesStoreTheSameObject(t *testing.T) {
+	ctx := context.Background()
+	cl := e2eutil.NewCluster(t)
+	e2eutil.RequireAdmissionPolicies(t, cl.Cfg)
+	workloads := e2eutil.Distinct(e2eutil.LoadCorpus(t))
+	workloads = append(workloads, goldenWorkloads(t)...)
+	workloads = append(workloads, narrowWorkloads(t)...)
+	for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
+		e2eutil.SetUpNamespace(ctx, t, cl.C, ns, map[string]string{policy.LabelEnabled: "true"}, workloads)
+	}
+	restrictedLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelPodSecurityEnforce: "restricted"}
+	e2eutil.SetUpNamespace(ctx, t, cl.C, nsEngineMAPRestricted, restrictedLabels, nil)
+	e2eutil.SetUpClusterWide(ctx, t, cl.C, workloads)
+	// As hybrid installs the webhook; the checks below see whether it acted.
+	e2eutil.SetWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
+	pol := enginesPolicy(t)
+	e2eutil.InstallAdmissionPolicies(ctx, t, cl.C, admissionpolicy.Render(pol, admissionpolicy.Options{Version: "e2e", ExcludedNamespaces: []string{nsEngineWebhook}}))
+	e2eutil.WaitForAdmissionPolicy(t, cl.C, nsEngineMAP)
+	// The webhook leaves the admission-policy-only namespaces alone, as if no replica answered.
+	served := *pol
+	served.ExcludedNamespaces = append(append([]string{}, pol.ExcludedNamespaces...), nsEngineMAP, nsEngineMAPRestricted)
+	cl.Serve(t, func(o *server.Options) { o.Policy = &served })
+
+	compared, actedOn, hybridSame := 0, 0, 0
+	mapDiffs := map[string]int{}
+	for _, w := range workloads {
+		stored := map[string]*unstructured.Unstructured{}
+		errs := map[string]error{}
+		for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
+			obj := w.Obj.DeepCopy()
+			obj.SetNamespace(ns)
+			errs[ns] = cl.C.Create(ctx, obj)
+			stored[ns] = obj
+		}
+		if errs[nsEngineWebhook] != nil {
+			if errs[nsEngineHybrid] == nil {
+				t.Errorf("%v: refused through the webhook (%v) but admitted through hybrid", w, errs[nsEngineWebhook])
+			}
+			t.Logf("%v: refused by every engine: %v", w, errs[nsEngineWebhook])
+			continue
+		}
+		if errs[nsEngineHybrid] != nil {
+			t.Errorf("%v: admitted through the webhook, refused through hybrid: %v", w, errs[nsEngineHybrid])
+			continue
+		}
+		compared++
+		kind := w.Obj.GetKind()
+		webhookMeta, hybridMeta := templateMeta(stored[nsEngineWebhook]), templateMeta(stored[nsEngineHybrid])
+		// Hybrid against the webhook alone: the record as a set, the marker set aside, then every byte.
+		recordKey, mark := policy.AnnotationChanges, policy.AnnotationVersion
+		if kind != "Pod" {
+			recordKey, mark = policy.AnnotationTemplateChanges, policy.AnnotationTemplateChanges
+		}
+		// An object the webhook leaves alone (not Windows, skipped) is compared all the same.
+		acted := webhookMeta["annotations"].(map[string]any)[mark] != nil
+		if acted {
+			actedOn++
+		}
+		if a, b := recordSet(t, webhookMeta, recordKey), recordSet(t, hybridMeta, recordKey); !slices.Equal(a, b) {
+			t.Errorf("%v: hybrid recorded\n  %s\nthe webhook alone\n  %s", w, strings.Join(b, "\n  "), strings.Join(a, "\n  "))
+		}
+		hybridAnn := hybridMeta["annotations"].(map[string]any)
+		why, leftToWebhook := notForAdmissionPolicy[w.File]
+		if kind == "Pod" && acted && !leftToWebhook && hybridAnn[policy.AnnotationAdmissionPolicy] != "e2e" {
+			t.Errorf("%v: hybrid stored no %s marker", w, policy.AnnotationAdmissionPolicy)
+		}
+		// Every engine labels the Windows pods it admits (the leader watches only those); the
+		// comparisons below hold hybrid and the admission policies alone to the webhook's label.
+		if labels, _ := webhookMeta["labels"].(map[string]any); kind == "Pod" && acted && labels[policy.LabelOS] != string(corev1.Windows) {
+			t.Errorf("%v: the webhook stored no %s=windows label: %v", w, policy.LabelOS, labels)
+		}
+		for _, m := range []map[string]any{webhookMeta, hybridMeta} {
+			ann := m["annotations"].(map[string]any)
+			delete(ann, recordKey)
+			delete(ann, policy.AnnotationAdmissionPolicy)
+		}
+		diffs := objectDiffs(comparable(stored[nsEngineWebhook]), comparable(stored[nsEngineHybrid]))
+		if len(diffs) > 0 {
+			t.Errorf("%v: hybrid stored another object than the webhook alone:\n  %s", w, strings.Join(diffs, "\n  "))
+		} else {
+			hybridSame++
+		}
+
+		// The admission policies alone.
+		if leftToWebhook {
+			t.Logf("%v: left to the webhook (%s); through the admission policies alone: %v", w, why, errs[nsEngineMAP])
+			continue
+		}
+		if errs[nsEngineMAP] != nil {
+			t.Errorf("%v: refused through the admission policies alone: %v", w, errs[nsEngineMAP])
+			continue
+		}
+		for _, d := range objectDiffs(comparable(stored[nsEngineWebhook]), comparable(stored[nsEngineMAP])) {
+			path, _, _ := strings.Cut(d, ": ")
+			key := listedDifference(genericPath(path))
+			if key == "" {
+				t.Errorf("%v: the admission policies alone store another %s than the webhook, with no reason listed: %s", w, path, d)
+				continue
+			}
+			mapDiffs[key]++
+		}
+	}
+	keys := make([]string, 0, len(mapDiffs))
+	for k := range mapDiffs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var table strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&table, "\n  %-60s %4d objects  %s", k, mapDiffs[k], mapOnlyDifferences[k])
+	}
+	// The narrowing rewrites, stored as the Go decision says by every engine; in a namespace enforcing
+	// Pod Security restricted, after the restricted adjustments of the same patch.
+	for _, p := range narrowPodsIn(restrictedLabels) {
+		p.Namespace = nsEngineMAPRestricted
+		if err := cl.C.Create(ctx, p); err != nil {
+			t.Errorf("%s/%s: refused through the admission policies alone: %v", p.Namespace, p.Name, err)
+		}
+	}
+	for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
+		checkNarrowed(ctx, t, cl.C, pol, ns, map[string]string{policy.LabelEnabled: "true"})
+	}
+	checkNarrowed(ctx, t, cl.C, pol, nsEngineMAPRestricted, restrictedLabels)
+
+	t.Logf("%d objects admitted by the webhook (%d of them changed by it): hybrid stored exactly what the webhook alone stores for %d (record order and the admission policy's marker aside); the admission policies alone differ from the webhook at:%s", compared, actedOn, hybridSame, table.String())
+	if compared < 50 {
+		t.Errorf("only %d objects compared: the corpus or the goldens did not load", compared)
+	}
+}
+
+// templateMeta is the metadata of a pod, or of a workload's pod template, as a mutable map.
+func templateMeta(obj *unstructured.Unstructured) map[string]any {
+	path := metaPath(obj.GetKind())
+	m, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	meta, _ := m.(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		_ = unstructured.SetNestedField(obj.Object, meta, path...)
+	}
+	if _, ok := meta["annotations"].(map[string]any); !ok {
+		meta["annotations"] = map[string]any{}
+	}
+	return meta
+}
+
+// recordSet is the change record as sorted keys, the old value of lists and objects left out (the
+// admission policy cannot render them).
+func recordSet(t *testing.T, meta map[string]any, key string) []string {
+	t.Helper()
+	raw, _ := meta["annotations"].(map[string]any)[key].(string)
+	changes, err := policy.DecodeChanges(raw)
+	if raw != "" && err != nil {
+		t.Errorf("record %s does not parse: %v", key, err)
+	}
+	var out []string
+	for _, ch := range changes {
+		out = append(out, changeKey(asRecordedByCEL(ch)))
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	// The service account token volume's name ends in a random suffix.
+	tokenVolume = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+	// A Job's selector and labels carry its own UID.
+	uidValue = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+)
+
+// comparable is the object without what differs between two creations of it: namespace, identity,
+// times, managed fields, generated names.
+func comparable(obj *unstructured.Unstructured) map[string]any {
+	o := obj.DeepCopy()
+	for _, f := range []string{"namespace", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"} {
+		unstructured.RemoveNestedField(o.Object, "metadata", f)
+	}
+	js, _ := json.Marshal(o.Object)
+	js = tokenVolume.ReplaceAll(js, []byte("kube-api-access-XXXXX"))
+	js = uidValue.ReplaceAll(js, []byte("UID"))
+	var out map[string]any
+	_ = json.Unmarshal(js, &out)
+	return out
+}
+
+// objectDiffs lists the paths where a and b differ, each with both values.
+func objectDiffs(a, b any) []string {
+	var out []string
+	var walk func(path string, a, b any)
+	walk = func(path string, a, b any) {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		// An absent map compares as an empty one, so that each key shows.
+		if aok && b == nil {
+			bm, bok = map[string]any{}, true
+		}
+		if bok && a == nil {
+			am, aok = map[string]any{}, true
+		}
+		if aok && bok {
+			keys := map[string]bool{}
+			for k := range am {
+				keys[k] = true
+			}
+			for k := range bm {
+				keys[k] = true
+			}
+			for k := range keys {
+				walk(strings.TrimPrefix(path+"."+k, "."), am[k], bm[k])
+			}
+			return
+		}
+		al, alok := a.([]any)
+		bl, blok := b.([]any)
+		if alok && blok && len(al) == len(bl) {
+			for i := range al {
+				walk(fmt.Sprintf("%s.%d", path, i), al[i], bl[i])
+			}
+			return
+		}
+		if ja, jb := js(a), js(b); ja != jb {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", path, ja, jb))
+		}
+	}
+	walk("", a, b)
+	sort.Strings(out)
+	return out
+}
+
+// genericPath is a path from objectDiffs relative to the pod spec or pod template metadata, with list
+// indexes as "*".
+var (
+	specPrefix = regexp.MustCompile(`^(spec\.(jobTemplate\.spec\.)?template\.|template\.)?(spec|metadata)\.`)
+	listIndex  = regexp.MustCompile(`\.\d+(\.|$)`)
+)
+
+// listedDifference is the entry of mapOnlyDifferences that covers path (itself or a parent), or "".
+func listedDifference(path string) string {
+	for p := path; p != ""; {
+		if _, ok := mapOnlyDifferences[p]; ok {
+			return p
+		}
+		i := strings.LastIndex(p, ".")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return ""
+}
+
+func genericPath(path string) string {
+	p := specPrefix.ReplaceAllString(path, "")
+	return listIndex.ReplaceAllString(p, ".*$1")
+}
