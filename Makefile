@@ -5,6 +5,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The same flags build the binary here and in the Dockerfile.
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 export CGO_ENABLED ?= 0
+# Every go command here compiles with -trimpath, as the binaries must: vet, the unit and e2e tests and
+# the builds of bin/ then share one build cache entry per package instead of compiling k8s.io, helm and
+# our own packages twice. Whatever GOFLAGS already holds (e.g. -buildvcs=false) is kept.
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
 # The real control plane for tests (DESIGN §8), built from the Go module proxy by the test/ module and
 # kept between runs: rebuilt only when test/go.mod changes. garbagecollector is Kubernetes' own garbage
@@ -57,24 +61,29 @@ test: lint unit e2e e2e-oldest ## everything CI runs: lint, unit tests (goldens,
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
 
-# The e2e package runs about 10 minutes on 2 cores, Go's default timeout for a test binary: give it room.
-e2e: $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and garbage collector (builds them once)
-	cd test && $(GO) test -count=1 -timeout 30m ./...
+# The e2e tests are one package per capability (test/e2e/README.md). Their tests wait on control planes
+# far more than they compute, so more packages run at once than there are cores: E2E_PARALLEL, measured
+# on 2 cores (test/e2e/README.md). They run the binary `make build` made (WINCOMPAT_BINARY), so that no
+# test builds it again.
+E2E_PARALLEL ?= 4
+E2E_ENV = WINCOMPAT_BINARY=$(CURDIR)/bin/wincompat
+e2e: build $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and garbage collector (builds them once), E2E_PARALLEL packages at a time
+	cd test && $(E2E_ENV) $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 30m ./...
 
 # The e2e tests whose outcome depends on the Kubernetes release: what its API server refuses and serves,
 # the chart's engine there, admission of the corpus and placement by its scheduler. CI runs them on the
 # oldest supported release besides the whole suite on the default one; `make e2e-matrix` runs everything
 # on every release.
 E2E_VERSIONED := TestStripTableProbe|TestHybridWhereAdmissionPoliciesAreNotServed|TestHelmChartOnThisServer|TestCorpusAdmittedAfterMutation|TestWebhookStripsEveryLinuxOnlyField|TestWebhookWorkloadTemplates|TestPlacement|TestMixedClusterBothWays
-e2e-oldest: bin/k8s/$(K8S_OLDEST)/kube-apiserver $(HELM) ## the release-dependent e2e tests on the oldest supported release (test/k8s)
-	cd test && WINCOMPAT_K8S_VERSION=$(K8S_OLDEST) $(GO) test -count=1 -timeout 30m -run '^($(E2E_VERSIONED))$$' ./e2e/
+e2e-oldest: build bin/k8s/$(K8S_OLDEST)/kube-apiserver $(HELM) ## the release-dependent e2e tests on the oldest supported release (test/k8s)
+	cd test && $(E2E_ENV) WINCOMPAT_K8S_VERSION=$(K8S_OLDEST) $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 30m -run '^($(E2E_VERSIONED))$$' ./e2e/...
 
 # Every release, one after the other, all reported before failing; then the next minor's pre-release,
 # when the module proxy has one (test/k8s/next.sh). Figures of the last run: test/e2e/README.md.
-e2e-matrix: $(K8S_BINS) $(foreach v,$(K8S_OTHERS),bin/k8s/$(v)/kube-apiserver) $(HELM) $(KUSTOMIZE) ## the whole e2e suite on every supported release (~15 min each), then the strip-table probe on the next release's pre-release
+e2e-matrix: build $(K8S_BINS) $(foreach v,$(K8S_OTHERS),bin/k8s/$(v)/kube-apiserver) $(HELM) $(KUSTOMIZE) ## the whole e2e suite on every supported release (~15 min each), then the strip-table probe on the next release's pre-release
 	@failed=""; for v in $(K8S_OTHERS) $(K8S_VERSION); do \
 		echo "== e2e on $$v"; start=$$(date +%s); \
-		if (cd test && WINCOMPAT_K8S_VERSION=$$v $(GO) test -count=1 -timeout 60m ./e2e/); then r=ok; else r=FAILED; failed="$$failed $$v"; fi; \
+		if (cd test && $(E2E_ENV) WINCOMPAT_K8S_VERSION=$$v $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 60m ./e2e/...); then r=ok; else r=FAILED; failed="$$failed $$v"; fi; \
 		echo "== $$v: $$r in $$(( $$(date +%s) - start )) s"; \
 	done; test/k8s/next.sh || failed="$$failed next"; \
 	if [ -n "$$failed" ]; then echo "e2e-matrix failed on:$$failed"; exit 1; fi
@@ -98,8 +107,8 @@ fuzz: ## run every fuzz target in turn for FUZZTIME each (default 10m)
 bench: ## Go benchmarks: decide, decide + diff, the whole review, each against its decode/encode floor
 	$(GO) test ./webhook -run '^$$' -bench . -benchmem
 
-bench-audit: $(K8S_BINS) ## wincompat audit in a real API server: 100,000 pods; 60,000 (30% Windows) on 2,000 Windows nodes. Time, peak RSS
-	cd test && $(GO) test -run '^$$' -bench '^BenchmarkAudit(100kPods|WindowsScale)$$' -benchtime 1x -timeout 60m ./e2e/
+bench-audit: build $(K8S_BINS) ## wincompat audit in a real API server: 100,000 pods; 60,000 (30% Windows) on 2,000 Windows nodes. Time, peak RSS
+	cd test && $(E2E_ENV) $(GO) test -run '^$$' -bench '^BenchmarkAudit(100kPods|WindowsScale)$$' -benchtime 1x -timeout 60m ./e2e/auditing/
 
 # The measuring lab: perf, perf-peers, overload, hostile, scale.
 include test/lab/lab.mk
