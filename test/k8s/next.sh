@@ -2,7 +2,7 @@
 # Follows the next Kubernetes minor release before it ships: finds the newest pre-release of
 # k8s.io/kubernetes for the minor after test/go.mod's on the module proxy, builds its kube-apiserver into
 # bin/k8s/<version>/ (its module in bin/k8s/src/<version>, never committed) and runs the strip-table probe
-# against it, writing test/e2e/testdata/striptable/<version>.json. Run by `make e2e-matrix`, not by CI.
+# against it, writing test/e2e/releases/testdata/striptable/<version>.json. Run by `make e2e-matrix`, not by CI.
 # Exits 0 when no pre-release is published yet, and says so.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,4 +34,4 @@ if [ ! -x "$out/kube-apiserver" ]; then
   ln -f "$root/bin/k8s/$current/etcd" "$out/"
 fi
 echo "next release: probing $version"
-cd test && UPDATE_GOLDEN=1 WINCOMPAT_K8S_VERSION=$version go test -count=1 -run '^TestStripTableProbe$' ./e2e/
+cd test && UPDATE_GOLDEN=1 WINCOMPAT_K8S_VERSION=$version go test -count=1 -run '^TestStripTableProbe$' ./e2e/releases/

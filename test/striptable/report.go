@@ -14,7 +14,7 @@ const (
 )
 
 // Report is what one release's API server said of the probes, as TestStripTableProbe keeps it in
-// test/e2e/testdata/striptable/<version>.json and test/k8s/README.md's table and the demo read it.
+// test/e2e/releases/testdata/striptable/<version>.json and test/k8s/README.md's table and the demo read it.
 type Report struct {
 	Version string `json:"version"`
 	// Probes counts the probes sent per gate setting.

@@ -1,7 +1,7 @@
 // Package striptable generates the probes that prove wincompat's strip table against an API server: one
 // pod spec per field (and per value, for booleans and enums) found by walking the pod spec's schema as
 // that API server serves it (OpenAPI v3), so that a field new in a release is probed the day that release
-// is, without anyone listing it. The e2e test TestStripTableProbe sends them (test/e2e/striptable_test.go).
+// is, without anyone listing it. The e2e test TestStripTableProbe sends them (test/e2e/releases/striptable_test.go).
 package striptable
 
 import (

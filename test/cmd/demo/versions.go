@@ -62,7 +62,7 @@ func (d *demo) versions(ctx context.Context) error {
 	}
 	d.say("lifecycle.stopSignal SIGQUIT (a chart's graceful nginx) removed: %s", changes[i].Reason)
 
-	reports, err := striptable.ReadReports(filepath.Join(d.root, "test", "e2e", "testdata", "striptable"))
+	reports, err := striptable.ReadReports(filepath.Join(d.root, "test", "e2e", "releases", "testdata", "striptable"))
 	if err != nil {
 		return err
 	}
@@ -78,6 +78,6 @@ func (d *demo) versions(ctx context.Context) error {
 		versions = append(versions, fmt.Sprintf("%s (%d fields)", r.Version, len(r.Refused[striptable.GatesAll])))
 	}
 	d.say("the strip-table probe's last reports: every field refused on Windows pods is rewritten, on %s", strings.Join(versions, ", "))
-	d.detail("the probes: every leaf of the pod spec each API server serves, alone on a pod, gates off and on (make e2e-matrix; test/e2e/testdata/striptable)")
+	d.detail("the probes: every leaf of the pod spec each API server serves, alone on a pod, gates off and on (make e2e-matrix; test/e2e/releases/testdata/striptable)")
 	return nil
 }
