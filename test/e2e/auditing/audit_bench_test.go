@@ -3,7 +3,7 @@ package auditing
 // Issue 6, at scale: `wincompat audit` lists 100,000 pods from the real API server page by page. A
 // benchmark, not a test, so that `make test` never spends minutes creating pods:
 //
-//	cd test && go test -run '^$' -bench BenchmarkAudit100kPods -benchtime 1x ./e2e/
+//	cd test && go test -run '^$' -bench BenchmarkAudit100kPods -benchtime 1x ./e2e/auditing/
 
 import (
 	"bufio"

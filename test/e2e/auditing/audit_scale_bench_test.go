@@ -4,7 +4,7 @@ package auditing
 // Windows node; this one is the largest cluster Kubernetes supports at its usual proportions, with 30%
 // of the pods Windows as wincompat leaves them, on 2,000 Windows nodes:
 //
-//	cd test && go test -run '^$' -bench BenchmarkAuditWindowsScale -benchtime 1x ./e2e/
+//	cd test && go test -run '^$' -bench BenchmarkAuditWindowsScale -benchtime 1x ./e2e/auditing/
 //
 // WINCOMPAT_AUDIT_BASELINE=/path/to/an/older/wincompat audits the same cluster with that binary too,
 // so that a change is measured before and after on one cluster and one machine.

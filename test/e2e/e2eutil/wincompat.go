@@ -64,10 +64,10 @@ func CompareGolden(t *testing.T, path string, got []byte, test string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("missing golden %s (run UPDATE_GOLDEN=1 go test ./e2e -run %s and review it): %v", path, test, err)
+		t.Fatalf("missing golden %s (run UPDATE_GOLDEN=1 go test ./e2e/... -run %s and review it): %v", path, test, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale (run UPDATE_GOLDEN=1 go test ./e2e -run %s and review the diff)\n--- got\n%s\n--- want\n%s", path, test, got, want)
+		t.Errorf("%s is stale (run UPDATE_GOLDEN=1 go test ./e2e/... -run %s and review the diff)\n--- got\n%s\n--- want\n%s", path, test, got, want)
 	}
 }
 

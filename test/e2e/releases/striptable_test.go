@@ -416,7 +416,7 @@ func TestStripTableDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	readmetest.Check(t, filepath.Join(root, "test", "k8s", "README.md"), "<!-- versions:begin -->\n", "<!-- versions:end -->", table,
-		"UPDATE_GOLDEN=1 go test ./e2e -run TestStripTableDocs (in test/)")
+		"UPDATE_GOLDEN=1 go test ./e2e/releases -run TestStripTableDocs (in test/)")
 }
 
 // versionsTable renders one row per rule (a strip-table row, or the field when it is not one: the
