@@ -37,20 +37,20 @@ func (cl *Cluster) AddNode(t *testing.T, n TestNode) {
 	}
 }
 
-// want is where a pod of a category belongs.
-type want int
+// Place is where a pod of a category belongs.
+type Place int
 
 const (
-	OnBuild      want = iota // a Windows node of the category's build
-	OnAnyWindows             // any Windows node (HostProcess)
-	OnLinux                  // a Linux node
-	Unbound                  // nowhere: no node runs the build, so the pod must stay Pending
+	OnBuild      Place = iota // a Windows node of the category's build
+	OnAnyWindows              // any Windows node (HostProcess)
+	OnLinux                   // a Linux node
+	Unbound                   // nowhere: no node runs the build, so the pod must stay Pending
 )
 
 // Category is one kind of pod of the random mix.
 type Category struct {
 	Name  string
-	Want  want
+	Want  Place
 	Build string // the build wincompat must choose; "" when it must choose none
 }
 
