@@ -44,7 +44,7 @@ func writeYAMLStream(t *testing.T, b *bytes.Buffer, objs []any) {
 }
 
 // The params and bindings of the default policy are pinned (the policies in the chart's file), so that a
-// change of the generated CEL is seen in review; the e2e test (test/e2e/admissionpolicy_test.go) proves it on the real API server.
+// change of the generated CEL is seen in review; the e2e test (test/e2e/engines/admissionpolicy_test.go) proves it on the real API server.
 func TestRenderGolden(t *testing.T) {
 	checkGenerated(t, filepath.Join("testdata", "default.yaml"), renderYAML(t, policy.Default()), "the default policy's params and bindings are rendered by Render")
 }
