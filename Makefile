@@ -10,7 +10,7 @@ export CGO_ENABLED ?= 0
 # our own packages twice. Whatever GOFLAGS already holds (e.g. -buildvcs=false) is kept.
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
-# The real control plane for tests (DESIGN §8), built from the Go module proxy by the test/ module and
+# The real control plane for tests, built from the Go module proxy by the test/ module and
 # kept between runs: rebuilt only when test/go.mod changes. garbagecollector is Kubernetes' own garbage
 # collector controller alone (test/cmd/garbagecollector): kube-controller-manager would need the kubelet's
 # and cAdvisor's modules too.

@@ -39,7 +39,7 @@ func sameJSON(t *testing.T, a, b string) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// The shapes wincompat produces (DESIGN §1) must round-trip: diff, then apply to the before document.
+// The shapes wincompat produces must round-trip: diff, then apply to the before document.
 func TestDiffRoundTrips(t *testing.T) {
 	for name, tc := range map[string]struct{ before, after string }{
 		"append to tolerations":      {`{"t":[{"k":"a"}]}`, `{"t":[{"k":"a"},{"k":"os"}]}`},
@@ -75,7 +75,7 @@ func TestDiffReorderedArrayLimitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := apply(t, `{"a":[1,4,5]}`, p); sameJSON(t, got, `{"a":[4,1]}`) {
-		t.Log("the library now handles reordered arrays; DESIGN §1 and README can drop the caveat")
+		t.Log("the library now handles reordered arrays; this caveat can go")
 	} else if len(p) != 1 || p[0].Op != "remove" {
 		t.Errorf("unexpected patch for a reordered array: %+v", p)
 	}

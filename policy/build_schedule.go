@@ -37,7 +37,7 @@ func (p *Policy) CatalogBuilds(build string) bool {
 	return build != ""
 }
 
-// schedule injects what a Windows pod needs to land on a Windows node that can run it (DESIGN §5) and
+// schedule injects what a Windows pod needs to land on a Windows node that can run it and
 // returns the chosen builds, comma-separated, and their source ("" when none was chosen).
 func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage, rec *recorder) (build, source string) {
 	spec := &pod.Spec

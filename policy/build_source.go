@@ -25,7 +25,7 @@ type buildChoice struct {
 	hyperV *hyperVClass
 }
 
-// buildSource is one row of the order in which sources decide the build (DESIGN §5 and §10). The table
+// buildSource is one row of the order in which sources decide the build. The table
 // drives chooseBuild and the list in policy/README.md.
 type buildSource struct {
 	name string

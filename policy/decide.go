@@ -27,7 +27,7 @@ type Namespace struct {
 }
 
 // Cluster holds what the server knows about the cluster. Offline (wincompat mutate) it is nil, and every
-// decision that would need it falls back as DESIGN §5 describes.
+// decision that would need it falls back as build_source.go orders it.
 type Cluster struct {
 	// Builds are the Windows builds of ready nodes.
 	Builds []string

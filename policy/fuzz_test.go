@@ -263,7 +263,7 @@ const everyLinuxOnlyFieldPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"nam
 // shape the knobs give, under every policy variant, and checks what must hold whatever the input:
 // Decide never panics and refuses only kinds it does not handle; an object left alone is untouched; a
 // decided one keeps no field the API server rejects on Windows, grants nothing its input did not (the
-// invariant of DESIGN §4), records every change it made, and deciding it again changes nothing.
+// invariant of the rewrites), records every change it made, and deciding it again changes nothing.
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled), "", uint8(0), uint8(0))
 	f.Add([]byte(everyLinuxOnlyFieldPod), uint8(0), uint8(nsEnabled|nsRestricted|nsClusterTwoBuilds), "ltsc2019", uint8(0x7f), uint8(0))

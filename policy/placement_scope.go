@@ -54,7 +54,7 @@ func (p *Policy) inScope(meta *metav1.ObjectMeta, ns Namespace) string {
 	return ""
 }
 
-// IsWindows is the Windows test (DESIGN §2) without its change: spec.os; else a nodeSelector or
+// IsWindows is the Windows test without its change: spec.os; else a nodeSelector or
 // required node affinity that admits only Windows nodes (kubernetes.io/os or the beta label, when the
 // policy infers the OS from them); else a namespace labelled wincompat.io/default-os=windows, unless
 // the pod is pinned to Linux. It says nothing of scope (Scope).

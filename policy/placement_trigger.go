@@ -79,7 +79,7 @@ const (
 	ReasonDefaultOSWindows = "namespace is labelled " + LabelDefaultOS + "=windows"
 )
 
-// windowsTrigger decides whether a pod spec is a Windows pod (DESIGN §2), setting spec.os when the
+// windowsTrigger decides whether a pod spec is a Windows pod, setting spec.os when the
 // decision was inferred. It returns why not, or "".
 func (p *Policy) windowsTrigger(spec *corev1.PodSpec, ns Namespace, rec *recorder) string {
 	skip, inferred := p.windowsReason(spec, ns)

@@ -3,7 +3,7 @@ package policy
 import corev1 "k8s.io/api/core/v1"
 
 // Reasons of the template warnings about what pod creation will rewrite. A template keeps these fields
-// (rewrites happen when each pod is created, DESIGN §2), so `helm install` and the post-renderer would
+// (rewrites happen when each pod is created), so `helm install` and the post-renderer would
 // otherwise say nothing of them.
 const (
 	reasonTemplateMemoryEmptyDir = "Windows has no memory-backed emptyDir: each pod gets node disk instead when it is created"

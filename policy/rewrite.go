@@ -77,7 +77,7 @@ const (
 	reasonHostNetwork   = "hostNetwork without hostProcess containers is not supported on Windows; left unchanged"
 )
 
-// rewriteForWindows changes what validation accepts but Windows does not honour (DESIGN §4) and warns
+// rewriteForWindows changes what validation accepts but Windows does not honour, and warns
 // about what it leaves alone.
 func rewriteForWindows(pod *corev1.Pod, rec *recorder) {
 	spec := &pod.Spec

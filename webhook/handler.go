@@ -20,7 +20,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// Paths the handlers are served on (DESIGN §7).
+// Paths the handlers are served on (deploy/webhook names them).
 const (
 	PodPath      = "/mutate-pod"
 	WorkloadPath = "/mutate-workload"

@@ -9,7 +9,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// Metrics are wincompat's own series (DESIGN §7). Every label value comes from a closed set, since
+// Metrics are wincompat's own series. Every label value comes from a closed set, since
 // whoever reaches the port or creates a pod chooses the strings a review carries: the handler's
 // resources, the admission operations, results and modes, the fields wincompat changes (those of
 // each change's rule: policy.Change.MetricField), the catalog's builds and the build sources wincompat

@@ -12,7 +12,7 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// PolicyCheckPath validates the policy ConfigMap before the API server stores it (DESIGN §7).
+// PolicyCheckPath validates the policy ConfigMap before the API server stores it.
 const PolicyCheckPath = "/validate-policy"
 
 // PolicyKey is the ConfigMap key that holds the policy file.

@@ -1,4 +1,4 @@
-// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s/<version> (DESIGN §8), and on
+// Package controlplane starts the real kube-apiserver and etcd built into bin/k8s/<version>, and on
 // request the real kube-scheduler and Kubernetes' garbage collector controller, for tests (Start, StartWithWebhooks) and for programs such as the
 // demo (Launch).
 //
@@ -113,7 +113,7 @@ type Options struct {
 	// WebhookPaths are webhook configuration manifests (files or directories) that envtest installs with
 	// their clientConfig pointed at Webhook: a local port and a fresh serving certificate.
 	WebhookPaths []string
-	// Scheduler also runs the real kube-scheduler from bin/k8s against the API server (DESIGN §8), so
+	// Scheduler also runs the real kube-scheduler from bin/k8s against the API server, so
 	// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
 	Scheduler bool
 	// GarbageCollector also runs Kubernetes' garbage collector controller (bin/k8s/garbagecollector, see

@@ -172,7 +172,7 @@ func WincompatAnnotations(annotations map[string]string) []string {
 }
 
 // DecodeChanges parses a changes annotation and fails on duplicates: a second pass over the same
-// object must never repeat an entry (DESIGN §6, §9).
+// object must never repeat an entry.
 func DecodeChanges(t *testing.T, annotations map[string]string, key string) []policy.Change {
 	t.Helper()
 	s, ok := annotations[key]

@@ -1,6 +1,6 @@
 package placement
 
-// Issue 4: placement through the real kube-apiserver and the real kube-scheduler (DESIGN §5, §8).
+// Issue 4: placement through the real kube-apiserver and the real kube-scheduler.
 // The scheduler binds pods to fake Node objects (Ready, labelled, tainted; no kubelet runs, so nothing
 // starts), and where it binds them is the oracle: a Windows pod on a Linux node, or on a node of
 // another Windows build, would fail to start in a real cluster.
@@ -130,7 +130,7 @@ func chartPod(rnd *rand.Rand, cat *e2eutil.Category, prefix string) *corev1.Pod 
 }
 
 // withoutRejectedFields returns a copy of a Windows pod without the fields the API server rejects for
-// os windows (DESIGN §3), as a user who fixed validation by hand would write it, and the names of the
+// os windows, as a user who fixed validation by hand would write it, and the names of the
 // fields it removed. Written here, independently of policy's strip table: the baseline must not lean
 // on the code under test. Linux pods are returned as they are.
 func withoutRejectedFields(pod *corev1.Pod) (*corev1.Pod, []string) {

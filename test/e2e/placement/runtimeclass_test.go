@@ -1,6 +1,6 @@
 package placement
 
-// Issue 4: the RuntimeClasses `wincompat serve` keeps for the build catalog (DESIGN §5), through the
+// Issue 4: the RuntimeClasses `wincompat serve` keeps for the build catalog, through the
 // real API server: created, repaired, recreated, never touched when someone else owns the name, and
 // accepted by the API server's RuntimeClass admission plugin on the pods wincompat gives them to.
 
@@ -258,7 +258,7 @@ func TestRuntimeClassUnmanaged(t *testing.T) {
 	}
 
 	// A pod of the 2025 image: the class exists and selects nothing the pod contradicts, so wincompat
-	// names it (DESIGN §5), and the plugin merges the administrator's pool selector and toleration,
+	// names it, and the plugin merges the administrator's pool selector and toleration,
 	// which wincompat itself never writes.
 	const ns = "unmanaged-class"
 	cl.NewNamespace(t, ns, map[string]string{policy.LabelEnabled: "true"})

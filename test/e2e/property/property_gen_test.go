@@ -2,7 +2,7 @@ package property
 
 // The generator of TestValidationProperty: seeded, random Windows pods and workloads that carry random
 // combinations of every row of wincompat's strip table (read from policy.LinuxOnlyFields, so a new row
-// fails the test until the generator knows how to set it), the rewrites of DESIGN §4, and the ordinary
+// fails the test until the generator knows how to set it), the rewrites (policy/rewrite.go), and the ordinary
 // fields charts carry. Apart from the Linux-only fields, every object is valid for a Windows pod: what
 // the API server rejects after wincompat is wincompat's failure, not the generator's.
 
@@ -609,7 +609,7 @@ func (g *gen) container(name, image string, volumes []corev1.Volume, hostProcess
 		if g.chance(0.25) {
 			modes := []corev1.MountPropagationMode{corev1.MountPropagationNone, corev1.MountPropagationHostToContainer}
 			if privileged {
-				// The API server allows Bidirectional only on privileged containers (DESIGN §4).
+				// The API server allows Bidirectional only on privileged containers.
 				modes = append(modes, corev1.MountPropagationBidirectional)
 			}
 			m.MountPropagation = ptr.To(oneOf(g, modes...))

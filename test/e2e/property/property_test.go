@@ -111,7 +111,7 @@ type propResult struct {
 	diff     string                     // (b): expected vs stored, "" when equal
 	expected *unstructured.Unstructured // the dry-run expected object, kept when it differs
 	widened  []string                   // (c)
-	disallow []string                   // recorded changes DESIGN does not allow
+	disallow []string                   // recorded changes the tables do not allow
 	absent   []string                   // fields of recorded removals of values the input did not carry (the API server defaulted them)
 }
 
@@ -274,7 +274,7 @@ func TestValidationProperty(t *testing.T) {
 			}
 		}
 	})
-	t.Run("only changes DESIGN allows are accepted", func(t *testing.T) {
+	t.Run("only changes the tables allow are accepted", func(t *testing.T) {
 		for _, c := range []policy.Change{
 			{Action: policy.Strip, Path: "spec.containers[app].image"},
 			{Action: policy.Strip, Path: "spec.securityContext.runAsNonRoot"},
@@ -435,7 +435,7 @@ func podRoot(kind string, obj map[string]any) (map[string]any, error) {
 	return jsonMap(obj, e2eutil.TemplatePaths[kind]...)
 }
 
-// The annotations wincompat writes (DESIGN §6): on Pods, and on templates.
+// The annotations wincompat writes: on Pods, and on templates.
 var (
 	podOwnedAnnotations      = []string{policy.AnnotationChanges, policy.AnnotationVersion, policy.AnnotationBuild, policy.AnnotationBuildSource}
 	templateOwnedAnnotations = []string{policy.AnnotationTemplateChanges}
@@ -1149,7 +1149,7 @@ func propFailures(t *testing.T, cfg propConfig, results []*propResult) {
 		if len(r.disallow) > 0 {
 			disallowed++
 			if disallowed <= detailed {
-				t.Errorf("(b) %v records changes DESIGN does not allow (replay: %s): %s", r.o, replay, strings.Join(r.disallow, "; "))
+				t.Errorf("(b) %v records changes the tables do not allow (replay: %s): %s", r.o, replay, strings.Join(r.disallow, "; "))
 			}
 		}
 		if len(r.widened) > 0 {
@@ -1175,7 +1175,7 @@ func propFailures(t *testing.T, cfg propConfig, results []*propResult) {
 		t.Errorf("objects not equal to the input minus the recorded changes, by where they differ:%s", b.String())
 	}
 	if n := rejected + unequal + oracle + disallowed + widened; n > 0 {
-		t.Errorf("of %d objects: %d not admitted, %d without an expected object, %d not equal to the input minus the recorded changes, %d with changes DESIGN does not allow, %d widened (the first %d of each shown)",
+		t.Errorf("of %d objects: %d not admitted, %d without an expected object, %d not equal to the input minus the recorded changes, %d with changes the tables do not allow, %d widened (the first %d of each shown)",
 			len(results), rejected, oracle, unequal, disallowed, widened, detailed)
 	}
 }
@@ -1236,7 +1236,7 @@ func propRegressions() []propRegression {
 			name: "build annotation replaced silently by the nodeSelector's build",
 			why: "wincompat.io/build: ltsc2025 on the pod, nodeSelector node.kubernetes.io/windows-build: 10.0.17763: " +
 				"chooseBuild takes the nodeSelector (source nodeSelector) and overwrites the annotation with 10.0.17763, " +
-				"recording no change and no warning; DESIGN §5 puts the annotation first",
+				"recording no change and no warning; the build annotation comes first (policy/build_source.go)",
 			obj: u(map[string]any{
 				"apiVersion": "v1", "kind": "Pod",
 				"metadata": map[string]any{"name": "regression-build-pin", "namespace": propNS,
@@ -1355,8 +1355,8 @@ func injectorOptOutsOnly(labels bool, raw []byte) string {
 	return ""
 }
 
-// disallowedChange says why a recorded change is not one DESIGN §3-§5 allows ("" when it is): strips
-// only of strip-table rows; rewrites and injections only of the fields and to the values DESIGN names;
+// disallowedChange says why a recorded change is not one the tables allow ("" when it is): strips
+// only of strip-table rows; rewrites and injections only of the fields and to the values the tables name;
 // templates get only the strip table, the removal of mount propagation, the non-root user and spec.os.
 func disallowedChange(kind string, c policy.Change, rows []policy.LinuxOnlyField) string {
 	field := strings.Replace(c.Field(), "spec.initContainers[*]", "spec.containers[*]", 1)
@@ -1397,7 +1397,7 @@ func disallowedChange(kind string, c policy.Change, rows []policy.LinuxOnlyField
 				string(c.From) == "false" && to == "true":
 			return ""
 		}
-		return "not a rewrite DESIGN §4/§5 names, or not to the value it names"
+		return "not a rewrite the tables name, or not to the value it names"
 	case policy.Inject:
 		if field == "metadata.labels" || field == "metadata.annotations" {
 			return injectorOptOutsOnly(field == "metadata.labels", c.To)
@@ -1413,7 +1413,7 @@ func disallowedChange(kind string, c policy.Change, rows []policy.LinuxOnlyField
 			field == "spec.securityContext.runAsNonRoot" && to == "true":
 			return ""
 		}
-		return "not an injection DESIGN §4/§5 names, or not of the value it names"
+		return "not an injection the tables name, or not of the value it names"
 	}
 	return "unknown action"
 }

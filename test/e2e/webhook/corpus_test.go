@@ -1,4 +1,4 @@
-// Package e2e checks wincompat against the real kube-apiserver (DESIGN §8): the API server, not our
+// Package e2e checks wincompat against the real kube-apiserver: the API server, not our
 // reading of its validation code, decides whether a mutated object is acceptable.
 package webhook
 
@@ -163,7 +163,7 @@ func TestRejectsLinuxFieldOnWindowsPod(t *testing.T) {
 	}
 	err := c.Create(ctx, pod, client.DryRunAll)
 	if err == nil {
-		t.Fatal("a Windows pod with spec.securityContext.runAsUser was admitted: the API server is not the oracle DESIGN §8 relies on")
+		t.Fatal("a Windows pod with spec.securityContext.runAsUser was admitted: the API server is not the oracle these tests rely on")
 	}
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be set for a windows pod") {
 		t.Fatalf("rejected for another reason than the Windows field check: %v", err)

@@ -45,8 +45,8 @@ func admissionReviews(t *testing.T) float64 {
 	return sum
 }
 
-// Every field of the strip table (DESIGN §3), set on a pod, its security context, a container and an
-// init container; plus the rewrites of DESIGN §4 that this pod exercises.
+// Every field of the strip table (policy/strip.go), set on a pod, its security context, a container and an
+// init container; plus the rewrites (policy/rewrite.go) that this pod exercises.
 var (
 	strippedPodFields = []string{
 		"spec.hostPID", "spec.hostIPC", "spec.shareProcessNamespace", "spec.hostUsers", "spec.resources",

@@ -118,7 +118,7 @@ func TestWebhookWorkloadTemplates(t *testing.T) {
 			if tpl.Spec.OS == nil || tpl.Spec.OS.Name != corev1.Windows {
 				t.Errorf("template spec.os = %+v", tpl.Spec.OS)
 			}
-			// Scheduling waits for the Pod (DESIGN §2): templates get only what validation needs.
+			// Scheduling waits for the Pod: templates get only what validation needs.
 			if len(tpl.Spec.NodeSelector) > 0 || e2eutil.CountToleration(&corev1.Pod{Spec: tpl.Spec}, e2eutil.WindowsToleration) > 0 || tpl.Spec.RuntimeClassName != nil {
 				t.Errorf("template got scheduling: nodeSelector=%v tolerations=%v", tpl.Spec.NodeSelector, tpl.Spec.Tolerations)
 			}
