@@ -56,12 +56,7 @@ build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a 
 	$(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
 	ln -sf wincompat bin/kubectl-wincompat
 
-# The oldest release's control plane (about 440 s of CPU) builds while the e2e tests run: they wait on
-# control planes more than they compute, so the build takes what they leave idle. The default release's
-# binaries are built first, alone, so that no two go commands compile the same packages at once.
-test: lint unit ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server (the default release, and the oldest supported one)
-	$(MAKE) $(K8S_BINS) $(HELM) $(KUSTOMIZE)
-	$(MAKE) -j2 e2e e2e-oldest
+test: lint unit e2e e2e-oldest ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server (the default release, and the oldest supported one)
 
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
