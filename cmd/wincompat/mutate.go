@@ -104,6 +104,9 @@ func newCLIResolver(wait time.Duration, f cliImageFlags) (*registry.Resolver, er
 		AllowPrivateNetworks: f.allowPrivateNetworks,
 		// authn.DefaultKeychain reads the user's docker config, not the chart's pull secret.
 		UnauthorizedHint: "log in with docker login or crane auth login",
+		// The user named the hosts and runs on their own network: the cause is theirs to see, and
+		// there is no server log to send them to.
+		ShowCauses: true,
 	})
 }
 

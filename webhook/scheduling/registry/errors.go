@@ -81,7 +81,23 @@ func (r *Resolver) explain(registry string, creds credentials, err error) (strin
 	default:
 		reason = reasonOther
 	}
-	return registry + ": " + msgUnreachable, reason
+	return registry + ": " + r.unreachable(err), reason
+}
+
+// maxCauseBytes bounds the cause an unreachable registry's message repeats: the error may quote what
+// the registry sent.
+const maxCauseBytes = 512
+
+// unreachable is msgUnreachable, or with Config.ShowCauses, the cause itself.
+func (r *Resolver) unreachable(cause error) string {
+	if !r.c.ShowCauses || cause == nil {
+		return msgUnreachable
+	}
+	msg := cause.Error()
+	if len(msg) > maxCauseBytes {
+		msg = strings.ToValidUTF8(msg[:maxCauseBytes], "") + "..."
+	}
+	return "registry unreachable: " + msg
 }
 
 // msgNotReadable is the answer for both "unauthorized" and "no such image": which of the two a registry
@@ -111,7 +127,7 @@ func (r *Resolver) explainStatus(registry string, creds credentials, e *transpor
 	}
 	// Any other status is no registry's answer about an image: a service that is no registry, or a
 	// registry failing. Either way, what it is is the operator's to learn.
-	return registry + ": " + msgUnreachable, reasonHTTP
+	return registry + ": " + r.unreachable(e), reasonHTTP
 }
 
 // unauthorizedHint names only credentials the lookup could have used: a pod that listed no pull

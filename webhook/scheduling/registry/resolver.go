@@ -96,6 +96,11 @@ type Config struct {
 	// the caller knows where they come from: "set imageResolver.pullSecret" in the server, docker login
 	// for the CLI. Empty: no advice. A lookup that also used the pod's pull secrets names them too.
 	UnauthorizedHint string
+	// ShowCauses puts the cause of an unreachable registry (refused, DNS, TLS, a timeout, an HTTP
+	// status no registry gives) in Image.Err instead of pointing to the log. Only for a caller who
+	// named the hosts and owns the network, the CLI: to a pod's author, the cause maps the server's
+	// network. The server, which has a log, leaves it false.
+	ShowCauses bool
 	// Metrics receives the resolver's series; nil records none.
 	Metrics *Metrics
 	// Now is the clock of the caches' expiry (default time.Now); the deadlines use real time.
@@ -362,7 +367,7 @@ func (r *Resolver) Lookup(ctx context.Context, req policy.ImageRequest) map[stri
 			}
 			// The same words as a registry that refused the connection: which of the two a host does
 			// is what a pod's author would map the network by. The operator's metric says timeout.
-			out[w.image] = policy.Image{Err: w.registry + ": " + msgUnreachable}
+			out[w.image] = policy.Image{Err: w.registry + ": " + r.unreachable(fmt.Errorf("no answer within %s", r.c.Timeout))}
 			r.c.Metrics.count(resultTimeout)
 		}
 	}
