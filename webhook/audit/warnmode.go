@@ -43,7 +43,7 @@ func (w *warnMode) wouldChange(ctx context.Context, ns, obj string, copied any) 
 		w.out.note("warn mode: " + w.cluster.why() + "; what enforce mode would change is worked out without the cluster's builds, taints and RuntimeClasses")
 	}
 	d, err := w.pol.Decide(copied, facts)
-	if err != nil || !d.Handled() || d.Denied == "" && len(d.Changes) == 0 {
+	if err != nil || !d.Handled() || d.Denied == "" && !changesSomething(d.Changes) {
 		return false
 	}
 	if d.Denied != "" {
@@ -58,4 +58,12 @@ func (w *warnMode) wouldChange(ctx context.Context, ns, obj string, copied any) 
 	}
 	w.out.finding(WouldChange, ns, obj, strings.Join(what, "; "))
 	return true
+}
+
+// changesSomething reports whether enforce mode would change the object, not only warn of it. An object
+// enforce mode rewrote before its namespace moved to warn mode decides again to its readiness warnings
+// alone: they are the run-time findings of its record, and nothing is left that enforce would change.
+// Beside a change, the warnings stay in the finding's detail: warn mode's objects carry no record.
+func changesSomething(changes []policy.Change) bool {
+	return slices.ContainsFunc(changes, func(c policy.Change) bool { return c.Action != policy.Warn })
 }
