@@ -105,12 +105,7 @@ func (d Decision) ChangesJSON() string {
 func (d Decision) Warnings() []string { return Warnings(d.Changes) }
 
 // WouldWarnings renders them for warn mode, where nothing was changed; a refusal is the one warning.
-func (d Decision) WouldWarnings() []string {
-	if d.Denied != "" {
-		return []string{"wincompat (warn mode) would have refused it: " + d.Denied}
-	}
-	return WouldWarnings(d.Changes)
-}
+func (d Decision) WouldWarnings() []string { return AdmissionWarnings(d.WouldMessages()) }
 
 // DeniedMessage renders the refusal as the user is shown it (the admission response, `wincompat
 // mutate`), marked as wincompat's like every warning; "" when the object is not refused.

@@ -25,8 +25,11 @@ func TestDeniedCarriesNoPrefix(t *testing.T) {
 	if got := d.DeniedMessage(); got != "wincompat: "+reason {
 		t.Errorf("DeniedMessage = %q", got)
 	}
-	if got := d.WouldWarnings(); len(got) != 1 || got[0] != "wincompat (warn mode) would have refused it: "+reason {
+	if got := d.WouldWarnings(); len(got) != 1 || got[0] != "wincompat (warn mode): action needed: would have refused it: "+reason {
 		t.Errorf("WouldWarnings = %q", got)
+	}
+	if got := d.WouldMessages(); len(got) != 1 || got[0] != (Message{SeverityWarning, "wincompat (warn mode) would have refused it: " + reason}) {
+		t.Errorf("WouldMessages = %q", got)
 	}
 	if (Decision{}).DeniedMessage() != "" {
 		t.Error("a decision that refuses nothing has a refusal message")

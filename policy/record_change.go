@@ -234,15 +234,16 @@ func (c Change) key() changeKey {
 }
 
 // Warnings renders one short admission warning per class of change (action and field, ignoring which
-// container), in first-seen order, e.g.
-// "wincompat: removed securityContext.runAsUser from 2 containers (not supported on Windows)".
-func Warnings(changes []Change) []string { return warnings(changes, false) }
+// container), e.g. "wincompat: removed securityContext.runAsUser from 2 containers (not supported on
+// Windows)". What needs action comes first, marked (Message.Admission), then what wincompat did as
+// intended, each in first-seen order.
+func Warnings(changes []Change) []string { return AdmissionWarnings(Messages(changes)) }
 
 // WouldWarnings are Warnings for warn mode, where nothing was changed: "wincompat (warn mode) would
 // have removed securityContext.runAsUser from 2 containers (not supported on Windows)".
-func WouldWarnings(changes []Change) []string { return warnings(changes, true) }
+func WouldWarnings(changes []Change) []string { return AdmissionWarnings(WouldMessages(changes)) }
 
-func warnings(changes []Change, would bool) []string {
+func messages(changes []Change, would bool) []Message {
 	// reason tells warnings apart: each says something of its own (which image, which build, which
 	// taint); the same rule on several containers gives the same reason and one warning.
 	type groupKey struct {
@@ -252,6 +253,8 @@ func warnings(changes []Change, would bool) []string {
 	type group struct {
 		groupKey
 		first int // the change that opened it, in changes
+		// severity is the group's: a warning when any change of it is one.
+		severity Severity
 		// owners holds the second and later owners; most groups have one.
 		owner  string
 		owners []string
@@ -280,12 +283,17 @@ func warnings(changes []Change, would bool) []string {
 			i = slices.IndexFunc(groups, func(g group) bool { return g.groupKey == k })
 			found = i >= 0
 		}
-		switch {
-		case !found:
+		if !found {
 			if index != nil {
 				index[k] = len(groups)
 			}
-			groups = append(groups, group{groupKey: k, first: n, owner: owner})
+			groups = append(groups, group{groupKey: k, first: n, owner: owner, severity: c.Severity()})
+			continue
+		}
+		if groups[i].severity == SeverityInfo {
+			groups[i].severity = c.Severity()
+		}
+		switch {
 		case groups[i].owner == owner:
 		case owned != nil:
 			if o := (ownerKey{i, owner}); !owned[o] {
@@ -296,11 +304,11 @@ func warnings(changes []Change, would bool) []string {
 			groups[i].owners = append(groups[i].owners, owner)
 		}
 	}
-	out := make([]string, len(groups))
+	out := make([]Message, len(groups))
 	for i, g := range groups {
-		out[i] = describe(g.action, g.field, changes[g.first], ownersPhrase(g.owner, g.owners), would)
+		out[i] = Message{g.severity, describe(g.action, g.field, changes[g.first], ownersPhrase(g.owner, g.owners), would)}
 	}
-	return out
+	return byAttention(out)
 }
 
 // splitOwner separates "spec.containers[app].securityContext.runAsUser" into the owner

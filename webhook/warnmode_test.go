@@ -95,7 +95,7 @@ func TestWarnModeSaysWhatEnforceDoes(t *testing.T) {
 					if !marked || strings.HasPrefix(reason, "wincompat") {
 						t.Errorf("%s: enforce refused with %q, want one \"wincompat: \" mark", how, enforce.Result.Message)
 					}
-					if want := "wincompat (warn mode) would have refused it: " + reason; !slices.Equal(warn.Warnings, []string{want}) {
+					if want := "wincompat (warn mode): action needed: would have refused it: " + reason; !slices.Equal(warn.Warnings, []string{want}) {
 						t.Errorf("%s: enforce refused (%s) but warn mode warns %q, want %q", how, enforce.Result.Message, warn.Warnings, want)
 					}
 					if got := warn.AuditAnnotations["would-deny"]; got != enforce.Result.Message {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,11 +40,14 @@ type Options struct {
 
 // Document is one object of the stream and what wincompat did to it.
 type Document struct {
-	Source   string // file name, or "-" for stdin
-	Index    int    // 1-based position in its source
-	Kind     string
-	Name     string // namespace/name, or generateName
-	Patch    patch.Patch
+	Source string // file name, or "-" for stdin
+	Index  int    // 1-based position in its source
+	Kind   string
+	Name   string // namespace/name, or generateName
+	Patch  patch.Patch
+	// Messages are what wincompat tells of the object, what needs action first; Warnings are their
+	// texts, in the same order.
+	Messages []policy.Message
 	Warnings []string
 	// Mutated is true when the object changed.
 	Mutated bool
@@ -179,7 +183,7 @@ func processOne(body []byte, line int, doc *Document, opts Options) ([]byte, err
 	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
 	if gvk == (schema.GroupVersionKind{Version: "v1", Kind: "List"}) {
 		doc.Kind, doc.Name = tm.Kind, "-"
-		doc.Warnings = []string{"wincompat: a List passes through unchanged; give one object per document to have its items mutated"}
+		doc.setMessages([]policy.Message{{Severity: policy.SeverityWarning, Text: "wincompat: a List passes through unchanged; give one object per document to have its items mutated"}})
 		return body, nil
 	}
 	if !webhook.Supported(gvk) {
@@ -201,24 +205,44 @@ func processOne(body []byte, line int, doc *Document, opts Options) ([]byte, err
 	doc.Decision = res.Decision
 	mode, modeNote := opts.Policy.ModeFor(ns)
 	if modeNote != "" && res.Decision.Handled() {
-		defer func() { doc.Warnings = append(doc.Warnings, "wincompat: "+modeNote) }()
+		// A namespace label wincompat could not read: the mode it meant may not be the one applied.
+		defer func() {
+			doc.setMessages(append(doc.Messages, policy.Message{Severity: policy.SeverityWarning, Text: "wincompat: " + modeNote}))
+		}()
 	}
 	if mode == policy.ModeWarn {
 		// As the webhook answers in warn mode: the object as it came, and what would have changed.
 		doc.WarnMode = true
-		doc.Warnings = res.Decision.WouldWarnings()
+		doc.setMessages(res.Decision.WouldMessages())
 		return body, nil
 	}
 	if res.Decision.Denied != "" {
 		return nil, errors.New(res.Decision.DeniedMessage())
 	}
 	doc.Patch = res.Patch
-	doc.Warnings = res.Decision.Warnings()
+	doc.setMessages(res.Decision.Messages())
 	if len(res.Patch) == 0 {
 		return body, nil
 	}
 	doc.Mutated = true
 	return render(body, raw, root, &node, res.Patch)
+}
+
+// setMessages sets the document's messages, what needs action first, and Warnings their texts.
+func (d *Document) setMessages(ms []policy.Message) {
+	slices.SortStableFunc(ms, func(a, b policy.Message) int { return attention(a) - attention(b) })
+	d.Messages = ms
+	d.Warnings = make([]string, len(ms))
+	for i, m := range ms {
+		d.Warnings[i] = m.Text
+	}
+}
+
+func attention(m policy.Message) int {
+	if m.Severity == policy.SeverityInfo {
+		return 1
+	}
+	return 0
 }
 
 // render writes the patched document, keeping comments and layout by patching the YAML tree. The JSON
