@@ -17,9 +17,9 @@ export GOFLAGS := $(strip $(filter-out -trimpath -gcflags=all=-dwarf=false,$(she
 COMPILE_ENV := GOGC=400
 
 # The real control plane for tests, built from the Go module proxy by the test/ module and
-# kept between runs: rebuilt only when test/go.mod changes. garbagecollector is Kubernetes' own garbage
-# collector controller alone (test/cmd/garbagecollector): kube-controller-manager would need the kubelet's
-# and cAdvisor's modules too.
+# kept between runs: rebuilt only when test/go.mod changes. controllers is Kubernetes' own garbage
+# collector and service account controllers alone (test/cmd/controllers): kube-controller-manager would
+# need the kubelet's and cAdvisor's modules too.
 # The version is the k8s.io/kubernetes requirement of test/go.mod, the one source of truth: the binaries go
 # to bin/k8s/<version>/, where test/controlplane looks for that same version (WINCOMPAT_K8S_VERSION picks
 # another directory already built), so that a build of another version is never taken for this one and
@@ -27,13 +27,13 @@ COMPILE_ENV := GOGC=400
 # v0.0.0-master and clients that check it (helm install of a chart with kubeVersion) refuse the cluster.
 K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2}' test/go.mod)
 K8S_DIR  := bin/k8s/$(K8S_VERSION)
-K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector
+K8S_BINS := $(K8S_DIR)/kube-apiserver $(K8S_DIR)/kube-scheduler $(K8S_DIR)/etcd $(K8S_DIR)/controllers
 K8S_VERSION_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_VERSION_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 # The other supported releases (test/k8s/README.md): test/k8s/<version>/go.mod builds that release's
-# kube-apiserver and kube-scheduler into bin/k8s/<version>/. etcd and the garbage collector are the
+# kube-apiserver and kube-scheduler into bin/k8s/<version>/. etcd and the controllers are the
 # default release's, linked in: both talk to the API server only through APIs every supported release
 # serves. K8S_OLDEST is the one CI runs besides the default.
 K8S_OTHERS := $(sort $(notdir $(patsubst %/go.mod,%,$(wildcard test/k8s/v*/go.mod))))
@@ -73,7 +73,7 @@ unit: ## unit, golden and fuzz-seed tests of the main module
 # test builds it again.
 E2E_PARALLEL ?= 4
 E2E_ENV = WINCOMPAT_BINARY=$(CURDIR)/bin/wincompat
-e2e: build $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and garbage collector (builds them once), E2E_PARALLEL packages at a time
+e2e: build $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserver, etcd, kube-scheduler and controllers (builds them once), E2E_PARALLEL packages at a time
 	cd test && $(E2E_ENV) $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 30m ./...
 
 # The e2e tests whose outcome depends on the Kubernetes release: what its API server refuses and serves,
@@ -133,10 +133,10 @@ $(HELM): test/go.mod test/go.sum
 	cd test && $(COMPILE_ENV) $(GO) build -trimpath -ldflags=-s -o ../$(HELM) helm.sh/helm/v3/cmd/helm
 
 # One go build for all four, so that the packages they share compile once.
-$(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go test/cmd/garbagecollector/main.go
+$(K8S_BINS) &: test/go.mod test/go.sum test/cmd/etcd/main.go test/cmd/controllers/main.go
 	mkdir -p $(K8S_DIR)
 	cd test && $(COMPILE_ENV) $(GO) build -trimpath -ldflags="-s $(K8S_VERSION_FLAGS)" -o ../$(K8S_DIR)/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd ./cmd/garbagecollector
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd ./cmd/controllers
 	touch $(K8S_BINS)
 
 k8s-%: bin/k8s/%/kube-apiserver ; @:
@@ -148,7 +148,7 @@ bin/k8s/%/kube-apiserver: test/k8s/%/go.mod test/k8s/%/go.sum $(K8S_BINS)
 		-X k8s.io/component-base/version.gitVersion=$* -X k8s.io/component-base/version.gitMajor=1 \
 		-X k8s.io/component-base/version.gitMinor=$$minor -X k8s.io/component-base/version.gitTreeState=clean" \
 		-o ../../../bin/k8s/$*/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
-	ln -f $(K8S_DIR)/etcd $(K8S_DIR)/garbagecollector bin/k8s/$*/
+	ln -f $(K8S_DIR)/etcd $(K8S_DIR)/controllers bin/k8s/$*/
 	touch $@
 
 # The container image, built without a container engine (deploy/image/README.md): the binary of `make

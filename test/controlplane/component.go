@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// component is a running control-plane process beside the API server and etcd: kube-scheduler, or the
-// garbage collector. Each runs from bin/k8s as a client of the API server with a kubeconfig of its own.
+// component is a running control-plane process beside the API server and etcd: kube-scheduler, or
+// Kubernetes' controllers (test/cmd/controllers). Each runs from bin/k8s as a client of the API server with a kubeconfig of its own.
 type component struct {
 	name    string
 	cmd     *exec.Cmd

@@ -1,6 +1,6 @@
 // Package controlplane starts the real kube-apiserver and etcd built into bin/k8s/<version>, and on
-// request the real kube-scheduler and Kubernetes' garbage collector controller, for tests (Start, StartWithWebhooks) and for programs such as the
-// demo (Launch).
+// request the real kube-scheduler and Kubernetes' garbage collector and service account controllers, for
+// tests (Start, StartWithWebhooks) and for programs such as the demo (Launch).
 //
 // The binaries come from `make k8s`, one directory per Kubernetes version; the version is test/go.mod's
 // unless WINCOMPAT_K8S_VERSION names another (version.go). A missing binary is a test failure, never a
@@ -108,7 +108,8 @@ type Webhook struct {
 //
 // Unlike envtest's defaults, every default admission plugin of the API server stays on, ServiceAccount
 // included: the point is to be rejected exactly as a real cluster would reject. Callers therefore create
-// the ServiceAccounts their pods name, as no controller-manager runs to do it.
+// the ServiceAccounts their pods name, "default" included unless ServiceAccounts runs the controller
+// that makes it.
 type Options struct {
 	// WebhookPaths are webhook configuration manifests (files or directories) that envtest installs with
 	// their clientConfig pointed at Webhook: a local port and a fresh serving certificate.
@@ -116,11 +117,15 @@ type Options struct {
 	// Scheduler also runs the real kube-scheduler from bin/k8s against the API server, so
 	// that pods on fake Node objects get bound exactly as a real cluster would bind them. See scheduler.go.
 	Scheduler bool
-	// GarbageCollector also runs Kubernetes' garbage collector controller (bin/k8s/garbagecollector, see
-	// garbagecollector.go), so that objects whose owners are deleted are deleted as in a real cluster.
+	// GarbageCollector also runs Kubernetes' garbage collector controller (bin/k8s/controllers, see
+	// controllers.go), so that objects whose owners are deleted are deleted as in a real cluster.
 	GarbageCollector bool
-	// WorkDir holds the scheduler's and the garbage collector's kubeconfigs and logs
-	// (kube-scheduler.log, garbagecollector.log) and the scheduler's serving certificate. When
+	// ServiceAccounts also runs Kubernetes' service account controller (in the same process), so that
+	// every namespace gets its "default" ServiceAccount as in a real cluster. Off by default: a caller
+	// that creates "default" itself would race it.
+	ServiceAccounts bool
+	// WorkDir holds the scheduler's and the controllers' kubeconfigs and logs (kube-scheduler.log,
+	// controllers.log) and the scheduler's serving certificate. When
 	// empty, Launch makes a temporary directory and Stop removes it.
 	WorkDir string
 	// APIServerFlags and EtcdFlags are extra command-line flags for kube-apiserver and etcd, applied in
@@ -136,8 +141,8 @@ type Flag struct {
 	Values []string
 }
 
-// ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler and garbage collector when
-// asked for.
+// ControlPlane is a running kube-apiserver and etcd, and the kube-scheduler and controllers when asked
+// for.
 type ControlPlane struct {
 	Config  *rest.Config  // system:masters
 	Client  client.Client // from Config
@@ -210,7 +215,12 @@ func Launch(o Options) (*ControlPlane, error) {
 		on    bool
 		start func(*ControlPlane, string) (*component, error)
 		dir   string
-	}{{o.Scheduler, startScheduler, "kube-scheduler"}, {o.GarbageCollector, startGarbageCollector, "garbagecollector"}} {
+	}{
+		{o.Scheduler, startScheduler, "kube-scheduler"},
+		{o.GarbageCollector || o.ServiceAccounts, func(cp *ControlPlane, work string) (*component, error) {
+			return startControllers(cp, o, work)
+		}, "controllers"},
+	} {
 		if !c.on {
 			continue
 		}
@@ -250,7 +260,7 @@ func (cp *ControlPlane) WriteKubeConfig(path, user string, groups ...string) err
 	return os.WriteFile(path, kc, 0o600)
 }
 
-// ComponentLogs are the log files of the kube-scheduler and garbage collector that run. Stop removes
+// ComponentLogs are the log files of the kube-scheduler and controllers that run. Stop removes
 // them when Launch chose the work directory.
 func (cp *ControlPlane) ComponentLogs() []string {
 	var logs []string
@@ -260,7 +270,7 @@ func (cp *ControlPlane) ComponentLogs() []string {
 	return logs
 }
 
-// Stop stops the scheduler and garbage collector, then the API server and etcd, and removes what Launch
+// Stop stops the scheduler and controllers, then the API server and etcd, and removes what Launch
 // created. It is safe to call more than once. It reports a component that exited before it was stopped,
 // with its log's end.
 func (cp *ControlPlane) Stop() error {

@@ -37,6 +37,12 @@ func WithGarbageCollector() Option {
 	return func(o *Options) { o.GarbageCollector = true }
 }
 
+// WithServiceAccounts also runs Kubernetes' service account controller from bin/k8s
+// (Options.ServiceAccounts): every namespace gets its "default" ServiceAccount.
+func WithServiceAccounts() Option {
+	return func(o *Options) { o.ServiceAccounts = true }
+}
+
 // WithAPIServerFlag adds a kube-apiserver flag, replacing envtest's value for it (Options.APIServerFlags).
 func WithAPIServerFlag(name string, values ...string) Option {
 	return func(o *Options) { o.APIServerFlags = append(o.APIServerFlags, Flag{Name: name, Values: values}) }
