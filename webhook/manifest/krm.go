@@ -26,9 +26,10 @@ func IsResourceList(data []byte) bool {
 
 // ProcessResourceList is wincompat as a KRM function (kustomize's exec transformers, kpt, Argo CD
 // plugins): it reads a ResourceList through kyaml's function framework, mutates each item as Process
-// would, leaves every other item as it came, and writes the list back with a result per warning. The
-// functionConfig, when given, replaces opts' policy or namespace (FunctionOptions). An invalid item
-// fails the function, as it fails `wincompat mutate`, with an error result naming it.
+// would, leaves every other item as it came, and writes the list back with a result per message
+// (resultSeverity). The functionConfig, when given, replaces opts' policy or namespace
+// (FunctionOptions). An invalid item fails the function, as it fails `wincompat mutate`, with an error
+// result naming it.
 func ProcessResourceList(in io.Reader, out io.Writer, opts Options) error {
 	rw := &kio.ByteReadWriter{Reader: in, Writer: out, KeepReaderAnnotations: true}
 	return framework.Execute(framework.ResourceListProcessorFunc(func(rl *framework.ResourceList) error {
@@ -55,8 +56,8 @@ func ProcessResourceList(in io.Reader, out io.Writer, opts Options) error {
 				continue
 			}
 			for _, d := range docs {
-				for _, w := range d.Warnings {
-					rl.Results = append(rl.Results, &framework.Result{Message: w, Severity: framework.Warning, ResourceRef: ref})
+				for _, m := range d.Messages {
+					rl.Results = append(rl.Results, &framework.Result{Message: m.Text, Severity: resultSeverity(m.Severity), ResourceRef: ref})
 				}
 				if !d.Mutated {
 					continue
@@ -73,6 +74,15 @@ func ProcessResourceList(in io.Reader, out io.Writer, opts Options) error {
 		}
 		return nil
 	}), rw)
+}
+
+// resultSeverity is a message's severity as a KRM function result's: a change made as intended is info,
+// what needs action a warning. Neither fails the function; only an error result does.
+func resultSeverity(s policy.Severity) framework.Severity {
+	if s == policy.SeverityInfo {
+		return framework.Info
+	}
+	return framework.Warning
 }
 
 // FunctionOptions applies a KRM function's functionConfig to opts: a wincompat.io/v1alpha1 Policy is

@@ -104,10 +104,23 @@ func TestProcessResourceList(t *testing.T) {
 	if len(l.Results) == 0 {
 		t.Fatal("no results for the warnings")
 	}
-	for _, r := range l.Results {
-		if r.Severity != "warning" || !strings.HasPrefix(r.Message, "wincompat: ") || r.ResourceRef["kind"] != "Deployment" || r.ResourceRef["name"] != "web" {
+	// What needs action (no memory limit) is a warning, first; what wincompat did as intended is info.
+	severities := map[string]int{}
+	for i, r := range l.Results {
+		if !strings.HasPrefix(r.Message, "wincompat: ") || r.ResourceRef["kind"] != "Deployment" || r.ResourceRef["name"] != "web" {
 			t.Errorf("result %+v", r)
 		}
+		severities[r.Severity]++
+		want := "info"
+		if strings.Contains(r.Message, "no memory limit") {
+			want = "warning"
+		}
+		if r.Severity != want || (want == "warning") != (i == 0) {
+			t.Errorf("result %d %q: severity %s, want %s, and only the first a warning", i, r.Message, r.Severity, want)
+		}
+	}
+	if severities["warning"] != 1 || severities["info"] == 0 {
+		t.Errorf("severities %v, want one warning and the changes as info", severities)
 	}
 	// With a Policy as functionConfig (and the namespace of opts, no default-os label): a Deployment that
 	// declares Windows is mutated under that policy (nonRootUserName empty: no user set).

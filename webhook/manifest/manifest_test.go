@@ -246,3 +246,39 @@ func TestProcessYAMLErrorsNameTheFilesLine(t *testing.T) {
 		})
 	}
 }
+
+// Messages carry each warning's severity, what needs action first: a namespace mode label wincompat
+// cannot read is a warning, told before the changes made as intended. Warnings are their texts.
+func TestProcessMessagesPutWhatNeedsActionFirst(t *testing.T) {
+	o := opts()
+	o.Namespace.Labels[policy.LabelMode] = "Enforce"
+	var out bytes.Buffer
+	docs, err := Process("in.yaml", []byte(windowsPod), &out, o)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%+v %v", docs, err)
+	}
+	ms := docs[0].Messages
+	if len(ms) != len(docs[0].Warnings) || len(ms) < 3 {
+		t.Fatalf("messages %q, warnings %q", ms, docs[0].Warnings)
+	}
+	note := -1
+	for i, m := range ms {
+		if m.Text != docs[0].Warnings[i] {
+			t.Errorf("message %d %q, warning %q", i, m.Text, docs[0].Warnings[i])
+		}
+		if strings.Contains(m.Text, policy.LabelMode) {
+			note = i
+		}
+		if i > 0 && m.Severity == policy.SeverityWarning && ms[i-1].Severity == policy.SeverityInfo {
+			t.Errorf("warning %d %q after info %q", i, m.Text, ms[i-1].Text)
+		}
+	}
+	if note < 0 || ms[note].Severity != policy.SeverityWarning || ms[len(ms)-1].Severity != policy.SeverityInfo {
+		t.Errorf("the mode label's note is not a warning among the first: %q", ms)
+	}
+	var list bytes.Buffer
+	if docs, err := Process("in.yaml", []byte("apiVersion: v1\nkind: List\nitems: []\n"), &list, opts()); err != nil || len(docs) != 1 ||
+		len(docs[0].Messages) != 1 || docs[0].Messages[0].Severity != policy.SeverityWarning {
+		t.Errorf("a List is not a warning: %+v %v", docs, err)
+	}
+}
