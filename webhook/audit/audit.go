@@ -318,10 +318,11 @@ func (a *auditor) imageFindings(ctx context.Context, ns, obj string, spec *corev
 }
 
 // finish asks each concern for its part of the report; the findings they report on finishing
-// (unlabelled namespaces, untolerated taints) come last, as they need every object read.
+// (unlabelled namespaces, opt-in mistakes, untolerated taints) come last, as they need every object read.
 func (a *auditor) finish() *Report {
 	rep := &Report{}
 	rep.Namespaces, rep.Changes = a.summary.finish()
+	reportOptInMistakes(a.pol, a.namespaces, a.out)
 	a.images.finish()
 	rep.Builds = a.migration.finish()
 	a.taints.finish()

@@ -98,7 +98,10 @@ const (
 	// (misplaced.Table), from its container states or the kubelet's Warning Events.
 	Misplaced          = "misplaced"
 	NamespaceUnlabeled = "namespace-not-labelled"
-	BadAnnotation      = "bad-annotation"
+	// NamespaceOptInMistake: a namespace label meant to opt it in (wincompat.io/enabled=yes,
+	// wincompat/enabled=true) that wincompat does not act on.
+	NamespaceOptInMistake = "namespace-opt-in-mistake"
+	BadAnnotation         = "bad-annotation"
 	// BuildNotInImage: pinned to builds none of which its images can run on.
 	BuildNotInImage = "build-not-in-image"
 	// LinuxOnlyImage: a Windows pod or template with an image that has no Windows entry, as its
