@@ -72,13 +72,14 @@ func stripGroups(removals listVar) part {
 
 // stripOne removes field f of the object at parent (an optional CEL expression) when the API server
 // would reject it; parentPtr is a CEL string, parentPath the record's path of parent. Its member of the
-// record's group is the field and its value, or null for a value CEL cannot render (lists and objects).
+// record's group is the field and its value, or policy.FromNotKept for a value CEL cannot render (lists
+// and objects): null would read as a field that was there without a value.
 func stripOne(parent, parentPtr string, parentPath jsonText, f policy.LinuxOnlyField) string {
 	value := parent + ".?" + f.Name
 	cond := stripCond(parent, f)
 	from := scalar(value+".value()", kindOf(levelTypes[f.Level], f.Name))
 	if from.cel == "" {
-		from = jsonValue{quote("null")}
+		from = jsonValue{quote(policy.FromNotKept)}
 	}
 	field, _ := json.Marshal(f.Name)
 	return fmt.Sprintf(`(%s ? [{"ptr": %s + '/%s', "p": %s, "m": %s + %s}] : [])`, cond, parentPtr, f.Name, parentPath.cel, quote(string(field)+":"), from.cel)

@@ -52,13 +52,8 @@ var comparedElsewhere = map[string]string{
 
 // sharedChange says whether a change of the Go decision is one the admission policy makes too.
 // asRecordedByCEL is c as the admission policies record it: CEL cannot render lists and objects as
-// JSON, so "from" is kept for scalars only.
-func asRecordedByCEL(c policy.Change) policy.Change {
-	if len(c.From) > 0 && (c.From[0] == '{' || c.From[0] == '[') {
-		c.From = nil
-	}
-	return c
-}
+// JSON, so "from" is kept for scalars only, and the record says the others were not kept.
+func asRecordedByCEL(c policy.Change) policy.Change { return policy.AsRecordedInCEL(c) }
 
 func sharedChange(c policy.Change) bool {
 	switch {

@@ -56,9 +56,10 @@ var mapOnlyDifferences = map[string]string{
 // golden case that needs no cluster facts is created three times in one API server: through the webhook
 // alone, through hybrid (the admission policies, then the webhook) and through the admission policies
 // alone. Hybrid must store exactly what the webhook alone stores, but for two differences: the record
-// lists the admission policy's changes first (and, as CEL cannot render lists, without the old value of
-// a list), and the pod carries the admission policy's marker. What the admission policies alone store
-// may differ from the webhook's only where mapOnlyDifferences says why. The policy is the default with the
+// lists the admission policy's changes first (and, as CEL cannot render lists, says the old value of a
+// list or an object was not kept), and the pod carries the admission policy's marker. What the
+// admission policies alone store may differ from the webhook's only where mapOnlyDifferences says why.
+// The policy is the default with the
 // rewrites that narrow turned on (enginesPolicy), and pods those rewrites act on (narrowPods) must be
 // stored by every engine as the Go decision says, also in a namespace enforcing Pod Security restricted.
 func TestEnginesStoreTheSameObject(t *testing.T) {
@@ -206,7 +207,7 @@ func templateMeta(obj *unstructured.Unstructured) map[string]any {
 	return meta
 }
 
-// recordSet is the change record as sorted keys, the old value of lists and objects left out (the
+// recordSet is the change record as sorted keys, the old value of lists and objects as not kept (the
 // admission policy cannot render them).
 func recordSet(t *testing.T, meta map[string]any, key string) []string {
 	t.Helper()
