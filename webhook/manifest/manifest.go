@@ -57,6 +57,9 @@ type Document struct {
 	WarnMode bool
 	// Before and After are the document as read and as written, for --output diff.
 	Before, After []byte
+	// plain is true when After is the patched object written as plain YAML (render's fallback) rather
+	// than the document's own tree, patched and encoded.
+	plain bool
 }
 
 // Label names the document in messages: "deploy.yaml#3 Deployment demo/web".
@@ -225,7 +228,9 @@ func processOne(body []byte, line int, doc *Document, opts Options) ([]byte, err
 		return body, nil
 	}
 	doc.Mutated = true
-	return render(body, raw, root, &node, res.Patch)
+	out, plain, err := render(body, raw, root, &node, res.Patch)
+	doc.plain = plain
+	return out, err
 }
 
 // setMessages sets the document's messages, what needs action first, and Warnings their texts.
@@ -247,34 +252,79 @@ func attention(m policy.Message) int {
 
 // render writes the patched document, keeping comments and layout by patching the YAML tree. The JSON
 // patch applied to the raw JSON is the reference: if the tree edit does not give the same object (an
-// anchor on the path, say), the reference is written instead, as plain YAML.
-func render(body, raw []byte, root, doc *yaml.Node, p patch.Patch) ([]byte, error) {
+// anchor on the path, say), the reference is written instead, as plain YAML, and plain says so.
+func render(body, raw []byte, root, doc *yaml.Node, p patch.Patch) (out []byte, plain bool, err error) {
 	pj, err := json.Marshal(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	jp, err := jsonpatch.DecodePatch(pj)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	want, err := jp.Apply(raw)
 	if err != nil {
-		return nil, fmt.Errorf("patch does not apply: %s", oneLine(err))
+		return nil, false, fmt.Errorf("patch does not apply: %s", oneLine(err))
 	}
 	if err := yamlpatch.Apply(root, p); err == nil {
-		unfold(root)
-		var buf bytes.Buffer
-		enc := yaml.NewEncoder(&buf)
-		enc.SetIndent(2)
-		if err := enc.Encode(doc); err == nil && enc.Close() == nil && sameJSON(buf.Bytes(), want) {
-			return buf.Bytes(), nil
+		if b, err := encodeTree(doc); err == nil && sameJSON(b, want) {
+			return b, false, nil
 		}
 	}
-	out, err := sigsyaml.JSONToYAML(want)
+	out, err = plainYAML(body, want)
+	return out, true, err
+}
+
+// encodeTree writes a document's tree as render does. The encoder has its own layout: it drops blank
+// lines, indents every sequence under its key and may quote differently, so a document comes out of
+// it changed in whitespace where wincompat changed nothing.
+func encodeTree(doc *yaml.Node) ([]byte, error) {
+	unfold(doc)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// plainYAML writes the object as JSON gives it, after the comments body starts with.
+func plainYAML(body, object []byte) ([]byte, error) {
+	out, err := sigsyaml.JSONToYAML(object)
 	if err != nil {
 		return nil, err
 	}
 	return append(leadingComments(body), out...), nil
+}
+
+// asWritten is the document as read, written the way After was (its tree encoded, or the object as
+// plain YAML), so that a diff against After holds what wincompat changed and none of the encoder's
+// layout. The document as read when it cannot be written so.
+func (d Document) asWritten() []byte {
+	if d.plain {
+		raw, err := sigsyaml.YAMLToJSON(d.Before)
+		if err != nil {
+			return d.Before
+		}
+		out, err := plainYAML(d.Before, raw)
+		if err != nil {
+			return d.Before
+		}
+		return out
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(d.Before, &node); err != nil || node.Kind == 0 {
+		return d.Before
+	}
+	out, err := encodeTree(&node)
+	if err != nil {
+		return d.Before
+	}
+	return out
 }
 
 // unfold renders folded scalars as literal ones: the YAML encoder does not re-emit every folded scalar

@@ -92,15 +92,17 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// WriteDiff prints a unified diff of every document wincompat changed, as read against as written, for
-// review in CI; unchanged documents print nothing.
+// WriteDiff prints a unified diff of every document wincompat changed, for review in CI; unchanged
+// documents print nothing. The before side is the document as read, laid out as the output is
+// (Document.asWritten): the layout the YAML encoder gives every mutated document (blank lines
+// dropped, sequences indented under their keys) is no change of wincompat's, and would bury its own.
 func WriteDiff(w io.Writer, docs []Document) error {
 	for _, d := range docs {
 		if !d.Mutated {
 			continue
 		}
 		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(string(d.Before)), B: difflib.SplitLines(string(d.After)),
+			A: difflib.SplitLines(string(d.asWritten())), B: difflib.SplitLines(string(d.After)),
 			FromFile: "a/" + d.Label(), ToFile: "b/" + d.Label(), Context: 3,
 		})
 		if err != nil {
