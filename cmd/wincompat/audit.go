@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/wincompat/wincompat/webhook/audit"
@@ -18,6 +18,7 @@ import (
 
 const auditUsage = `Usage: wincompat audit [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|csv] [--view VIEW]
                       [--builds BUILD[,BUILD...]] [--resolve-images] [--policy FILE]
+                      [kubectl's flags: --context, --as, --request-timeout, ...]
        wincompat audit --audit-log FILE [-o table|json|csv]
 
 Reports what wincompat changed, read from the annotations it leaves on Pods and the pod templates of
@@ -67,27 +68,46 @@ kinds could not be read (listed under INCOMPLETE), the rest of the report stands
 Flags:
 `
 
-func runAudit(args []string, stdout, stderr io.Writer) int {
-	fl := newFlagSet("audit", auditUsage, stderr)
-	kubeconfig := fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	var namespaces listFlag
-	fl.Var(&namespaces, "n", "namespace to read; repeatable (default: all)")
-	fl.Var(&namespaces, "namespace", "same as -n")
-	fl.Bool("A", false, "all namespaces (the default; for kubectl habits)")
-	selector := fl.String("l", "", "label selector for Pods and workloads, e.g. app=web")
-	output := fl.String("o", "table", "table, json or csv")
-	view := fl.String("view", audit.ViewSummary, "what to print: "+strings.Join(audit.Views, ", "))
-	pageSize := fl.Int64("page-size", 500, "objects per list request")
-	auditLog := fl.String("audit-log", "", "summarise wincompat's annotations in this API server audit log instead of reading the cluster")
-	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
-	builds := fl.String("builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
-	resolveImages := fl.Bool("resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
-	imageFlags := addImageFlags(fl, cliImageFlags{}, cliCloudsUsage,
+func newAuditCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a auditFlags
+	cmd := newCommand("audit", auditUsage, func(c *cobra.Command) int {
+		a.buildsSet = c.Flags().Changed("builds")
+		return runAudit(&a, stdout, stderr)
+	})
+	fl := cmd.Flags()
+	// Repeatable, and all namespaces when not given, unlike kubectl's -n: an audit is of the cluster.
+	fl.StringArrayVarP(&a.namespaces, "namespace", "n", nil, "namespace to read; repeatable (default: all, whatever the kubeconfig context's namespace)")
+	fl.BoolP("all-namespaces", "A", false, "all namespaces (the default; for kubectl habits)")
+	fl.StringVarP(&a.selector, "selector", "l", "", "label selector for Pods and workloads, e.g. app=web")
+	fl.StringVarP(&a.output, "output", "o", "table", "table, json or csv")
+	fl.StringVar(&a.view, "view", audit.ViewSummary, "what to print: "+strings.Join(audit.Views, ", "))
+	fl.Int64Var(&a.pageSize, "page-size", 500, "objects per list request")
+	fl.StringVar(&a.auditLog, "audit-log", "", "summarise wincompat's annotations in this API server audit log instead of reading the cluster")
+	fl.DurationVar(&a.timeout, "timeout", 10*time.Minute, "give up after this long")
+	fl.StringVar(&a.builds, "builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
+	fl.BoolVar(&a.resolveImages, "resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
+	a.imageFlags = addImageFlags(fl, cliImageFlags{}, cliCloudsUsage,
 		"with --resolve-images: let registry lookups reach loopback and private networks (by default only public addresses are dialled)")
-	policyFile := fl.String("policy", "", "the policy file wincompat runs with (default: the built-in policy)")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
-	}
+	fl.StringVar(&a.policyFile, "policy", "", "the policy file wincompat runs with (default: the built-in policy)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "csv"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("view", cobra.FixedCompletions(audit.Views, cobra.ShellCompDirectiveNoFileComp))
+	a.kube = addKubeFlags(cmd, false)
+	return cmd
+}
+
+// auditFlags are audit's flags, as parsed.
+type auditFlags struct {
+	kube                                                 *kubeFlags
+	namespaces                                           []string
+	selector, output, view, auditLog, builds, policyFile string
+	pageSize                                             int64
+	timeout                                              time.Duration
+	resolveImages, buildsSet                             bool
+	imageFlags                                           *cliImageFlags
+}
+
+func runAudit(a *auditFlags, stdout, stderr io.Writer) int {
+	output, view, auditLog, timeout, selector := &a.output, &a.view, &a.auditLog, &a.timeout, &a.selector
 	if !slices.Contains([]string{"table", "json", "csv"}, *output) {
 		fmt.Fprintf(stderr, "wincompat audit: -o %q: use table, json or csv\n", *output)
 		return 2
@@ -102,26 +122,24 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	if *auditLog != "" {
 		return auditFromLog(*auditLog, *output, stdout, stderr)
 	}
-	pol, err := loadPolicy(*policyFile)
+	pol, err := loadPolicy(a.policyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 		return 1
 	}
 	var buildList []string
-	buildsSet := false
-	fl.Visit(func(f *flag.Flag) { buildsSet = buildsSet || f.Name == "builds" })
-	if buildsSet {
-		if buildList, err = audit.ParseBuilds(pol, *builds); err != nil {
+	if a.buildsSet {
+		if buildList, err = audit.ParseBuilds(pol, a.builds); err != nil {
 			fmt.Fprintf(stderr, "wincompat audit: --builds: %v\n", err)
 			return 2
 		}
 	}
 	var resolver audit.ImageResolver
-	if *resolveImages {
+	if a.resolveImages {
 		// An audit is not an admission review: it can wait for a slow registry, but not forever for one
 		// that never answers.
 		wait := min(*timeout, 30*time.Second)
-		r, err := newCLIResolver(wait, *imageFlags)
+		r, err := newCLIResolver(wait, *a.imageFlags)
 		if err != nil {
 			fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 			return 1
@@ -133,7 +151,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat audit: -l %q: %v\n", *selector, err)
 		return 2
 	}
-	c, err := newClient(*kubeconfig)
+	c, err := a.kube.newClient()
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
 		return 1
@@ -141,7 +159,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	rep, err := audit.Run(ctx, c, audit.Options{
-		Namespaces: namespaces, Selector: sel, PageSize: *pageSize,
+		Namespaces: a.namespaces, Selector: sel, PageSize: a.pageSize,
 		Objects: *view == audit.ViewObjects || *output == "json", Progress: stderr,
 		// The JSON is written row by row; a table's columns need every row first.
 		ObjectsOnDisk: *output == "json",

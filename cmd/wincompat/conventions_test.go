@@ -171,22 +171,22 @@ func TestMutateYAMLErrorNamesTheFilesLine(t *testing.T) {
 	}
 }
 
-// An unknown flag is said in two lines, as kubectl says it, in every command: the error (with the
-// nearest flag when one is near) and where the usage is; not the usage itself.
+// An unknown flag is said in two lines, as kubectl says it (in pflag's words), in every command: the
+// error (with the nearest flag when one is near) and where the usage is; not the usage itself.
 func TestUsageErrorsAreShort(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"mutate", "--frobnicate"}, "wincompat mutate: flag provided but not defined: -frobnicate\nSee 'wincompat mutate --help' for usage.\n"},
-		{[]string{"mutate", "--ouptut", "json"}, "wincompat mutate: flag provided but not defined: -ouptut; did you mean --output?\nSee 'wincompat mutate --help' for usage.\n"},
-		{[]string{"mutate", "--quiet=maybe"}, "wincompat mutate: invalid boolean value \"maybe\" for -quiet: parse error\nSee 'wincompat mutate --help' for usage.\n"},
+		{[]string{"mutate", "--frobnicate"}, "wincompat mutate: unknown flag: --frobnicate\nSee 'wincompat mutate --help' for usage.\n"},
+		{[]string{"mutate", "--ouptut", "json"}, "wincompat mutate: unknown flag: --ouptut; did you mean --output?\nSee 'wincompat mutate --help' for usage.\n"},
+		{[]string{"mutate", "--quiet=maybe"}, "wincompat mutate: invalid argument \"maybe\" for \"--quiet\" flag: strconv.ParseBool: parsing \"maybe\": invalid syntax\nSee 'wincompat mutate --help' for usage.\n"},
 		{[]string{"mutate", "chart.yaml"}, "wincompat mutate: unexpected argument \"chart.yaml\" (to read it: -f chart.yaml)\nSee 'wincompat mutate --help' for usage.\n"},
-		{[]string{"serve", "--prot", "9443"}, "wincompat serve: flag provided but not defined: -prot; did you mean --port?\nSee 'wincompat serve --help' for usage.\n"},
-		{[]string{"audit", "--namespaces", "x"}, "wincompat audit: flag provided but not defined: -namespaces; did you mean --namespace?\nSee 'wincompat audit --help' for usage.\n"},
-		{[]string{"nodes", "--kubconfig", "x"}, "wincompat nodes: flag provided but not defined: -kubconfig; did you mean --kubeconfig?\nSee 'wincompat nodes --help' for usage.\n"},
-		{[]string{"policy", "--polcy", "x"}, "wincompat policy: flag provided but not defined: -polcy; did you mean --policy?\nSee 'wincompat policy --help' for usage.\n"},
-		{[]string{"policy", "export", "--exclude", "x"}, "wincompat policy export: flag provided but not defined: -exclude; did you mean --exclude-namespace?\nSee 'wincompat policy export --help' for usage.\n"},
+		{[]string{"serve", "--prot", "9443"}, "wincompat serve: unknown flag: --prot; did you mean --port?\nSee 'wincompat serve --help' for usage.\n"},
+		{[]string{"audit", "--namespaces", "x"}, "wincompat audit: unknown flag: --namespaces; did you mean --namespace?\nSee 'wincompat audit --help' for usage.\n"},
+		{[]string{"nodes", "--kubconfig", "x"}, "wincompat nodes: unknown flag: --kubconfig; did you mean --kubeconfig?\nSee 'wincompat nodes --help' for usage.\n"},
+		{[]string{"policy", "--polcy", "x"}, "wincompat policy: unknown flag: --polcy; did you mean --policy?\nSee 'wincompat policy --help' for usage.\n"},
+		{[]string{"policy", "export", "--exclude", "x"}, "wincompat policy export: unknown flag: --exclude; did you mean --exclude-namespace?\nSee 'wincompat policy export --help' for usage.\n"},
 		{[]string{"policy", "exprot"}, "wincompat policy: unknown command \"exprot\"\n\nDid you mean this?\n\texport\n\nRun 'wincompat policy --help' for usage.\n"},
 		{[]string{"mutat", "-f", "x"}, "wincompat: unknown command \"mutat\"\n\nDid you mean this?\n\tmutate\n\nRun 'wincompat --help' for usage.\n"},
 		{[]string{"frobnicate"}, "wincompat: unknown command \"frobnicate\"\nRun 'wincompat --help' for usage.\n"},
@@ -196,10 +196,10 @@ func TestUsageErrorsAreShort(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr:\n%s\nwant:\n%s", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	// -h still prints the whole usage, with the flags.
+	// -h still prints the whole usage, with the flags, on stdout as kubectl does.
 	for _, args := range [][]string{{"mutate", "-h"}, {"policy", "--help"}, {"policy", "export", "-h"}, {"nodes", "-h"}, {"audit", "-h"}, {"serve", "-h"}} {
-		if code, _, errOut := runCLI(t, "", args...); code != 0 || !strings.Contains(errOut, "Usage: wincompat") || !strings.Contains(errOut, "Flags:\n  -") {
-			t.Errorf("%v: exit %d:\n%.200s", args, code, errOut)
+		if code, out, _ := runCLI(t, "", args...); code != 0 || !strings.Contains(out, "Usage: wincompat") || !regexp.MustCompile(`Flags:\n +-`).MatchString(out) {
+			t.Errorf("%v: exit %d:\n%.200s", args, code, out)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func TestFlagHelpIsShort(t *testing.T) {
 	commands := [][]string{{"serve"}, {"mutate"}, {"audit"}, {"nodes"}, {"policy"}, {"policy", "export"}}
 	for _, cmd := range commands {
 		name := strings.Join(cmd, " ")
-		code, _, usage := runCLI(t, "", append(cmd, "-h")...)
+		code, usage, _ := runCLI(t, "", append(cmd, "-h")...)
 		if code != 0 {
 			t.Fatalf("wincompat %s -h: exit %d", name, code)
 		}
@@ -41,21 +42,24 @@ func TestFlagHelpIsShort(t *testing.T) {
 	}
 }
 
-// flagHelps splits the flag package's PrintDefaults output into each flag's help lines as printed. An
-// entry is "  -name type" then its help lines, each indented "    \t"; a one-letter bool flag's help
-// follows its name on the same line after a tab.
+// flagEntry is the start of a flag's entry as pflag prints it: "  -o, --output string   help" or
+// "      --policy string   help"; the lines after it that are not entries continue its help.
+var flagEntry = regexp.MustCompile(`^  (?:-[^-], |    )--([^ =]+)(?: [^ ]+)?(?:   +(.*))?$`)
+
+// flagHelps splits pflag's flag usages into each flag's help lines as printed: the entry line when it
+// holds help, and its continuation lines.
 func flagHelps(flags string) map[string][]string {
 	helps := map[string][]string{}
 	var current string
 	for line := range strings.SplitSeq(strings.TrimRight(flags, "\n"), "\n") {
-		if strings.HasPrefix(line, "    \t") {
+		m := flagEntry.FindStringSubmatch(line)
+		if m == nil {
 			helps[current] = append(helps[current], line)
 			continue
 		}
-		head, inline, hasInline := strings.Cut(strings.TrimPrefix(line, "  -"), "\t")
-		current, _, _ = strings.Cut(head, " ")
+		current = m[1]
 		helps[current] = nil
-		if hasInline && strings.TrimSpace(inline) != "" {
+		if strings.TrimSpace(m[2]) != "" {
 			helps[current] = append(helps[current], line)
 		}
 	}

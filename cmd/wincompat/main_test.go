@@ -172,8 +172,8 @@ func TestUsage(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
 		t.Errorf("unknown: %d %s", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, "", "mutate", "-h"); code != 0 || !strings.Contains(errOut, "--post-renderer") {
-		t.Errorf("mutate -h: %d %s", code, errOut)
+	if code, out, _ := runCLI(t, "", "mutate", "-h"); code != 0 || !strings.Contains(out, "--post-renderer") {
+		t.Errorf("mutate -h: %d %s", code, out)
 	}
 }
 
@@ -220,9 +220,9 @@ func TestServeValidatesFlagsBeforeStarting(t *testing.T) {
 	if want := `unknown cloud "aws": use [acr ecr gar]`; code != 2 || !strings.Contains(errOut.String(), want) {
 		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
 	}
-	errOut.Reset()
-	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut); code != 0 || !strings.Contains(errOut.String(), "-enable-http2") {
-		t.Errorf("serve -h: %d %s", code, errOut.String())
+	var out bytes.Buffer
+	if code := run([]string{"serve", "-h"}, strings.NewReader(""), &out, &bytes.Buffer{}); code != 0 || !strings.Contains(out.String(), "--enable-http2") {
+		t.Errorf("serve -h: %d %s", code, out.String())
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/manifest"
@@ -77,7 +78,7 @@ type cliImageFlags struct {
 // addImageFlags defines them with the command's defaults. mutate reads the user's own references, so
 // it lends them the user's cloud identities and networks, as ko and crane do; audit reads references
 // any pod author in the cluster chose, so it lends them neither unless asked.
-func addImageFlags(fl *flag.FlagSet, defaults cliImageFlags, cloudsUsage, privateUsage string) *cliImageFlags {
+func addImageFlags(fl *pflag.FlagSet, defaults cliImageFlags, cloudsUsage, privateUsage string) *cliImageFlags {
 	f := &cliImageFlags{}
 	fl.StringVar(&f.clouds, "image-cloud-credentials", defaults.clouds, cloudsUsage)
 	fl.BoolVar(&f.allowPrivateNetworks, "image-allow-private-networks", defaults.allowPrivateNetworks, privateUsage)
@@ -122,33 +123,46 @@ func (r waitingResolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 // maxInput bounds what mutate reads, so a runaway pipe fails clearly instead of exhausting memory.
 const maxInput = 256 << 20
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := newFlagSet("mutate", mutateUsage, stderr)
-	var files listFlag
-	fl.Var(&files, "f", "file, directory (its *.yaml, *.yml and *.json files), glob pattern, or - for stdin; repeatable")
-	var recursive bool
-	fl.BoolVar(&recursive, "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
-	fl.BoolVar(&recursive, "recursive", false, "same as -R")
-	policyFile := fl.String("policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
-	namespace := fl.String("namespace", "default", "namespace of objects that name none")
-	nsLabels := fl.String("namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,...; e.g. add "+policy.LabelDefaultOS+"=windows, "+policy.LabelDefaultOS+"=linux or "+policy.LabelMode+"="+policy.ModeWarn)
-	nsAnnotations := fl.String("namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
-	output := fl.String("output", "yaml", "yaml (the mutated stream), json (as kubectl apply -o json prints it), patch (a JSON patch per object), explain (every change\nwith its reason and rule) or diff (a unified diff per changed object)")
-	fl.StringVar(output, "o", "yaml", "same as --output")
-	explain := fl.Bool("explain", false, "same as --output explain")
-	quiet := fl.Bool("quiet", false, "do not print warnings")
-	resolveImages := fl.Bool("resolve-images", false, "read each Windows pod's images from their registries with your docker credentials to learn which Windows builds can run them")
-	lookupTimeout := fl.Duration("image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
-	imageFlags := addImageFlags(fl, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true}, cliCloudsUsage,
+func newMutateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var m mutateFlags
+	cmd := newCommand("mutate", mutateUsage, func(*cobra.Command) int { return runMutate(&m, stdin, stdout, stderr) })
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&m.files, "filename", "f", nil, "file, directory (its *.yaml, *.yml and *.json files), glob pattern, or - for stdin; repeatable")
+	fl.BoolVarP(&m.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
+	fl.StringVar(&m.policyFile, "policy", "", "policy file (default: the built-in policy, see \"wincompat policy\")")
+	// The simulated namespace, not a cluster's: mutate talks to none.
+	fl.StringVarP(&m.namespace, "namespace", "n", "default", "namespace of objects that name none")
+	fl.StringVar(&m.nsLabels, "namespace-labels", policy.LabelEnabled+"=true", "labels of the simulated namespace, k=v,... (all of them: keep "+policy.LabelEnabled+"=true); e.g. add "+policy.LabelDefaultOS+"=windows or "+policy.LabelMode+"="+policy.ModeWarn)
+	fl.StringVar(&m.nsAnnotations, "namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
+	fl.StringVarP(&m.output, "output", "o", "yaml", "yaml (the mutated stream), json (as kubectl apply -o json prints it), patch (a JSON patch per object), explain (every change\nwith its reason and rule) or diff (a unified diff per changed object)")
+	fl.BoolVar(&m.explain, "explain", false, "same as --output explain")
+	fl.BoolVar(&m.quiet, "quiet", false, "do not print warnings")
+	fl.BoolVar(&m.resolveImages, "resolve-images", false, "read each Windows pod's images from their registries with your docker credentials to learn which Windows builds can run them")
+	fl.DurationVar(&m.lookupTimeout, "image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
+	m.imageFlags = addImageFlags(fl, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true}, cliCloudsUsage,
 		"with --resolve-images: let registry lookups reach loopback and private networks; false for public registries only")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
-	}
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("policy", "yaml", "yml")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(mutateOutputs, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// mutateOutputs are the values of mutate's -o.
+var mutateOutputs = []string{"yaml", "json", "patch", "explain", "diff"}
+
+// mutateFlags are mutate's flags, as parsed.
+type mutateFlags struct {
+	files                                                  []string
+	recursive, explain, quiet, resolveImages               bool
+	policyFile, namespace, nsLabels, nsAnnotations, output string
+	lookupTimeout                                          time.Duration
+	imageFlags                                             *cliImageFlags
+}
+
+func runMutate(m *mutateFlags, stdin io.Reader, stdout, stderr io.Writer) int {
+	files, recursive, output, explain, quiet := m.files, m.recursive, &m.output, &m.explain, &m.quiet
+	policyFile, namespace, nsLabels, nsAnnotations := &m.policyFile, &m.namespace, &m.nsLabels, &m.nsAnnotations
+	resolveImages, lookupTimeout, imageFlags := &m.resolveImages, &m.lookupTimeout, m.imageFlags
 	if *explain {
 		*output = "explain"
 	}
@@ -175,7 +189,7 @@ func runMutate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(files) == 0 {
-		files = listFlag{"-"}
+		files = []string{"-"}
 	}
 	opts := manifest.Options{
 		Policy:    pol,

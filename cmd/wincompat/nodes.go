@@ -2,17 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/wincompat/wincompat/webhook/scheduling/inventory"
 	"github.com/wincompat/wincompat/webhook/termsafe"
 )
 
-const nodesUsage = `Usage: wincompat nodes [flags]
+const nodesUsage = `Usage: wincompat nodes [-o table|json|yaml] [--policy FILE] [kubectl's flags: --context, --as, ...]
 
 Prints the cluster's Windows builds: node counts (ready/total), architectures, taints, and the
 RuntimeClass the policy's catalog names for each build (managed by wincompat, unmanaged, or missing).
@@ -25,19 +30,30 @@ RuntimeClass, RuntimeClasses whose build has no node.
 Flags:
 `
 
-func runNodes(args []string, stdout, stderr io.Writer) int {
-	fl := newFlagSet("nodes", nodesUsage, stderr)
-	kubeconfig := fl.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	policyFile := fl.String("policy", "", "policy file whose catalog and taints to compare against (default: built-in)")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
+func newNodesCommand(stdout, stderr io.Writer) *cobra.Command {
+	var policyFile, output string
+	var kube *kubeFlags
+	cmd := newCommand("nodes", nodesUsage, func(*cobra.Command) int {
+		return runNodes(kube, policyFile, output, stdout, stderr)
+	})
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file whose catalog and taints to compare against (default: built-in)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml (the shape is in cmd/wincompat/README.md)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	kube = addKubeFlags(cmd, true)
+	return cmd
+}
+
+func runNodes(kube *kubeFlags, policyFile, output string, stdout, stderr io.Writer) int {
+	if !slices.Contains([]string{"table", "json", "yaml"}, output) {
+		fmt.Fprintf(stderr, "wincompat nodes: -o %q: use table, json or yaml\n", output)
+		return 2
 	}
-	pol, err := loadPolicy(*policyFile)
+	pol, err := loadPolicy(policyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
 		return 1
 	}
-	c, err := newClient(*kubeconfig)
+	c, err := kube.newClient()
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
 		return 1
@@ -48,6 +64,13 @@ func runNodes(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat nodes: %v (check the kubeconfig and that you may list nodes and runtimeclasses)\n", err)
 		return 1
+	}
+	if output != "table" {
+		if err := writeNodesData(stdout, output, rows, findings); err != nil {
+			fmt.Fprintf(stderr, "wincompat nodes: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUILD\tNAMES\tNODES (READY/ALL)\tARCH\tTAINTS\tRUNTIMECLASS")
@@ -68,6 +91,72 @@ func runNodes(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// nodesReport is what nodes -o json and -o yaml print; cmd/wincompat/README.md documents it. Fields
+// are only ever added.
+type nodesReport struct {
+	Builds         []nodesBuild `json:"builds"`
+	NeedsAttention []string     `json:"needsAttention"`
+}
+
+type nodesBuild struct {
+	Build         string        `json:"build"`
+	Names         []string      `json:"names"`
+	Nodes         int           `json:"nodes"`
+	Ready         int           `json:"ready"`
+	Architectures []string      `json:"architectures"`
+	Taints        []nodesTaint  `json:"taints"`
+	RuntimeClass  *runtimeClass `json:"runtimeClass"`
+}
+
+type nodesTaint struct {
+	Taint string `json:"taint"`
+	// Tolerated: Windows pods get a toleration for it.
+	Tolerated bool `json:"tolerated"`
+}
+
+type runtimeClass struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// toleratedSuffix is how inventory marks the taints Windows pods tolerate.
+const toleratedSuffix = " (tolerated)"
+
+func writeNodesData(w io.Writer, output string, rows []inventory.BuildRow, findings []string) error {
+	rep := nodesReport{Builds: []nodesBuild{}, NeedsAttention: findings}
+	if rep.NeedsAttention == nil {
+		rep.NeedsAttention = []string{}
+	}
+	for _, r := range rows {
+		b := nodesBuild{Build: r.Build, Names: []string{}, Nodes: r.Nodes, Ready: r.Ready, Architectures: r.Archs, Taints: []nodesTaint{}}
+		if r.Names != "" {
+			b.Names = strings.Split(r.Names, ",")
+		}
+		if b.Architectures == nil {
+			b.Architectures = []string{}
+		}
+		for _, t := range r.Taints {
+			name, tolerated := strings.CutSuffix(t, toleratedSuffix)
+			b.Taints = append(b.Taints, nodesTaint{Taint: name, Tolerated: tolerated})
+		}
+		if r.RuntimeClass != "" {
+			b.RuntimeClass = &runtimeClass{Name: r.RuntimeClass, State: r.ClassState}
+		}
+		rep.Builds = append(rep.Builds, b)
+	}
+	if output == "yaml" {
+		data, err := sigsyaml.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "    ")
+	return enc.Encode(rep)
 }
 
 func dash(s string) string {

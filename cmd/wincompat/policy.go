@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/spf13/cobra"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -33,24 +34,32 @@ administrators write to (kube-system unless --params-namespace says otherwise).
 Flags:
 `
 
-func runPolicy(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "export" {
-		return runPolicyExport(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		unknownCommand(stderr, "wincompat policy", args[0], []string{"export"})
-		return 2
-	}
-	fl := newFlagSet("policy", policyUsage, stderr)
-	policyFile := fl.String("policy", "", "policy file to validate (default: the built-in policy)")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
-	}
-	if *policyFile == "" {
+func newPolicyCommand(stdout, stderr io.Writer) *cobra.Command {
+	var policyFile string
+	cmd := newCommand("policy", policyUsage, func(*cobra.Command) int { return runPolicy(policyFile, stdout, stderr) })
+	cmd.Args = unknownCommandArgs
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file to validate (default: the built-in policy)")
+	_ = cmd.MarkFlagFilename("policy", "yaml", "yml")
+
+	var exportFile, paramsNamespace string
+	var excluded []string
+	export := newCommand("export", policyUsage, func(*cobra.Command) int {
+		return runPolicyExport(exportFile, excluded, paramsNamespace, stdout, stderr)
+	})
+	export.Flags().StringVar(&exportFile, "policy", "", "policy file to render (default: the built-in policy)")
+	export.Flags().StringArrayVar(&excluded, "exclude-namespace", nil, "a namespace never to bind, besides the policy's excludedNamespaces (wincompat's own); repeatable")
+	export.Flags().StringVar(&paramsNamespace, "params-namespace", "kube-system", "the namespace of the params ConfigMap ("+admissionpolicy.DefaultParamsName+") the bindings name; it must exist")
+	_ = export.MarkFlagFilename("policy", "yaml", "yml")
+	cmd.AddCommand(export)
+	return cmd
+}
+
+func runPolicy(policyFile string, stdout, stderr io.Writer) int {
+	if policyFile == "" {
 		_, _ = stdout.Write(policy.DefaultPolicyYAML)
 		return 0
 	}
-	p, err := loadPolicy(*policyFile)
+	p, err := loadPolicy(policyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat policy: %v\n", err)
 		return 1
@@ -59,27 +68,16 @@ func runPolicy(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runPolicyExport(args []string, stdout, stderr io.Writer) int {
-	fl := newFlagSet("policy export", policyUsage, stderr)
-	policyFile := fl.String("policy", "", "policy file to render (default: the built-in policy)")
-	var excluded []string
-	fl.Func("exclude-namespace", "a namespace never to bind, besides the policy's excludedNamespaces (wincompat's own); repeatable", func(v string) error {
-		excluded = append(excluded, v)
-		return nil
-	})
-	paramsNamespace := fl.String("params-namespace", "kube-system", "the namespace of the params ConfigMap ("+admissionpolicy.DefaultParamsName+") the bindings name; it must exist")
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
-	}
+func runPolicyExport(policyFile string, excluded []string, paramsNamespace string, stdout, stderr io.Writer) int {
 	p := policy.Default()
-	if *policyFile != "" {
+	if policyFile != "" {
 		var err error
-		if p, err = loadPolicy(*policyFile); err != nil {
+		if p, err = loadPolicy(policyFile); err != nil {
 			fmt.Fprintf(stderr, "wincompat policy export: %v\n", err)
 			return 1
 		}
 	}
-	r := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded, ParamsNamespace: *paramsNamespace})
+	r := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded, ParamsNamespace: paramsNamespace})
 	// The params first: a binding without them refuses what it selects (parameterNotFoundAction Deny).
 	objs := []any{&r.Params}
 	for i := range r.Policies {

@@ -38,17 +38,17 @@ func TestCLIResolverUnauthorizedHint(t *testing.T) {
 // An audit reads references every pod author in the cluster chose, from the admin's machine: by
 // default it lends them no cloud identity and no private network (issue 40, finding 7).
 func TestAuditImageDefaultsPublicAnonymous(t *testing.T) {
-	code, _, usage := runCLI(t, "", "audit", "-h")
+	code, usage, _ := runCLI(t, "", "audit", "-h")
 	if code != 0 {
 		t.Fatalf("audit -h: exit %d", code)
 	}
 	flagHelp := func(name string) string {
-		// A flag's entry is "  -name type" or, for a bool, "  -name", then its indented help.
-		_, after, ok := strings.Cut(usage, "\n  -"+name)
-		if !ok || (after[0] != ' ' && after[0] != '\n') {
+		// A flag's entry is "      --name type   help", or "  -x, --name ..." with a shorthand.
+		_, after, ok := strings.Cut(usage, "--"+name+" ")
+		if !ok {
 			t.Fatalf("audit -h lacks --%s:\n%s", name, usage)
 		}
-		help, _, _ := strings.Cut(after, "\n  -")
+		help, _, _ := strings.Cut(after, "\n")
 		return help
 	}
 	if help := flagHelp("image-cloud-credentials"); strings.Contains(help, "(default ") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,13 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/wincompat/wincompat/policy"
@@ -58,18 +55,19 @@ Flags:
 // serveGCPercent is the server's GOGC unless its environment sets one.
 const serveGCPercent = 200
 
-func runServe(args []string, stderr io.Writer) int {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(serveGCPercent)
-	}
-	if err := setMemoryLimit(); err != nil {
-		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
-		return 1
-	}
+func newServeCommand(stderr io.Writer) *cobra.Command {
 	o := server.Options{Version: version}
-	var policyFile, kubeconfig string
+	var policyFile string
 	var zapOpts zap.Options
-	fl := newFlagSet("serve", serveUsage, stderr)
+	var kube *kubeFlags
+	var selfManaged, resolveImages, watchMisplaced bool
+	remediation := misplaced.Remediation{}
+	tlsCfg := certs.Config{}
+	imageOpts := server.ImageOptions{}
+	cmd := newCommand("serve", serveUsage, func(*cobra.Command) int {
+		return runServe(&o, policyFile, &zapOpts, kube, selfManaged, resolveImages, watchMisplaced, remediation, tlsCfg, imageOpts, stderr)
+	})
+	fl := cmd.Flags()
 	fl.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key")
 	fl.IntVar(&o.Port, "port", 9443, "webhook HTTPS port")
 	fl.StringVar(&o.Host, "bind-address", "", "webhook HTTPS address to listen on (default: all interfaces)")
@@ -84,19 +82,14 @@ func runServe(args []string, stderr io.Writer) int {
 	// Kept so that manifests of earlier charts still start; the chart no longer passes it.
 	fl.Bool("admission-policy-bindings-installed", false, "deprecated, does nothing: the chart installs the admission policies")
 	fl.BoolVar(&o.ManageRuntimeClasses, "manage-runtimeclasses", true, "keep a RuntimeClass per catalog build (leader only; classes not labelled app.kubernetes.io/managed-by=wincompat are never touched)")
-	var watchMisplaced bool
-	remediation := misplaced.Remediation{}
 	fl.BoolVar(&watchMisplaced, "watch-misplaced", true, "on the leader, report Windows pods that fail on their node for reasons of OS or build: an Event WindowsBuildMismatch on each\nand the wincompat_misplaced_pods gauge; needs list and watch on pods and events")
 	fl.BoolVar(&remediation.Enabled, "remediate-misplaced", false, "with --watch-misplaced: delete a misplaced pod once so that its controller makes it again and admission places it\n(never a bare, Job, DaemonSet, static or build-pinned pod); needs delete on pods and create on pods/eviction")
 	fl.IntVar(&remediation.PerMinute, "remediate-misplaced-per-minute", 5, "with --remediate-misplaced: pods deleted per minute at most, cluster-wide")
 	fl.DurationVar(&remediation.OwnerWindow, "remediate-misplaced-owner-window", 10*time.Minute, "with --remediate-misplaced: after deleting a pod of a controller, delete no other pod of it for this long (at least 1m)")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader for cluster-wide work; every replica serves admission either way")
 	fl.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "wincompat's own namespace: never mutated, holds the leader Lease (default $POD_NAMESPACE)")
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fl.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long to keep answering while not ready, so that reviews sent while the endpoint leaves the Service are not lost;\n0 stops at once")
 	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "after --shutdown-delay, how long to finish in-flight reviews")
-	var selfManaged bool
-	tlsCfg := certs.Config{}
 	fl.BoolVar(&selfManaged, "self-managed-tls", false, "issue and rotate our own CA and serving certificate (in --tls-secret) and keep the webhooks' caBundle current, instead of --cert-dir")
 	fl.StringVar(&tlsCfg.SecretName, "tls-secret", "wincompat-tls", "with --self-managed-tls: the Secret in --namespace holding the CA and serving certificate")
 	fl.StringVar(&tlsCfg.ServiceName, "service-name", "wincompat", "with --self-managed-tls: the webhook Service, whose DNS names the certificate carries")
@@ -105,8 +98,6 @@ func runServe(args []string, stderr io.Writer) int {
 		tlsCfg.ExtraNames = append(tlsCfg.ExtraNames, v)
 		return nil
 	})
-	var resolveImages bool
-	imageOpts := server.ImageOptions{}
 	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries to learn which Windows builds can run them;\nfalse leaves the build to tags, annotations and the cluster")
 	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries (at most 2s); past it the build falls back to the other sources, with a warning")
 	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again")
@@ -157,9 +148,22 @@ func runServe(args []string, stderr io.Writer) int {
 		}
 		return nil
 	})
-	zapOpts.BindFlags(fl)
-	if code, done := parseFlags(fl, args, stderr); done {
-		return code
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	zapOpts.BindFlags(goFlags)
+	fl.AddGoFlagSet(goFlags)
+	// Its own --namespace is wincompat's namespace, not a request's.
+	kube = addKubeFlags(cmd, false)
+	return cmd
+}
+
+func runServe(o *server.Options, policyFile string, zapOpts *zap.Options, kube *kubeFlags, selfManaged, resolveImages, watchMisplaced bool,
+	remediation misplaced.Remediation, tlsCfg certs.Config, imageOpts server.ImageOptions, stderr io.Writer) int {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(serveGCPercent)
+	}
+	if err := setMemoryLimit(); err != nil {
+		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
+		return 1
 	}
 	pol, err := loadPolicy(policyFile)
 	if err != nil && o.PolicyConfigMap == "" {
@@ -194,16 +198,16 @@ func runServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1
 	}
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := kube.restConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: kubeconfig: %v\n", err)
 		return 1
 	}
-	o.Log = zap.New(zap.UseFlagOptions(&zapOpts))
+	o.Log = zap.New(zap.UseFlagOptions(zapOpts))
 	ctrl.SetLogger(o.Log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, cfg, o); err != nil {
+	if err := server.Run(ctx, cfg, *o); err != nil {
 		fmt.Fprintf(stderr, "wincompat serve: %v\n", err)
 		return 1
 	}
@@ -226,53 +230,4 @@ func setMemoryLimit() error {
 	}
 	debug.SetMemoryLimit(int64(float64(limit) * memoryLimitShare))
 	return nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := ctrl.GetConfig()
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, noKubeconfig()
-		}
-		return cfg, err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if clientcmd.IsEmptyConfig(err) {
-		return nil, fmt.Errorf("%s names no cluster (no current-context, or no such file): see kubectl config view --kubeconfig %s", kubeconfig, kubeconfig)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// As ctrl.GetConfig does: no client-side rate limit (client-go's default is 5/s), the API server's
-	// priority and fairness protects it.
-	cfg.QPS = -1
-	return cfg, nil
-}
-
-// noKubeconfig says what to do when nothing says where the cluster is: client-go's own message suggests
-// KUBERNETES_MASTER, a variable kubectl no longer reads.
-func noKubeconfig() error {
-	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-		return fmt.Errorf("KUBECONFIG=%s names no cluster (no such file, or no current-context): point it at your kubeconfig, or pass --kubeconfig FILE", env)
-	}
-	return fmt.Errorf("no cluster to talk to: no kubeconfig at %s and not running in a pod; set KUBECONFIG, pass --kubeconfig FILE, or run wincompat in the cluster", clientcmd.RecommendedHomeFile)
-}
-
-// newClient is the client of the commands that read the cluster (nodes, audit): the kubeconfig's user,
-// no client-side rate limit, and a per-request timeout so an unreachable cluster fails quickly.
-func newClient(kubeconfig string) (client.Client, error) {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg.Timeout = 30 * time.Second
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("%w (is the cluster reachable?)", err)
-	}
-	return c, nil
 }
