@@ -169,7 +169,9 @@ func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.
 		h.log.Info("denied", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name, "reason", res.Decision.DeniedMessage())
 		return outcome{result: "denied", resp: admission.Denied(res.Decision.DeniedMessage()), decision: res.Decision}
 	}
-	warnings := res.Decision.Warnings()
+	// What the admission policies changed in this request is in the record alone: reported with what
+	// this pass changed, the warnings are the same whichever engine changed the object.
+	warnings := res.Decision.Reporting(recordNews(req, gvk, op, res.Record)).Warnings()
 	if len(res.Patch) == 0 {
 		resp := admission.Allowed("")
 		resp.Warnings = warnings
@@ -216,6 +218,23 @@ func (h *Handler) warn(req admission.Request, res Result) outcome {
 	resp.AuditAnnotations = auditAnnotations(res.Decision, "would-")
 	resp.AuditAnnotations["mode"] = policy.ModeWarn
 	return outcome{result: "mutated", resp: resp, decision: res.Decision}
+}
+
+// recordNews are the changes of the object's record as it arrived that the stored object's record does not
+// hold (policy.RecordNews): on CREATE all of it, on UPDATE what was added since. A stored object that
+// cannot be read gives none: its record cannot tell what is new.
+func recordNews(req admission.Request, gvk schema.GroupVersionKind, op policy.Operation, arrived string) []policy.Change {
+	if arrived == "" {
+		return nil
+	}
+	stored := ""
+	if op == policy.Update {
+		var ok bool
+		if stored, ok = StoredRecord(gvk, req.OldObject.Raw); !ok {
+			return nil
+		}
+	}
+	return policy.RecordNews(arrived, stored)
 }
 
 func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace, error) {

@@ -58,6 +58,9 @@ type Result struct {
 	Name string
 	// Kind is the kind the raw object declares, empty if it declares none.
 	Kind string
+	// Record is the object's change record as it arrived, before this pass: in hybrid it holds what
+	// the admission policies changed in the same request (policy.RecordNews).
+	Record string
 }
 
 // DecodeError says the raw object does not fit its kind's schema (a string where a number belongs, say).
@@ -114,6 +117,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	}
 	before := obj.(runtime.Object).DeepCopyObject()
 	emptyGroups := hasEmptySupplementalGroups(obj)
+	record := recordOf(obj)
 	decision, err := pol.Decide(obj, facts)
 	if err != nil || !decision.Handled() {
 		return Result{Decision: decision}, err
@@ -121,7 +125,7 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind}
+	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind, Record: record}
 	if decision.Denied != "" {
 		return res, nil // refused: the object stays as it came
 	}
@@ -134,6 +138,32 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 		res.Patch = append(res.Patch, patch.Operation{Op: "remove", Path: k.specPointer + "/securityContext/supplementalGroups"})
 	}
 	return res, nil
+}
+
+// recordOf is the change record on a typed object of ours: a pod's, or its pod template's; "" for none.
+func recordOf(obj any) string {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return pod.Annotations[policy.AnnotationChanges]
+	}
+	if tpl, err := policy.PodTemplateOf(obj); err == nil && tpl != nil {
+		return tpl.Annotations[policy.AnnotationTemplateChanges]
+	}
+	return ""
+}
+
+// StoredRecord is the change record of raw, the stored object of an UPDATE, of kind gvk; false when
+// raw cannot be read as one.
+func StoredRecord(gvk schema.GroupVersionKind, raw []byte) (string, bool) {
+	k, ok := kinds[gvk]
+	if !ok || len(raw) == 0 {
+		return "", false
+	}
+	obj := k.newObject()
+	// Not strict: the API server wrote it, and only its annotations are read.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		return "", false
+	}
+	return recordOf(obj), true
 }
 
 func podSpecOf(obj any) *corev1.PodSpec {
