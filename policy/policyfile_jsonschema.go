@@ -11,8 +11,9 @@ import (
 
 // The Helm chart's values.schema.json holds, under definitions.policy, the JSON Schema of its policy
 // value, which is a policy file without apiVersion and kind. JSONSchema generates it from what reads a
-// policy file, so that the chart refuses at `helm install` what Load would refuse later, and never
-// refuses what Load accepts: UPDATE_GOLDEN=1 go test ./policy -run TestChartValuesSchema writes it.
+// policy file (ChartSchema adds what Validate checks of single values), so that the chart refuses at
+// `helm install` what Load would refuse later, and never refuses what Load accepts: UPDATE_GOLDEN=1 go
+// test ./policy -run TestChartValuesSchema writes it.
 
 // schemaEnums are the keys whose values Validate allows from a closed set, by their path in a policy
 // file ([*] for every item of a list). TestSchemaEnumsMatchValidate holds them against Validate.

@@ -25,14 +25,14 @@ const schemaDefinitions = "\n  \"definitions\": {\n    \"policy\": "
 // renderSchemaDefinitions is the end of values.schema.json for the generated policy schema.
 func renderSchemaDefinitions(t *testing.T) string {
 	t.Helper()
-	js, err := json.MarshalIndent(JSONSchema(), "    ", "  ")
+	js, err := json.MarshalIndent(ChartSchema(), "    ", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return schemaDefinitions + string(js) + "\n  }\n}\n"
 }
 
-// TestChartValuesSchema: the chart's schema of the policy value is what JSONSchema generates, and the
+// TestChartValuesSchema: the chart's schema of the policy value is what ChartSchema generates, and the
 // chart's policy value refers to it. UPDATE_GOLDEN=1 rewrites it.
 func TestChartValuesSchema(t *testing.T) {
 	data, err := os.ReadFile(chartValuesSchema)

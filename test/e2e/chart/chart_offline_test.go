@@ -120,7 +120,8 @@ func checkEngineSaid(t *testing.T, manifests, engine, reason string) {
 // install fails while rendering, saying what to do, instead of with Helm's `no matches for kind
 // "Certificate"`, and stores no release; with tls.mode=self-managed it installs (server dry run), and its
 // NOTES and Deployment say the engine is hybrid because the API server serves MutatingAdmissionPolicy;
-// once cert-manager's CRDs are served the default install passes the check.
+// once cert-manager's CRDs are served the default install passes the check. Issue 43: installed as a
+// dependency of an umbrella chart, with the umbrella's globals.
 func TestHelmChartPrerequisites(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.LaunchBare(t)
@@ -180,4 +181,7 @@ func TestHelmChartPrerequisites(t *testing.T) {
 	if out, err := install("--dry-run=server"); err != nil {
 		t.Errorf("helm install --dry-run=server with cert-manager's CRDs: %v\n%s", err, out)
 	}
+
+	// As a dependency of an umbrella chart, which passes its globals (TestHelmChartAsSubchart).
+	installUmbrella(ctx, t, cp.Client, admin)
 }

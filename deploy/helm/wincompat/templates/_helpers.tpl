@@ -112,3 +112,39 @@ The Windows webhooks' failurePolicy: webhook.failurePolicy when set, else Fail w
 {{- define "wincompat.windowsFailurePolicy" -}}
 {{- if .Values.webhook.failurePolicy -}}{{ .Values.webhook.failurePolicy }}{{- else if eq (include "wincompat.engine" .) "hybrid" -}}Ignore{{- else -}}Fail{{- end -}}
 {{- end -}}
+
+{{- /*
+The image: image.repository with, when an umbrella chart sets global.imageRegistry, that registry in
+place of the repository's own (its first part, when that names a host as a Docker reference's does:
+a dot, a port or localhost), as Bitnami-style charts read that value.
+*/ -}}
+{{- define "wincompat.image" -}}
+{{- $repository := .Values.image.repository -}}
+{{- $registry := "" -}}
+{{- if kindIs "map" .Values.global }}{{ $registry = get .Values.global "imageRegistry" | default "" | toString | trimSuffix "/" }}{{ end -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" $repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repository = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repository = printf "%s/%s" $registry $repository -}}
+{{- end -}}
+{{- printf "%s:%v" $repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- /*
+The pods' imagePullSecrets, as YAML list items: image.pullSecrets, then global.imagePullSecrets (names,
+or {name: ...} as Bitnami-style charts give them), each once.
+*/ -}}
+{{- define "wincompat.imagePullSecrets" -}}
+{{- $names := .Values.image.pullSecrets | default list -}}
+{{- if kindIs "map" .Values.global -}}
+{{- range get .Values.global "imagePullSecrets" | default list -}}
+{{- if kindIs "map" . }}{{ $names = append $names (get . "name") }}{{ else }}{{ $names = append $names . }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- range $names | uniq }}
+- name: {{ . | toString | quote }}
+{{- end -}}
+{{- end -}}
