@@ -103,7 +103,10 @@ func (d Decision) WouldMessages() []Message {
 
 // AdmissionWarnings renders messages as admission warnings, in their order: each that needs action
 // marked "action needed" after wincompat's name, so that among the warnings kubectl prints alike the
-// ones to act on read differently.
+// ones to act on read differently. The order matters beyond reading: once a response's warnings pass
+// 4096 characters in all, the API server cuts each to 256 and drops those past 4096 of them
+// (k8s.io/apiserver's warning recorder, endpoints/filters/warning.go), so a pod of many changes keeps
+// what needs action.
 func AdmissionWarnings(messages []Message) []string {
 	out := make([]string, len(messages))
 	for i, m := range messages {
