@@ -85,12 +85,14 @@ func defaultBuildSchema(p *Policy) map[string]any {
 	pattern := `^\s*(` + strings.Join(alts, "|") + `)?\s*$`
 	return map[string]any{
 		"description": "A build number or a name of a build in the catalog (" + p.buildNames() + "), or \"\" for none.",
-		// The numbers apart: a validator may hold "2019" and 2019 to be the same item of one enum.
-		"anyOf": []any{
-			map[string]any{"enum": names},
-			map[string]any{"type": "integer", "enum": numbers},
+		// What matches any spelling is taken; anything else fails on the names alone, so that the
+		// error lists them rather than the pattern. The numbers apart: a validator may hold "2019" and
+		// 2019 to be the same item of one enum.
+		"if": map[string]any{"anyOf": []any{
 			map[string]any{"type": "string", "pattern": pattern},
-		},
+			map[string]any{"type": "integer", "enum": numbers},
+		}},
+		"else": map[string]any{"enum": names},
 	}
 }
 

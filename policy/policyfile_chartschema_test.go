@@ -15,9 +15,9 @@ import (
 // default catalog, and refuses what it refuses, for the names, numbers, cases and spaces a person writes.
 func TestChartSchemaDefaultBuild(t *testing.T) {
 	s := defaultBuildSchema(Default())
-	alts := s["anyOf"].([]any)
-	enum := append(alts[0].(map[string]any)["enum"].([]any), alts[1].(map[string]any)["enum"].([]any)...)
-	pattern := regexp.MustCompile(alts[2].(map[string]any)["pattern"].(string))
+	alts := s["if"].(map[string]any)["anyOf"].([]any)
+	enum := append(s["else"].(map[string]any)["enum"].([]any), alts[1].(map[string]any)["enum"].([]any)...)
+	pattern := regexp.MustCompile(alts[0].(map[string]any)["pattern"].(string))
 	schemaTakes := func(v any) bool {
 		if slices.Contains(enum, v) {
 			return true
