@@ -34,7 +34,7 @@ const (
 // wincompat runs here: a mistyped value refused by the chart's schema, the defaults refused by the
 // prerequisite check (no cert-manager here), the engine `auto` chooses on this cluster and offline, and
 // what `helm uninstall` would take. Dry runs only: no kubelet would run the chart's Deployment, so the
-// next section runs what it runs by hand (TestChartLifecycle installs, upgrades and uninstalls for real).
+// next section runs what it runs by hand (test/e2e/chart installs, upgrades and uninstalls for real).
 // It runs before wincompat serve, on a cluster where nothing of wincompat exists yet, because helm
 // refuses, dry run or not, to install over objects it does not manage, and the demo's own are named as
 // the chart's.
@@ -109,12 +109,12 @@ func (d *demo) helmInstall(ctx context.Context) error {
 
 	// The undo, from the release above: what it installs goes with it, and what wincompat writes at run
 	// time is owned by what it installs.
-	d.sayWrapped(fmt.Sprintf("helm uninstall: takes its %d objects, among them %d MutatingAdmissionPolicies, their bindings and params "+
-		"(TestChartLifecycle)", online.objects, online.bindings))
+	d.sayWrapped(fmt.Sprintf("helm uninstall: takes its %d objects, among them %d MutatingAdmissionPolicies, their bindings and params",
+		online.objects, online.bindings))
 	d.detail("  helm uninstall: takes the %d objects of the release, the %d MutatingAdmissionPolicies, their bindings and params among them "+
 		"(wincompat writes none); the garbage collector then deletes the self-managed TLS Secret, "+
-		"owned by ConfigMap wincompat-policy-last-good; RuntimeClasses and the leader Lease stay, as the chart README's Uninstall says "+
-		"(test/e2e TestChartLifecycle installs, upgrades and uninstalls for real)", online.objects, online.bindings)
+		"owned by ConfigMap wincompat-policy-last-good; RuntimeClasses and the leader Lease stay, as the chart README's Uninstall says",
+		online.objects, online.bindings)
 	return nil
 }
 

@@ -220,7 +220,7 @@ func briefPlatforms(ps []registrytest.Platform) string {
 	return strings.Join(s, ", ")
 }
 
-// setUpShop creates the opted-in namespace of the second part and its default ServiceAccount, and returns
+// setUpShop creates the opted-in namespace of the second part, waits for its default ServiceAccount, and returns
 // once wincompat mutates pods there and sees the new nodes: a dry-run pod of the probe image, which has
 // an entry for every catalog build, is allowed on exactly the ready builds 2019 and 2025.
 func (d *demo) setUpShop(ctx context.Context) error {
@@ -229,8 +229,8 @@ func (d *demo) setUpShop(ctx context.Context) error {
 	if err := d.c.Create(ctx, ns); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", shopNamespace, err)
 	}
-	if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: shopNamespace}}); err != nil {
-		return fmt.Errorf("creating ServiceAccount default: %w", err)
+	if err := d.waitForDefaultServiceAccount(ctx, shopNamespace); err != nil {
+		return err
 	}
 	probe := &shopPod{name: "probe", containers: []shopContainer{{"probe", imgProbe}}}
 	want := build2019 + "," + build2025

@@ -58,5 +58,6 @@ func exploreLines(kubeconfig, wincompat string, kubectl bool) []string {
 	} else {
 		lines = append(lines, "  (no kubectl on PATH: "+wincompat+" needs none; any kubectl can use the kubeconfig)")
 	}
-	return append(lines, "no controller-manager or kubelet runs: workloads make no pods of their own, and bound pods never start")
+	return append(lines, "of kube-controller-manager only the service account controller and the garbage collector run, and no kubelet:",
+		"  workloads make no pods of their own, and bound pods never start")
 }

@@ -60,6 +60,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -163,7 +164,7 @@ func run() int {
 			err = cerr
 		}
 	} else if started {
-		d.section("Stopped wincompat, the registry, kube-scheduler, kube-apiserver and etcd in %.1fs", time.Since(t).Seconds())
+		d.section("Stopped wincompat, the registry, kube-scheduler, the controllers, kube-apiserver and etcd in %.1fs", time.Since(t).Seconds())
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -229,9 +230,12 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	d.section("A control plane: kube-apiserver, etcd and kube-scheduler %s from bin/k8s", k8sVersion())
+	d.section("A control plane: kube-apiserver, etcd, kube-scheduler and controllers %s from bin/k8s", k8sVersion())
 	t := time.Now()
-	if d.cp, err = controlplane.Launch(controlplane.Options{Scheduler: true, WorkDir: d.work}); err != nil {
+	// The service account controller, because the API server refuses every pod of a namespace without
+	// its "default" ServiceAccount, and a cluster to explore (-keep) must take `kubectl run` as any
+	// cluster does; the garbage collector, so that what helm uninstall leaves to it goes there too.
+	if d.cp, err = controlplane.Launch(controlplane.Options{Scheduler: true, ServiceAccounts: true, GarbageCollector: true, WorkDir: d.work}); err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -638,9 +642,9 @@ func (d *demo) deploy(ctx context.Context) error {
 	return nil
 }
 
-// setUpNamespace creates the opted-in namespace with what no controller-manager creates here: the
-// ServiceAccounts the pods name ("default" included) and the PriorityClasses they name. It returns once
-// wincompat mutates Windows pods there (it reads namespaces from its cache).
+// setUpNamespace creates the opted-in namespace with what a chart would bring: the ServiceAccounts the
+// pods name and the PriorityClasses they name; "default" is the service account controller's. It returns
+// once wincompat mutates Windows pods there (it reads namespaces from its cache).
 func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace, Labels: map[string]string{
 		policy.LabelEnabled: "true", policy.LabelDefaultOS: "windows",
@@ -648,8 +652,7 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 	if err := d.c.Create(ctx, ns); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", demoNamespace, err)
 	}
-	accounts := []string{"default"}
-	var priorities []string
+	var accounts, priorities []string
 	for _, m := range objs {
 		tpl, ok := templatePaths[m.obj.GetKind()]
 		if !ok {
@@ -657,7 +660,7 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 		}
 		spec, _, _ := unstructured.NestedMap(m.obj.Object, append(slices.Clone(tpl), "spec")...)
 		for _, key := range []string{"serviceAccountName", "serviceAccount"} {
-			if name, _ := spec[key].(string); name != "" && !slices.Contains(accounts, name) {
+			if name, _ := spec[key].(string); name != "" && name != "default" && !slices.Contains(accounts, name) {
 				accounts = append(accounts, name)
 			}
 		}
@@ -679,7 +682,12 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 			return fmt.Errorf("PriorityClass %s: %w", name, err)
 		}
 	}
-	d.detail("ServiceAccounts %s (no controller-manager runs to create them)", strings.Join(accounts, ", "))
+	if err := d.waitForDefaultServiceAccount(ctx, demoNamespace); err != nil {
+		return err
+	}
+	if len(accounts) > 0 {
+		d.detail("ServiceAccounts %s, which the chart would bring; default by the service account controller", strings.Join(accounts, ", "))
+	}
 
 	// A dry-run Windows pod comes back mutated, with the RuntimeClass of its image's build, once wincompat
 	// has this namespace and the RuntimeClasses in its caches.
@@ -704,15 +712,21 @@ func (d *demo) setUpNamespace(ctx context.Context, objs []manifestObject) error 
 	return nil
 }
 
-// createPods creates the pods the workload's controller would create from its stored template;
-// linuxChart says the workload is of the Linux chart the demo declared Windows.
+// createPods creates the pods the workload's controller would create from its stored template, owned as
+// a real cluster owns them (a Deployment's through the ReplicaSet its controller makes, created here too),
+// so that what reads the cluster afterwards, such as wincompat audit, finds each pod through its
+// controller; linuxChart says the workload is of the Linux chart the demo declared Windows.
 func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured, linuxChart bool) error {
+	owner, err := d.podOwner(ctx, w)
+	if err != nil {
+		return err
+	}
 	replicas, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
 	if err != nil || !found {
 		replicas = 1
 	}
 	for range replicas {
-		pod, err := podFromTemplate(w)
+		pod, err := podFromTemplate(owner)
 		if err != nil {
 			return err
 		}
@@ -721,18 +735,39 @@ func (d *demo) createPods(ctx context.Context, w *unstructured.Unstructured, lin
 			return fmt.Errorf("creating a pod of %s %s: %w", w.GetKind(), w.GetName(), err)
 		}
 		d.pods = append(d.pods, podReport{namespace: w.GetNamespace(), name: pod.GetName(), owner: w.GetKind() + " " + w.GetName(), warnings: d.warnings.Take(), linuxChart: linuxChart})
-		d.detail("created pod %s (%s %s)", pod.GetName(), w.GetKind(), w.GetName())
+		d.detail("created pod %s (%s %s)", pod.GetName(), owner.GetKind(), owner.GetName())
 	}
 	return nil
 }
 
-// podFromTemplate is a pod as the workload's controller would create it from its stored template: its
-// labels and annotations, a generated name, no owner.
-func podFromTemplate(w *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	tplPath := templatePaths[w.GetKind()]
-	tpl, found, err := unstructured.NestedMap(w.Object, tplPath...)
+// podOwner returns what owns the pods of stored workload w: for a Deployment, the ReplicaSet its
+// controller would make, created here; w itself otherwise.
+func (d *demo) podOwner(ctx context.Context, w *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if w.GetKind() != "Deployment" {
+		return w, nil
+	}
+	rs, err := replicaSetOf(w)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.c.Create(ctx, rs); err != nil {
+		d.warnings.Take()
+		return nil, fmt.Errorf("creating the ReplicaSet of Deployment %s: %w", w.GetName(), err)
+	}
+	// Its template is the Deployment's, already rewritten: whatever admission says of it again was
+	// said when the Deployment was applied.
+	d.warnings.Take()
+	d.detail("created ReplicaSet %s (Deployment %s)", rs.GetName(), w.GetName())
+	return rs, nil
+}
+
+// replicaSetOf is the ReplicaSet the Deployment controller makes for a stored Deployment: named after it
+// and the pod-template-hash, which its selector, labels and template's labels add, with the Deployment
+// as its controller.
+func replicaSetOf(dep *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	tpl, found, err := unstructured.NestedMap(dep.Object, "spec", "template")
 	if err != nil || !found {
-		return nil, fmt.Errorf("%s %s: no pod template (%v)", w.GetKind(), w.GetName(), err)
+		return nil, fmt.Errorf("Deployment %s: no pod template (%v)", dep.GetName(), err)
 	}
 	// The pod-template-hash the Deployment controller gives the ReplicaSet and its pods.
 	tplJSON, err := json.Marshal(tpl)
@@ -743,6 +778,62 @@ func podFromTemplate(w *unstructured.Unstructured) (*unstructured.Unstructured, 
 	h.Write(tplJSON)
 	hash := rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 
+	labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["pod-template-hash"] = hash
+	if err := unstructured.SetNestedStringMap(tpl, labels, "metadata", "labels"); err != nil {
+		return nil, err
+	}
+	selector, _, _ := unstructured.NestedMap(dep.Object, "spec", "selector")
+	if selector == nil {
+		selector = map[string]any{}
+	}
+	matchLabels, _, _ := unstructured.NestedStringMap(selector, "matchLabels")
+	if matchLabels == nil {
+		matchLabels = map[string]string{}
+	}
+	matchLabels["pod-template-hash"] = hash
+	if err := unstructured.SetNestedStringMap(selector, matchLabels, "matchLabels"); err != nil {
+		return nil, err
+	}
+	spec := map[string]any{"selector": selector, "template": tpl}
+	if replicas, found, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); found {
+		spec["replicas"] = replicas
+	}
+	rs := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	rs.SetAPIVersion("apps/v1")
+	rs.SetKind("ReplicaSet")
+	rs.SetNamespace(dep.GetNamespace())
+	rs.SetName(dep.GetName() + "-" + hash)
+	rs.SetLabels(labels)
+	rs.SetOwnerReferences([]metav1.OwnerReference{controllerRef(dep)})
+	return rs, nil
+}
+
+// controllerRef is the owner reference a controller sets on what it makes (metav1.NewControllerRef).
+func controllerRef(owner *unstructured.Unstructured) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID(),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// podFromTemplate is a pod as the workload's controller would create it from its stored template: its
+// labels and annotations, a generated name, the workload as its controller. A Deployment's pod is its
+// ReplicaSet's (replicaSetOf).
+func podFromTemplate(w *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if w.GetKind() == "Deployment" {
+		rs, err := replicaSetOf(w)
+		if err != nil {
+			return nil, err
+		}
+		w = rs
+	}
+	tplPath := templatePaths[w.GetKind()]
+	tpl, found, err := unstructured.NestedMap(w.Object, tplPath...)
+	if err != nil || !found {
+		return nil, fmt.Errorf("%s %s: no pod template (%v)", w.GetKind(), w.GetName(), err)
+	}
 	spec, _, _ := unstructured.NestedMap(tpl, "spec")
 	labels, _, _ := unstructured.NestedStringMap(tpl, "metadata", "labels")
 	annotations, _, _ := unstructured.NestedStringMap(tpl, "metadata", "annotations")
@@ -750,17 +841,10 @@ func podFromTemplate(w *unstructured.Unstructured) (*unstructured.Unstructured, 
 	pod.SetAPIVersion("v1")
 	pod.SetKind("Pod")
 	pod.SetNamespace(w.GetNamespace())
-	if w.GetKind() == "Deployment" {
-		pod.SetGenerateName(w.GetName() + "-" + hash + "-")
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels["pod-template-hash"] = hash
-	} else {
-		pod.SetGenerateName(w.GetName() + "-")
-	}
+	pod.SetGenerateName(w.GetName() + "-")
 	pod.SetLabels(labels)
 	pod.SetAnnotations(annotations)
+	pod.SetOwnerReferences([]metav1.OwnerReference{controllerRef(w)})
 	return pod, nil
 }
 
@@ -1131,4 +1215,20 @@ func templateChanges(w *unstructured.Unstructured) []policy.Change {
 	s, _, _ := unstructured.NestedString(w.Object, append(slices.Clone(tpl), "metadata", "annotations", policy.AnnotationTemplateChanges)...)
 	changes, _ := policy.DecodeChanges(s)
 	return changes
+}
+
+// waitForDefaultServiceAccount waits until the service account controller has made namespace ns's
+// "default" ServiceAccount: until then the API server refuses every pod there that names none.
+func (d *demo) waitForDefaultServiceAccount(ctx context.Context, ns string) error {
+	err := d.poll(ctx, 30*time.Second, func() (bool, error) {
+		err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("no ServiceAccount default in namespace %s (the service account controller's log: %s): %w", ns, strings.Join(d.cp.ComponentLogs(), ", "), err)
+	}
+	return nil
 }

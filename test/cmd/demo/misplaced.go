@@ -35,7 +35,7 @@ func (d *demo) misplacedPods(ctx context.Context) error {
 	if err := d.c.Create(ctx, ns); err != nil {
 		return err
 	}
-	if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: misplacedNamespace}}); err != nil {
+	if err := d.waitForDefaultServiceAccount(ctx, misplacedNamespace); err != nil {
 		return err
 	}
 	labels := map[string]string{"app": "web"}

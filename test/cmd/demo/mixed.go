@@ -66,7 +66,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 		if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: ns.labels}}); err != nil {
 			return err
 		}
-		if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.name}}); err != nil {
+		if err := d.waitForDefaultServiceAccount(ctx, ns.name); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,11 @@ func (d *demo) readiness(ctx context.Context) error {
 	}
 	d.brief("admitted, with %d warnings of what would fail on a Windows node: %s", len(want), countRules(findings))
 
-	pod, err := podFromTemplate(stored)
+	owner, err := d.podOwner(ctx, stored)
+	if err != nil {
+		return err
+	}
+	pod, err := podFromTemplate(owner)
 	if err != nil {
 		return err
 	}

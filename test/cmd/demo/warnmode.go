@@ -26,8 +26,7 @@ func (d *demo) warnMode(ctx context.Context) error {
 	if err := d.c.Create(ctx, ns); err != nil {
 		return err
 	}
-	// No controller-manager runs to make it; the API server's ServiceAccount admission needs it.
-	if err := d.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: canaryNamespace}}); err != nil {
+	if err := d.waitForDefaultServiceAccount(ctx, canaryNamespace); err != nil {
 		return err
 	}
 	// A Windows pod the API server admits as it is (no Linux-only fields), so that warn mode stores it.
