@@ -46,7 +46,7 @@ func TestMutateExamples(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if !strings.Contains(errOut, "warning: ../../deploy/examples/windows-pod.yaml#1 Pod default/nanoserver-shell: removed spec.securityContext.runAsUser") {
+	if !strings.Contains(errOut, "info: ../../deploy/examples/windows-pod.yaml#1 Pod default/nanoserver-shell: removed spec.securityContext.runAsUser") {
 		t.Errorf("warnings: %s", errOut)
 	}
 }
@@ -320,7 +320,7 @@ func TestMutateExplainAndDiff(t *testing.T) {
 	labels := "wincompat.io/enabled=true,wincompat.io/default-os=windows"
 	for _, tc := range []struct{ golden, output string }{{"bitnami-postgresql.explain.txt", "explain"}, {"bitnami-postgresql.diff", "diff"}} {
 		code, out, errOut := runCLI(t, "", "mutate", "-f", chart, "--namespace-labels", labels, "--quiet", "--output", tc.output)
-		if code != 0 || errOut != "" {
+		if code != 0 || strings.Contains(errOut, "info: ") {
 			t.Fatalf("--output %s: exit %d: %s", tc.output, code, errOut)
 		}
 		path := filepath.Join("testdata", tc.golden)
@@ -395,4 +395,54 @@ func writePolicy(t *testing.T, keys string) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// A simulated namespace that is not opted in changes nothing, and says so with the flag value that
+// would opt it in: --namespace-labels replaces the default label rather than adding to it. That value
+// does opt it in. Input with no Pod or workload, or a namespace opted in, gets no such note.
+func TestMutateSaysWhenNotOptedIn(t *testing.T) {
+	for _, tc := range []struct{ labels, why, fix string }{
+		{"wincompat.io/default-os=windows", "replaces the default wincompat.io/enabled=true", "--namespace-labels wincompat.io/enabled=true,wincompat.io/default-os=windows"},
+		{"wincompat.io/enabled=yes", `label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does`, "--namespace-labels wincompat.io/enabled=true\n"},
+		{"wincompat/enabled=true,team=web", "did you mean wincompat.io/enabled=true?", "--namespace-labels wincompat.io/enabled=true,team=web\n"},
+	} {
+		code, out, errOut := runCLI(t, pod, "mutate", "--namespace-labels", tc.labels)
+		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+		if code != 0 || out != pod || len(lines) != 2 || !strings.HasPrefix(lines[0], "warning: nothing changed: ") ||
+			!strings.Contains(lines[0], tc.why) || !strings.Contains(errOut, tc.fix) {
+			t.Errorf("%s: exit %d, stderr:\n%s", tc.labels, code, errOut)
+			continue
+		}
+		fix := strings.Fields(lines[1])
+		code, out, errOut = runCLI(t, pod, "mutate", "--namespace-labels", fix[len(fix)-1])
+		if code != 0 || out == pod || strings.Contains(errOut, "nothing changed") {
+			t.Errorf("%s: the suggested %s changed nothing: exit %d, %s", tc.labels, fix[len(fix)-1], code, errOut)
+		}
+	}
+	if code, _, errOut := runCLI(t, configMap("a"), "mutate", "--namespace-labels", "team=web"); code != 0 || errOut != "" {
+		t.Errorf("no Pod: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, errOut := runCLI(t, pod, "mutate"); strings.Contains(errOut, "nothing changed") {
+		t.Errorf("opted in: %s", errOut)
+	}
+}
+
+// What wincompat changed as intended is info, what needs action a warning; --quiet hides the info only.
+func TestMutateSeverities(t *testing.T) {
+	_, _, errOut := runCLI(t, pod, "mutate")
+	for _, want := range []string{
+		"info: stdin#1 Pod default/web: removed spec.securityContext.runAsUser from the pod (not supported on Windows)\n",
+		"warning: stdin#1 Pod default/web: resources.limits.memory in containers[web]: no memory limit",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "warning: stdin#1 Pod default/web: removed") {
+		t.Errorf("a change made as intended is a warning:\n%s", errOut)
+	}
+	_, _, quiet := runCLI(t, pod, "mutate", "--quiet")
+	if strings.Contains(quiet, "info: ") || !strings.Contains(quiet, "warning: stdin#1 Pod default/web: resources.limits.memory") {
+		t.Errorf("--quiet:\n%s", quiet)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -125,7 +126,10 @@ const maxInput = 256 << 20
 
 func newMutateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var m mutateFlags
-	cmd := newCommand("mutate", mutateUsage, func(*cobra.Command) int { return runMutate(&m, stdin, stdout, stderr) })
+	cmd := newCommand("mutate", mutateUsage, func(c *cobra.Command) int {
+		m.nsLabelsSet = c.Flags().Changed("namespace-labels")
+		return runMutate(&m, stdin, stdout, stderr)
+	})
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&m.files, "filename", "f", nil, "file, directory (its *.yaml, *.yml and *.json files), glob pattern, or - for stdin; repeatable")
 	fl.BoolVarP(&m.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
@@ -136,7 +140,7 @@ func newMutateCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command 
 	fl.StringVar(&m.nsAnnotations, "namespace-annotations", "", "annotations of the simulated namespace, k=v,... (e.g. "+policy.AnnotationBuild+"=ltsc2022)")
 	fl.StringVarP(&m.output, "output", "o", "yaml", "yaml (the mutated stream), json (as kubectl apply -o json prints it), patch (a JSON patch per object), explain (every change\nwith its reason and rule) or diff (a unified diff per changed object)")
 	fl.BoolVar(&m.explain, "explain", false, "same as --output explain")
-	fl.BoolVar(&m.quiet, "quiet", false, "do not print warnings")
+	fl.BoolVar(&m.quiet, "quiet", false, "do not print the info: lines (the changes made as intended); warning: lines, what needs action, still print")
 	fl.BoolVar(&m.resolveImages, "resolve-images", false, "read each Windows pod's images from their registries with your docker credentials to learn which Windows builds can run them")
 	fl.DurationVar(&m.lookupTimeout, "image-lookup-timeout", 10*time.Second, "with --resolve-images: how long to wait for the registries of one object")
 	m.imageFlags = addImageFlags(fl, cliImageFlags{clouds: "acr,ecr,gar", allowPrivateNetworks: true}, cliCloudsUsage,
@@ -155,6 +159,7 @@ type mutateFlags struct {
 	files                                                  []string
 	recursive, explain, quiet, resolveImages               bool
 	policyFile, namespace, nsLabels, nsAnnotations, output string
+	nsLabelsSet                                            bool
 	lookupTimeout                                          time.Duration
 	imageFlags                                             *cliImageFlags
 }
@@ -228,6 +233,8 @@ func runMutate(m *mutateFlags, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &streamWriter{w: &printed}
 	// JSON is one document for all the files, printed once every file has been read.
 	var objects []json.RawMessage
+	// Every file's documents, to say once why nothing changed.
+	var allDocs []manifest.Document
 	for _, src := range files {
 		inputs, err := expand(src, recursive)
 		if err != nil {
@@ -247,13 +254,8 @@ func runMutate(m *mutateFlags, stdin io.Reader, stdout, stderr io.Writer) int {
 				name = "stdin"
 			}
 			docs, err := manifest.Process(name, data, &stream, opts)
-			if !*quiet {
-				for _, d := range docs {
-					for _, w := range d.Warnings {
-						fmt.Fprintf(stderr, "warning: %s: %s\n", termsafe.String(d.Label()), termsafe.String(strings.TrimPrefix(w, "wincompat: ")))
-					}
-				}
-			}
+			printMessages(stderr, docs, *quiet)
+			allDocs = append(allDocs, docs...)
 			if err != nil {
 				for _, line := range strings.Split(err.Error(), "\n") {
 					fmt.Fprintf(stderr, "wincompat mutate: %s\n", termsafe.String(line))
@@ -283,6 +285,7 @@ func runMutate(m *mutateFlags, stdin io.Reader, stdout, stderr io.Writer) int {
 	if failed {
 		return 1
 	}
+	notOptedIn(stderr, pol, opts.Namespace, m.nsLabelsSet, allDocs)
 	if *output == "json" {
 		if err := manifest.WriteJSON(&printed, objects); err != nil {
 			fmt.Fprintf(stderr, "wincompat mutate: %v\n", err)
@@ -290,6 +293,82 @@ func runMutate(m *mutateFlags, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	_, _ = stdout.Write(printed.Bytes())
+	return 0
+}
+
+// printMessages says what wincompat tells of each object on stderr: "info:" for a change made as
+// intended, "warning:" for what needs action; quiet leaves out the info.
+func printMessages(stderr io.Writer, docs []manifest.Document, quiet bool) {
+	for _, d := range docs {
+		for _, msg := range d.Messages {
+			severity := policy.SeverityWarning
+			if msg.Severity == policy.SeverityInfo {
+				if quiet {
+					continue
+				}
+				severity = policy.SeverityInfo
+			}
+			fmt.Fprintf(stderr, "%s: %s: %s\n", severity, termsafe.String(d.Label()), termsafe.String(strings.TrimPrefix(msg.Text, "wincompat: ")))
+		}
+	}
+}
+
+// notOptedIn says, in two lines, that nothing changed because the simulated namespace is not opted
+// in, with the --namespace-labels that would opt it in: a stream that comes out as it went in, with
+// nothing on stderr, looks like a stream wincompat found nothing to do in. labelsSet is whether
+// --namespace-labels was given, which replaces the default label rather than adding to it.
+func notOptedIn(stderr io.Writer, pol *policy.Policy, ns policy.Namespace, labelsSet bool, docs []manifest.Document) {
+	workloads := 0
+	for _, d := range docs {
+		if d.Mutated {
+			return
+		}
+		if d.Kind == "List" {
+			continue
+		}
+		objNS := ns
+		objNS.Name, _, _ = strings.Cut(d.Name, "/")
+		if pol.Scope(nil, objNS) != policy.NamespaceNotEnabled {
+			return
+		}
+		workloads++
+	}
+	if workloads == 0 {
+		return
+	}
+	why := "the simulated namespace is not labelled " + policy.LabelEnabled + "=true"
+	if labelsSet {
+		why += " (--namespace-labels replaces the default " + policy.LabelEnabled + "=true, it does not add to it)"
+	}
+	fixed := maps.Clone(ns.Labels)
+	if fixed == nil {
+		fixed = map[string]string{}
+	}
+	for _, mistake := range policy.NamespaceOptInMistakes(ns.Labels) {
+		if mistake.Kind == policy.NearKey {
+			delete(fixed, mistake.Key)
+		}
+		fixed[mistake.FixKey] = mistake.FixValue
+		if mistake.Kind != policy.NotEnabled {
+			why += "; " + mistake.String()
+		}
+	}
+	fixed[policy.LabelEnabled] = "true"
+	keys := slices.Sorted(maps.Keys(fixed))
+	// wincompat.io/enabled=true first: the label that opts in, then the rest as they were.
+	slices.SortStableFunc(keys, func(a, b string) int { return boolRank(b == policy.LabelEnabled) - boolRank(a == policy.LabelEnabled) })
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + fixed[k]
+	}
+	fmt.Fprintf(stderr, "warning: nothing changed: %s\n", termsafe.String(why))
+	fmt.Fprintf(stderr, "warning: to opt the namespace in: --namespace-labels %s\n", termsafe.String(strings.Join(pairs, ",")))
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
 	return 0
 }
 
@@ -403,7 +482,9 @@ func writePatches(w io.Writer, docs []manifest.Document) error {
 			Name     string   `json:"name"`
 			Patch    any      `json:"patch"`
 			Warnings []string `json:"warnings,omitempty"`
-		}{d.Source, d.Index, d.Kind, d.Name, nonNilPatch(d), d.Warnings}); err != nil {
+			// Messages are the warnings with their severities, in the same order.
+			Messages []policy.Message `json:"messages,omitempty"`
+		}{d.Source, d.Index, d.Kind, d.Name, nonNilPatch(d), d.Warnings, d.Messages}); err != nil {
 			return err
 		}
 	}
