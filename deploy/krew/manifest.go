@@ -32,7 +32,11 @@ https://github.com/wincompat/wincompat#install-it). The plugin is the CLI:
   kubectl wincompat nodes    show the Windows builds, taints and RuntimeClasses
   kubectl wincompat policy   validate a policy file and print the effective policy
 
-Run "kubectl wincompat <command> -h" for its flags.
+Run "kubectl wincompat <command> -h" for its flags. audit and nodes take kubectl's
+flags (--context, --as, -n, ...). For "kubectl wincompat <TAB>" (kubectl 1.26 and
+later), link the plugin as kubectl_complete-wincompat beside it:
+
+  ln -s kubectl-wincompat "${KREW_ROOT:-$HOME/.krew}/bin/kubectl_complete-wincompat"
 `
 )
 
