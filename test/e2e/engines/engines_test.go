@@ -69,12 +69,13 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 	workloads := e2eutil.Distinct(e2eutil.LoadCorpus(t))
 	workloads = append(workloads, goldenWorkloads(t)...)
 	workloads = append(workloads, narrowWorkloads(t)...)
+	examples := e2eutil.LoadExamples(t)
 	for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
-		e2eutil.SetUpNamespace(ctx, t, cl.C, ns, map[string]string{policy.LabelEnabled: "true"}, workloads)
+		e2eutil.SetUpNamespace(ctx, t, cl.C, ns, map[string]string{policy.LabelEnabled: "true"}, append(slices.Clone(workloads), examples...))
 	}
 	restrictedLabels := map[string]string{policy.LabelEnabled: "true", policy.LabelPodSecurityEnforce: "restricted"}
 	e2eutil.SetUpNamespace(ctx, t, cl.C, nsEngineMAPRestricted, restrictedLabels, nil)
-	e2eutil.SetUpClusterWide(ctx, t, cl.C, workloads)
+	e2eutil.SetUpClusterWide(ctx, t, cl.C, append(slices.Clone(workloads), examples...))
 	// As hybrid installs the webhook; the checks below see whether it acted.
 	e2eutil.SetWebhookFailurePolicy(t, cl, admissionregistrationv1.Ignore)
 	pol := enginesPolicy(t)
@@ -87,13 +88,17 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 
 	compared, actedOn, hybridSame := 0, 0, 0
 	mapDiffs := map[string]int{}
+	var warnedOtherwise []string // TestEnginesWarnAlike's findings on the corpus and the goldens
 	for _, w := range workloads {
 		stored := map[string]*unstructured.Unstructured{}
 		errs := map[string]error{}
+		warned := map[string][]string{}
 		for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
 			obj := w.Obj.DeepCopy()
 			obj.SetNamespace(ns)
+			cl.Warnings.Take()
 			errs[ns] = cl.C.Create(ctx, obj)
+			warned[ns] = wincompatWarnings(cl.Warnings.Take())
 			stored[ns] = obj
 		}
 		if errs[nsEngineWebhook] != nil {
@@ -108,6 +113,9 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 			continue
 		}
 		compared++
+		if d := warningsDiffer(warned[nsEngineWebhook], warned[nsEngineHybrid]); d != "" {
+			warnedOtherwise = append(warnedOtherwise, fmt.Sprintf("%v: %s", w, d))
+		}
 		kind := w.Obj.GetKind()
 		webhookMeta, hybridMeta := templateMeta(stored[nsEngineWebhook]), templateMeta(stored[nsEngineHybrid])
 		// Hybrid against the webhook alone: the record as a set, the marker set aside, then every byte.
@@ -190,6 +198,88 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 	if compared < 50 {
 		t.Errorf("only %d objects compared: the corpus or the goldens did not load", compared)
 	}
+	t.Run("TestEnginesWarnAlike", func(t *testing.T) { testEnginesWarnAlike(t, cl, examples, compared, warnedOtherwise) })
+}
+
+// testEnginesWarnAlike: the user gets the same admission warnings whichever engine changed the object.
+// In hybrid the admission policies change it first and cannot warn, and the webhook reports what their
+// record holds with what it changed itself. The corpus and the golden cases were created through the
+// webhook alone and through hybrid above, with the warnings the API server returned to the client
+// (kubectl prints the same) kept for each: warnedOtherwise holds those that differ. Here the README's
+// examples (deploy/examples/*.yaml) are applied the same way.
+func testEnginesWarnAlike(t *testing.T, cl *e2eutil.Cluster, examples []e2eutil.Workload, compared int, warnedOtherwise []string) {
+	ctx := context.Background()
+	for _, d := range warnedOtherwise {
+		t.Errorf("the corpus or a golden case: %s", d)
+	}
+	reported := 0
+	for _, w := range examples {
+		warned := map[string][]string{}
+		stored := map[string]*unstructured.Unstructured{}
+		for _, ns := range []string{nsEngineWebhook, nsEngineHybrid} {
+			obj := w.Obj.DeepCopy()
+			obj.SetNamespace(ns)
+			cl.Warnings.Take()
+			if err := cl.C.Create(ctx, obj); err != nil {
+				t.Errorf("%v: refused in %s: %v", w, ns, err)
+			}
+			warned[ns] = wincompatWarnings(cl.Warnings.Take())
+			stored[ns] = obj
+		}
+		if d := warningsDiffer(warned[nsEngineWebhook], warned[nsEngineHybrid]); d != "" {
+			t.Errorf("%v: %s", w, d)
+		}
+		t.Logf("%v: %d warnings in hybrid", w, len(warned[nsEngineHybrid]))
+		// The admission policies did change the example in hybrid, and their changes were reported:
+		// the quick start's pod has its runAsUser and capabilities removed.
+		if w.Obj.GetKind() == "Pod" {
+			if templateMeta(stored[nsEngineHybrid])["annotations"].(map[string]any)[policy.AnnotationAdmissionPolicy] == nil {
+				t.Errorf("%v: the admission policies did not act on it in hybrid", w)
+			}
+			for _, field := range []string{"removed spec.securityContext.runAsUser", "removed securityContext.capabilities"} {
+				if !slices.ContainsFunc(warned[nsEngineHybrid], func(s string) bool { return strings.Contains(s, field) }) {
+					t.Errorf("%v: hybrid does not say it %s: %q", w, field, warned[nsEngineHybrid])
+				}
+			}
+			reported++
+		}
+	}
+	if reported == 0 {
+		t.Error("no example Pod: deploy/examples/windows-pod.yaml did not load")
+	}
+	t.Logf("%d objects of the corpus and goldens and %d examples: %d warned otherwise in hybrid than through the webhook alone", compared, len(examples), len(warnedOtherwise))
+}
+
+// wincompatWarnings are wincompat's warnings among those the API server returned, sorted: hybrid's
+// list the admission policies' changes (their record's order) before the webhook's own.
+func wincompatWarnings(all []string) []string {
+	var out []string
+	for _, w := range all {
+		if strings.HasPrefix(w, "wincompat") {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// warningsDiffer says how hybrid's warnings differ from the webhook's alone; "" when they do not.
+func warningsDiffer(webhook, hybrid []string) string {
+	if slices.Equal(webhook, hybrid) {
+		return ""
+	}
+	var only, missing []string
+	for _, w := range hybrid {
+		if !slices.Contains(webhook, w) {
+			only = append(only, w)
+		}
+	}
+	for _, w := range webhook {
+		if !slices.Contains(hybrid, w) {
+			missing = append(missing, w)
+		}
+	}
+	return fmt.Sprintf("hybrid warned\n  %s\nand not\n  %s", strings.Join(only, "\n  "), strings.Join(missing, "\n  "))
 }
 
 // templateMeta is the metadata of a pod, or of a workload's pod template, as a mutable map.
