@@ -91,6 +91,7 @@ func newAuditCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&a.policyFile, "policy", "", "the policy file wincompat runs with (default: the built-in policy)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "csv"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("view", cobra.FixedCompletions(audit.Views, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("policy", "yaml", "yml")
 	a.kube = addKubeFlags(cmd, false)
 	return cmd
 }

@@ -39,6 +39,7 @@ func newNodesCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file whose catalog and taints to compare against (default: built-in)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml (the shape is in cmd/wincompat/README.md)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("policy", "yaml", "yml")
 	kube = addKubeFlags(cmd, true)
 	return cmd
 }
