@@ -206,7 +206,8 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 // record holds with what it changed itself. The corpus and the golden cases were created through the
 // webhook alone and through hybrid above, with the warnings the API server returned to the client
 // (kubectl prints the same) kept for each: warnedOtherwise holds those that differ. Here the README's
-// examples (deploy/examples/*.yaml) are applied the same way.
+// examples (deploy/examples/*.yaml) are applied the same way, and their workloads then upgraded as helm
+// upgrades them.
 func testEnginesWarnAlike(t *testing.T, cl *e2eutil.Cluster, examples []e2eutil.Workload, compared int, warnedOtherwise []string) {
 	ctx := context.Background()
 	for _, d := range warnedOtherwise {
@@ -230,6 +231,30 @@ func testEnginesWarnAlike(t *testing.T, cl *e2eutil.Cluster, examples []e2eutil.
 			t.Errorf("%v: %s", w, d)
 		}
 		t.Logf("%v: %d warnings in hybrid", w, len(warned[nsEngineHybrid]))
+		if w.Obj.GetKind() != "Pod" {
+			// helm upgrade: its three-way merge keeps the record, which no manifest names, and sends the
+			// chart's Linux-only fields again, which each engine removes again and reports again.
+			upgraded := map[string][]string{}
+			for _, ns := range []string{nsEngineWebhook, nsEngineHybrid} {
+				obj := stored[ns]
+				spec, _, _ := unstructured.NestedFieldCopy(w.Obj.Object, e2eutil.PodSpecPath(w.Obj.GetKind())...)
+				if err := unstructured.SetNestedField(obj.Object, spec, e2eutil.PodSpecPath(w.Obj.GetKind())...); err != nil {
+					t.Fatal(err)
+				}
+				cl.Warnings.Take()
+				if err := cl.C.Update(ctx, obj); err != nil {
+					t.Errorf("%v: upgrade refused in %s: %v", w, ns, err)
+				}
+				upgraded[ns] = wincompatWarnings(cl.Warnings.Take())
+			}
+			if d := warningsDiffer(upgraded[nsEngineWebhook], upgraded[nsEngineHybrid]); d != "" {
+				t.Errorf("%v, upgraded: %s", w, d)
+			}
+			if !slices.ContainsFunc(upgraded[nsEngineHybrid], func(s string) bool { return strings.HasPrefix(s, "wincompat: removed ") }) && slices.ContainsFunc(warned[nsEngineHybrid], func(s string) bool { return strings.HasPrefix(s, "wincompat: removed ") }) {
+				t.Errorf("%v: upgraded with its Linux-only fields again, hybrid does not say it removed them: %q", w, upgraded[nsEngineHybrid])
+			}
+			t.Logf("%v, upgraded: %d warnings in hybrid", w, len(upgraded[nsEngineHybrid]))
+		}
 		// The admission policies did change the example in hybrid, and their changes were reported:
 		// the quick start's pod has its runAsUser and capabilities removed.
 		if w.Obj.GetKind() == "Pod" {
