@@ -29,13 +29,92 @@ func ChartSchema() map[string]any {
 	for _, key := range []string{"excludedNamespaces", "linuxByDefaultExcludedNamespaces"} {
 		props[key] = describe(key, map[string]any{"type": "array", "items": dnsLabelSchema()})
 	}
-	build := props["builds"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	builds := props["builds"].(map[string]any)
+	builds["minItems"] = 1
+	build := builds["items"].(map[string]any)["properties"].(map[string]any)
 	build["build"] = map[string]any{"type": "string", "pattern": buildNumber.String()}
-	// The catalog the default build must be in is the chart's own only when the values set none; with
-	// builds set, the chart's templates check it against them.
-	s["if"] = map[string]any{"required": []any{"builds"}}
-	s["else"] = map[string]any{"properties": map[string]any{"defaultBuild": defaultBuildSchema(Default())}}
+	build["runtimeClassName"] = scalarSchema(`^(`+dnsSubdomain+`)?$`, 253, true)
+	taint := props["windowsNodeTaints"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	taint["key"] = scalarSchema(`^(`+dnsSubdomain+`/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`, 253+1+63, true)
+	taint["value"] = scalarSchema(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`, 63, true)
+	props["nonRootUserName"] = describe("nonRootUserName", userNameSchema())
+	memory := props["memoryLimits"].(map[string]any)["properties"].(map[string]any)
+	memory["default"] = memoryLimitSchema(memory["default"].(map[string]any)["description"])
+	s["allOf"] = []any{
+		// The catalog the default build must be in is the chart's own only when the values set none;
+		// with builds set, the chart's templates check it against them.
+		map[string]any{
+			"if":   map[string]any{"required": []any{"builds"}},
+			"else": map[string]any{"properties": map[string]any{"defaultBuild": defaultBuildSchema(Default())}},
+		},
+		// userForRunAsNonRoot names nonRootUserName, whose default is a user.
+		map[string]any{
+			"if": map[string]any{"required": []any{"userForRunAsNonRoot"}, "properties": map[string]any{"userForRunAsNonRoot": map[string]any{"const": true}}},
+			"then": map[string]any{"properties": map[string]any{"nonRootUserName": refusing(map[string]any{"const": ""},
+				"a user such as ContainerUser, which userForRunAsNonRoot names (or turn userForRunAsNonRoot off)")}},
+		},
+	}
 	return s
+}
+
+// dnsSubdomain is validation.IsDNS1123Subdomain's pattern, without its bound of 253 characters.
+const dnsSubdomain = `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
+
+// scalarSchema is a key that a file reads as text from any scalar: a string matching pattern, at most
+// maxLength long, or a number or boolean, whose text matches it when numbers say so.
+func scalarSchema(pattern string, maxLength int, numbers bool) map[string]any {
+	alts := []any{
+		map[string]any{"type": "string", "pattern": pattern, "maxLength": maxLength},
+		map[string]any{"type": "boolean"},
+	}
+	if numbers {
+		alts = append(alts, map[string]any{"type": "number", "minimum": 0})
+	}
+	return map[string]any{"anyOf": alts}
+}
+
+// refusing is a schema that refuses what matches bad with message, as the error's only words: "value
+// must be '<message>'". A pattern's own error would show the pattern.
+func refusing(bad map[string]any, message string) map[string]any {
+	return map[string]any{"if": bad, "then": map[string]any{"const": message}}
+}
+
+// userNameSchema is what Validate takes as nonRootUserName: "" (no user), or a Windows user name
+// (validUserName) that is not an administrator account (adminUser).
+func userNameSchema() map[string]any {
+	const forbidden = `"/\\:;|=,+*?<>@\[\]\x00-\x1f\x7f-\x9f`
+	valid := `^([^\\\x00-\x1f\x7f-\x9f]*\\)?[^` + forbidden + `]{1,104}$`
+	var admins []string
+	for _, a := range adminUserNames {
+		admins = append(admins, caseless(a.name))
+	}
+	return map[string]any{
+		"type": []any{"string", "number", "boolean"},
+		"allOf": []any{
+			refusing(map[string]any{"type": "string", "minLength": 1, "not": map[string]any{"pattern": valid}},
+				`USER or DOMAIN\USER, USER at most 104 characters and none of "/\:;|=,+*?<>@[]`),
+			refusing(map[string]any{"type": "string", "pattern": `^([^\\]*\\)?[. ]*$`, "minLength": 1},
+				"a user name that is more than dots and spaces"),
+			refusing(map[string]any{"type": "string", "pattern": `^([^\\]*\\)?(` + strings.Join(admins, "|") + `)$`},
+				"a user that is no administrator, such as ContainerUser: an administrator account would widen what every rule that names this user narrows"),
+		},
+	}
+}
+
+// memoryLimitSchema is what Validate takes as memoryLimits.default: "" (none) or a quantity of more
+// than zero (a fraction of a byte is left to Validate).
+func memoryLimitSchema(description any) map[string]any {
+	const quantity = `^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?$`
+	const zero = `^\+?(0+(\.0*)?|\.0+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?$`
+	return map[string]any{
+		"description":      description,
+		"type":             []any{"string", "number"},
+		"exclusiveMinimum": 0,
+		"allOf": []any{
+			refusing(map[string]any{"type": "string", "minLength": 1, "not": map[string]any{"pattern": quantity}}, "a quantity of bytes such as 512Mi or 2Gi"),
+			refusing(map[string]any{"type": "string", "pattern": zero}, "a memory limit of more than zero, such as 512Mi"),
+		},
+	}
 }
 
 // openKeys removes what closes the objects of schema s to their keys, at every level.

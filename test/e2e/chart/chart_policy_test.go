@@ -29,6 +29,13 @@ func TestHelmChartPolicyAsPolicyFile(t *testing.T) {
 		{"namespaces as scalars", "excludedNamespaces: [team-a, 2024, true]", true},
 		{"a handler", "runtimeClassHandler: runhcs-wcow-hypervisor", true},
 		{"closed sets", "mode: warn\nimagesWithoutWindows: deny\nwindowsNodeTaints: [{key: os, value: windows, effect: NoSchedule}]", true},
+		{"a user of a domain", `nonRootUserName: "CORP\\svc-app"`, true},
+		{"no user", `nonRootUserName: ""`, true},
+		{"the default user named", "userForRunAsNonRoot: true", true},
+		{"memory limits", "memoryLimits: {fromRequests: true, default: 1.5Gi}", true},
+		{"a memory limit in bytes", "memoryLimits: {default: 536870912}", true},
+		{"a taint of a prefix without a value", "windowsNodeTaints: [{key: example.com/os, value: \"\", effect: NoSchedule}]", true},
+		{"a build without a RuntimeClass", `builds: [{build: 10.0.20348, names: [prod], runtimeClassName: ""}]`, true},
 
 		{"the issue's build", "defaultBuild: ltsc2021", false},
 		{"a name the catalog lacks, as a number", "defaultBuild: 2021", false},
@@ -43,6 +50,18 @@ func TestHelmChartPolicyAsPolicyFile(t *testing.T) {
 		{"an injector", "injectorOptOuts: [linkerd2]", false},
 		{"a taint's effect", "windowsNodeTaints: [{key: os, value: windows, effect: NoSchedul}]", false},
 		{"a key", "imagesWithoutWindow: deny", false},
+		{"an administrator", "nonRootUserName: Administrator", false},
+		{"an administrator of a domain", `nonRootUserName: "CORP\\containeradministrator"`, false},
+		{"a user with a slash", `nonRootUserName: "a/b"`, false},
+		{"a user of dots", `nonRootUserName: "..."`, false},
+		{"no user to name", "userForRunAsNonRoot: true\nnonRootUserName: \"\"", false},
+		{"a memory limit in megabytes", "memoryLimits: {default: 512MB}", false},
+		{"no memory", "memoryLimits: {default: 0Mi}", false},
+		{"no memory as a number", "memoryLimits: {default: 0}", false},
+		{"a taint key with a space", `windowsNodeTaints: [{key: "a b", value: x, effect: NoSchedule}]`, false},
+		{"a taint value with a space", `windowsNodeTaints: [{key: os, value: "a b", effect: NoSchedule}]`, false},
+		{"an empty catalog", "builds: []", false},
+		{"a RuntimeClass that is no DNS name", `builds: [{build: 10.0.20348, runtimeClassName: A_B}]`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			values := "policy:\n  " + strings.ReplaceAll(tc.policy, "\n", "\n  ") + "\n"
@@ -68,6 +87,9 @@ func TestHelmChartPolicyAsPolicyFile(t *testing.T) {
 			policyTakes := policyErr == nil
 			if chartTakes != policyTakes {
 				t.Errorf("the chart renders it: %v; wincompat policy accepts it: %v\nhelm: %s\nwincompat policy: %.600s\nfile:\n%s", chartTakes, policyTakes, stderr, policyOut, file)
+			}
+			if !chartTakes && !strings.Contains(stderr, "policy") {
+				t.Errorf("helm refused it for another reason than the policy value:\n%s", stderr)
 			}
 			if chartTakes != tc.accepted {
 				t.Errorf("the chart renders it: %v, want %v\n%s", chartTakes, tc.accepted, stderr)

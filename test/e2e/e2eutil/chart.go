@@ -111,13 +111,19 @@ func TemplateArgs(t *testing.T, valuesFile string) []string {
 	return args
 }
 
-// ValuesFile writes values for helm to a file.
+// ValuesFile writes values for helm to a file, in a directory whose name has no comma: helm splits
+// --values at commas, and t.TempDir is named after the test.
 func ValuesFile(t *testing.T, values string) string {
 	t.Helper()
 	if values == "" {
 		return ""
 	}
-	file := filepath.Join(t.TempDir(), "values.yaml")
+	dir, err := os.MkdirTemp("", "helm-values-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	file := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
