@@ -230,7 +230,7 @@ func recordNews(req admission.Request, gvk schema.GroupVersionKind, op policy.Op
 	stored := ""
 	if op == policy.Update {
 		var ok bool
-		if stored, ok = StoredRecord(gvk, req.OldObject.Raw); !ok {
+		if stored, ok = storedRecord(gvk, req.OldObject.Raw); !ok {
 			return nil
 		}
 	}

@@ -151,9 +151,9 @@ func recordOf(obj any) string {
 	return ""
 }
 
-// StoredRecord is the change record of raw, the stored object of an UPDATE, of kind gvk; false when
+// storedRecord is the change record of raw, the stored object of an UPDATE, of kind gvk; false when
 // raw cannot be read as one.
-func StoredRecord(gvk schema.GroupVersionKind, raw []byte) (string, bool) {
+func storedRecord(gvk schema.GroupVersionKind, raw []byte) (string, bool) {
 	k, ok := kinds[gvk]
 	if !ok || len(raw) == 0 {
 		return "", false

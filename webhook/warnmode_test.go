@@ -164,7 +164,7 @@ func resourceLabel(kind string) string {
 // recordNewsWarnings are the warnings of the record raw arrives with, as a CREATE reports them.
 func recordNewsWarnings(t *testing.T, gvk schema.GroupVersionKind, raw []byte) []string {
 	t.Helper()
-	record, ok := StoredRecord(gvk, raw)
+	record, ok := storedRecord(gvk, raw)
 	if !ok {
 		t.Fatalf("%s does not decode", gvk.Kind)
 	}
