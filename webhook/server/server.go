@@ -318,6 +318,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	srv.Register(webhook.PodPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewPodHandler(shared)).WithLimits(limits)))
 	srv.Register(webhook.WorkloadPath, closingWhen(&draining, webhook.NewEndpoint(webhook.NewWorkloadHandler(shared)).WithLimits(limits)))
 	srv.Register(webhook.PolicyCheckPath, closingWhen(&draining, webhook.NewEndpoint(webhook.PolicyCheck{}).WithLimits(policyLimits)))
+	optIn := optInCheck{policy: current, namespaces: shared.Namespaces, live: shared.NamespacesLive}
+	srv.Register(OptInPath, closingWhen(&draining, webhook.NewEndpoint(optIn).WithLimits(limits)))
 	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
 		if draining.Load() {
 			return errors.New("shutting down")

@@ -268,6 +268,9 @@ func TestHelmChartImageResolver(t *testing.T) {
 	}
 }
 
+// optInWebhook only warns of a mistyped opt-in label: failurePolicy Ignore whatever the values.
+const optInWebhook = "pods-opt-in.wincompat.io"
+
 // TestHelmChartLinuxByDefault: issue 14. The Linux webhooks are always rendered, failurePolicy Ignore,
 // for namespaces labelled default-os=linux; allNamespaces adds two for every unlabelled namespace but the
 // excluded ones and sets the policy's linuxByDefault, which the policy value cannot set alone. Rendering
@@ -305,6 +308,12 @@ func TestHelmChartLinuxByDefault(t *testing.T) {
 				switch obj.GetKind() {
 				case "MutatingWebhookConfiguration":
 					for _, w := range webhookConfigOf(t, obj).Webhooks {
+						if w.Name == optInWebhook {
+							if *w.FailurePolicy != admissionregistrationv1.Ignore {
+								t.Errorf("%s: failurePolicy %s, want Ignore: it only warns", w.Name, *w.FailurePolicy)
+							}
+							continue
+						}
 						if !strings.Contains(w.Name, "linux") {
 							if *w.FailurePolicy != admissionregistrationv1.Fail {
 								t.Errorf("%s: failurePolicy %s, want the Windows webhooks' Fail", w.Name, *w.FailurePolicy)
@@ -392,8 +401,12 @@ func TestHelmChartEngine(t *testing.T) {
 					}
 				case "MutatingWebhookConfiguration":
 					for _, w := range webhookConfigOf(t, obj).Webhooks {
-						if !strings.Contains(w.Name, "linux") && *w.FailurePolicy != tc.failure {
-							t.Errorf("%s: failurePolicy %s, want %s", w.Name, *w.FailurePolicy, tc.failure)
+						want := tc.failure
+						if w.Name == optInWebhook {
+							want = admissionregistrationv1.Ignore // it only warns, in every engine
+						}
+						if !strings.Contains(w.Name, "linux") && *w.FailurePolicy != want {
+							t.Errorf("%s: failurePolicy %s, want %s", w.Name, *w.FailurePolicy, want)
 						}
 					}
 				}

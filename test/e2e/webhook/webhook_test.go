@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook/server"
 
 	"github.com/wincompat/wincompat/test/e2e/e2eutil"
 )
@@ -40,6 +41,30 @@ func admissionReviews(t *testing.T) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// webhookRequests is how many reviews the in-process server was sent on path, as controller-runtime's
+// instrumentation of each registered path counts them.
+func webhookRequests(t *testing.T, path string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == path {
+					sum += m.GetCounter().GetValue()
+				}
+			}
 		}
 	}
 	return sum
@@ -252,9 +277,56 @@ func TestWebhookStripsEveryLinuxOnlyField(t *testing.T) {
 func TestWebhookScope(t *testing.T) {
 	cl := e2eutil.StartCluster(t)
 	ctx := context.Background()
-	const labelled, unlabelled = "scope-enabled", "scope-unlabelled"
+	const labelled, unlabelled, mistyped, optedOut = "scope-enabled", "scope-unlabelled", "scope-yes", "scope-false"
 	cl.NewNamespace(t, labelled, map[string]string{policy.LabelEnabled: "true"})
 	cl.NewNamespace(t, unlabelled, nil)
+	cl.NewNamespace(t, mistyped, map[string]string{policy.LabelEnabled: "yes"})
+	cl.NewNamespace(t, optedOut, map[string]string{policy.LabelEnabled: "false"})
+
+	// A mistyped opt-in: the pod is not changed and the API server refuses it, as without wincompat, but
+	// the warning of pods-opt-in.wincompat.io comes back with the refusal: the API server's warning
+	// recorder writes each warning into the response's headers as admission adds it
+	// (k8s.io/apiserver pkg/endpoints/filters/warning.go), before validation fails, and client-go,
+	// as kubectl, reads the warnings of an error response too (rest.Request.transformResponse).
+	t.Run("mistyped opt-in label: refused, with a warning naming the label and the fix", func(t *testing.T) {
+		before, optIn := admissionReviews(t), webhookRequests(t, server.OptInPath)
+		cl.Warnings.Take()
+		err := cl.C.Create(ctx, everyLinuxFieldPod(mistyped, "every-field"))
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be set for a windows pod") {
+			t.Fatalf("want the API server's own refusal of a Windows pod with Linux-only fields, got %v", err)
+		}
+		want := []string{`wincompat: this Windows pod was not changed, namespace scope-yes is not opted in: label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does; set wincompat.io/enabled=true (kubectl label namespace scope-yes wincompat.io/enabled=true --overwrite)`}
+		if got := e2eutil.WincompatWarnings(cl.Warnings.Take()); !slices.Equal(got, want) {
+			t.Errorf("warnings with the refusal:\n got %q\nwant %q", got, want)
+		}
+		if d := webhookRequests(t, server.OptInPath) - optIn; d != 1 {
+			t.Errorf("the opt-in check was sent %v reviews, want 1", d)
+		}
+		if d := admissionReviews(t) - before; d != 0 {
+			t.Errorf("wincompat's mutating webhooks answered %v reviews in a namespace that is not opted in", d)
+		}
+	})
+	// Nothing else reaches the check: a Linux pod there, a Windows pod where the label says no.
+	t.Run("Linux pods and a deliberate no never reach the opt-in check", func(t *testing.T) {
+		optIn := webhookRequests(t, server.OptInPath)
+		cl.Warnings.Take()
+		var pod corev1.Pod
+		if err := cl.CreateAndGet(t, e2eutil.LinuxPod(mistyped, "linux", nil), &pod); err != nil {
+			t.Fatalf("Linux pod rejected: %v", err)
+		}
+		if err := cl.C.Create(ctx, everyLinuxFieldPod(optedOut, "every-field")); !apierrors.IsInvalid(err) {
+			t.Errorf("want the API server's refusal where the label says false, got %v", err)
+		}
+		if err := cl.C.Create(ctx, everyLinuxFieldPod(unlabelled, "every-field-2")); !apierrors.IsInvalid(err) {
+			t.Errorf("want the API server's refusal in an unlabelled namespace, got %v", err)
+		}
+		if got := e2eutil.WincompatWarnings(cl.Warnings.Take()); len(got) > 0 {
+			t.Errorf("wincompat warned: %q", got)
+		}
+		if d := webhookRequests(t, server.OptInPath) - optIn; d != 0 {
+			t.Errorf("the opt-in check was sent %v reviews, want none", d)
+		}
+	})
 
 	t.Run("unlabelled namespace rejects the Windows pod", func(t *testing.T) {
 		before := admissionReviews(t)
