@@ -166,6 +166,38 @@ func checkWarnMode(t *testing.T, cl *e2eutil.Cluster, bin, kubeconfig, logFile s
 			t.Errorf("wincompat audit: %s would change\n got %q\nwant %q", obj, got[obj], detail)
 		}
 	}
+
+	// The enforce namespace moves to warn mode: what enforce mode rewrote there is not a would-change
+	// (decided again, it only gives its readiness warnings), and those warnings stay the run-time
+	// findings of its record.
+	var moved corev1.Namespace
+	if err := cl.C.Get(ctx, client.ObjectKey{Name: enforceNS}, &moved); err != nil {
+		t.Fatal(err)
+	}
+	moved.Labels[policy.LabelMode] = policy.ModeWarn
+	if err := cl.C.Update(ctx, &moved); err != nil {
+		t.Fatal(err)
+	}
+	r = runWincompat(t, bin, nil, "audit", "--kubeconfig", kubeconfig, "-n", enforceNS, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("wincompat audit: exit %d\n%s", r.code, r.stderr)
+	}
+	rep = audit.Report{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	runTime := 0
+	for _, f := range rep.Findings {
+		switch {
+		case f.Kind == audit.WouldChange:
+			t.Errorf("rewritten in enforce mode, reported in warn mode as %+v", f)
+		case strings.HasPrefix(f.Kind, "run-time-"):
+			runTime++
+		}
+	}
+	if runTime == 0 {
+		t.Errorf("the rewritten objects' readiness warnings are not reported: %+v", rep.Findings)
+	}
 }
 
 // storedForm is obj as stored, without what differs between two namespaces and two creations.
