@@ -89,7 +89,9 @@ still keep Windows pods valid. So 0 is allowed only where every webhook of pods 
 failure.
 */ -}}
 {{- define "wincompat.replicasProblem" -}}
-{{- if eq (int .Values.replicaCount) 0 -}}
+{{- $n := .Values.replicaCount -}}
+{{- /* A number only: null leaves the Deployment's default of 1, and the schema speaks of the rest. */ -}}
+{{- if and (or (kindIs "int" $n) (kindIs "int64" $n) (kindIs "float64" $n)) (eq (toString $n) "0") -}}
 {{- if eq (include "wincompat.windowsFailurePolicy" .) "Fail" -}}
 {{- $why := "the webhook engine's default" -}}
 {{- if .Values.webhook.failurePolicy }}{{ $why = "webhook.failurePolicy" }}{{ end -}}
