@@ -137,6 +137,8 @@ func TestHelmChartValues(t *testing.T) {
 			// No replica where no webhook of pods fails closed.
 			{"no replica with failurePolicy Ignore", "replicaCount: 0\nwebhook: {failurePolicy: Ignore}\n"},
 			{"no replica with hybrid", "replicaCount: 0\nengine: hybrid\n"},
+			// Helm removes a null value: the Deployment's own default of 1 replica, not 0.
+			{"replicaCount null", "replicaCount: null\n"},
 			// What an umbrella chart passes: its globals (others' too) and its dependency condition.
 			{"an umbrella chart's values", "global: {imageRegistry: registry.internal:5000/mirror, imagePullSecrets: [{name: a}, b], storageClass: fast}\nenabled: true\nimage: {pullSecrets: [c]}\n"},
 			{"a default build in capitals", "policy: {defaultBuild: LTSC2022}\n"},
