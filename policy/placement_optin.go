@@ -23,8 +23,9 @@ const (
 	// NearKey: a label key close to one of wincompat's namespace labels (wincompat/enabled,
 	// wincompat.io/enable, wincompat.io/default_os), which wincompat does not read.
 	NearKey
-	// NotEnabled: wincompat's other namespace labels (default-os, mode) on a namespace without
-	// wincompat.io/enabled: they take effect only in an opted-in namespace.
+	// NotEnabled: wincompat.io/default-os=windows on a namespace without wincompat.io/enabled: it takes
+	// effect only in an opted-in namespace. (default-os=linux and mode also serve Linux by default,
+	// which needs no opt-in.)
 	NotEnabled
 )
 
@@ -63,8 +64,7 @@ const (
 // NamespaceOptInMistakes names the labels of a namespace that a person plausibly meant to opt it in
 // with, or to configure it with, and that wincompat does not act on: wincompat.io/enabled with a value
 // other than "true" (yes, True, 1, on, enabled, ...: anything but "true" and OptOutValues), a key close
-// to wincompat's namespace labels, wincompat.io/default-os or wincompat.io/mode without
-// wincompat.io/enabled. A namespace that says no (enabled=false) has no mistake. The result is sorted
+// to wincompat's namespace labels, wincompat.io/default-os=windows without wincompat.io/enabled. A namespace that says no (enabled=false) has no mistake. The result is sorted
 // by key and holds at most four mistakes.
 func NamespaceOptInMistakes(labels map[string]string) []OptInMistake {
 	var out []OptInMistake
@@ -92,13 +92,10 @@ func NamespaceOptInMistakes(labels map[string]string) []OptInMistake {
 		out = append(out, OptInMistake{Kind: NearKey, Key: bound(key, maxLabelKey), Value: bound(value, maxLabelValue),
 			FixKey: known, FixValue: bound(fixValue, maxLabelValue)})
 	}
-	if !hasEnabled && !nearEnabled {
-		for _, key := range []string{LabelDefaultOS, LabelMode} {
-			if value, ok := labels[key]; ok {
-				out = append(out, OptInMistake{Kind: NotEnabled, Key: key, Value: bound(value, maxLabelValue),
-					FixKey: LabelEnabled, FixValue: "true"})
-			}
-		}
+	// default-os=linux and mode work without the enable label (Linux by default), so only
+	// default-os=windows says that Windows pods were meant to be wincompat's.
+	if !hasEnabled && !nearEnabled && labels[LabelDefaultOS] == "windows" {
+		out = append(out, OptInMistake{Kind: NotEnabled, Key: LabelDefaultOS, Value: "windows", FixKey: LabelEnabled, FixValue: "true"})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	if len(out) > maxOptInMistakes {

@@ -52,8 +52,11 @@ func TestNamespaceOptInMistakes(t *testing.T) {
 		{map[string]string{LabelEnabled: "true", LabelSkip: "true", LabelOS: "windows"}, nil},
 		// the other labels without the enable label (mutate --namespace-labels wincompat.io/default-os=windows)
 		{map[string]string{LabelDefaultOS: "windows"}, []m{{NotEnabled, LabelDefaultOS, "windows", LabelEnabled, "true"}}},
-		{map[string]string{LabelDefaultOS: "windows", LabelMode: "warn"}, []m{
-			{NotEnabled, LabelDefaultOS, "windows", LabelEnabled, "true"}, {NotEnabled, LabelMode, "warn", LabelEnabled, "true"}}},
+		{map[string]string{LabelDefaultOS: "windows", LabelMode: "warn"}, []m{{NotEnabled, LabelDefaultOS, "windows", LabelEnabled, "true"}}},
+		// Linux by default needs no opt-in
+		{map[string]string{LabelDefaultOS: "linux"}, nil},
+		{map[string]string{LabelDefaultOS: "linux", LabelMode: "warn"}, nil},
+		{map[string]string{LabelMode: "warn"}, nil},
 		{map[string]string{LabelDefaultOS: "windows", "wincompat/enabled": "true"}, []m{{NearKey, "wincompat/enabled", "true", LabelEnabled, "true"}}},
 		// both a value and a key
 		{map[string]string{LabelEnabled: "yes", "wincompat.io/default_os": "windows"}, []m{
