@@ -9,11 +9,13 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +48,20 @@ func TestHybridEngine(t *testing.T) {
 	}
 	if up.Annotations[policy.AnnotationBuild] != e2eutil.Build2022 {
 		t.Errorf("with wincompat up, the pod has build %q, want %s", up.Annotations[policy.AnnotationBuild], e2eutil.Build2022)
+	}
+
+	// A mistyped opt-in: the admission policies' bindings select wincompat.io/enabled=true alone, as the
+	// webhooks that mutate do, so the API server refuses the pod's Linux-only fields; the hint comes
+	// from the webhook in this engine too, with the refusal.
+	const mistyped = "hybrid-yes"
+	cl.NewNamespace(t, mistyped, map[string]string{policy.LabelEnabled: "True"})
+	cl.Warnings.Take()
+	err := cl.C.Create(ctx, e2eutil.WindowsChartPod(mistyped, "mistyped", "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", "app"))
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("a Windows chart pod where the enable label is mistyped: want the API server's refusal, got %v", err)
+	}
+	if got := e2eutil.WincompatWarnings(cl.Warnings.Take()); len(got) != 1 || !strings.Contains(got[0], "label wincompat.io/enabled=True does not opt the namespace in") {
+		t.Errorf("hybrid engine, mistyped opt-in: wincompat's warnings %q, want the opt-in hint", got)
 	}
 
 	cl.StopServing()
