@@ -51,7 +51,7 @@ func ChartSchema() map[string]any {
 		map[string]any{
 			"if": map[string]any{"required": []any{"userForRunAsNonRoot"}, "properties": map[string]any{"userForRunAsNonRoot": map[string]any{"const": true}}},
 			"then": map[string]any{"properties": map[string]any{"nonRootUserName": refusing(map[string]any{"const": ""},
-				"a user such as ContainerUser, which userForRunAsNonRoot names (or turn userForRunAsNonRoot off)")}},
+				"a user: userForRunAsNonRoot names nonRootUserName; set nonRootUserName (ContainerUser) or turn userForRunAsNonRoot off")}},
 		},
 	}
 	return s
@@ -92,11 +92,11 @@ func userNameSchema() map[string]any {
 		"type": []any{"string", "number", "boolean"},
 		"allOf": []any{
 			refusing(map[string]any{"type": "string", "minLength": 1, "not": map[string]any{"pattern": valid}},
-				`USER or DOMAIN\USER, USER at most 104 characters and none of "/\:;|=,+*?<>@[]`),
+				`not a Windows user name: use USER or DOMAIN\USER, USER at most 104 characters and none of "/\:;|=,+*?<>@[]`),
 			refusing(map[string]any{"type": "string", "pattern": `^([^\\]*\\)?[. ]*$`, "minLength": 1},
-				"a user name that is more than dots and spaces"),
+				"not a Windows user name: use a user name of more than dots and spaces"),
 			refusing(map[string]any{"type": "string", "pattern": `^([^\\]*\\)?(` + strings.Join(admins, "|") + `)$`},
-				"a user that is no administrator, such as ContainerUser: an administrator account would widen what every rule that names this user narrows"),
+				"not an administrator account: every rule that sets this user does so to keep a pod from running as one; use ContainerUser or another non-admin user"),
 		},
 	}
 }

@@ -757,8 +757,8 @@ policy:
 		`policy: {nonRootUserName: 'a\b\c'}`:                                         "not a Windows user name",
 		"policy: {nonRootUserName: 1234}":                                            "write the user name as a quoted string",
 		"policy: {nonRootUserName: '', userForRunAsNonRoot: true}":                   "set nonRootUserName",
-		"policy: {windowsNodeTaints: [{key: 'a:b', effect: NoSchedule}]}":            "policy.windowsNodeTaints[0].key",
-		"policy: {windowsNodeTaints: [{key: os, value: 'a,b', effect: NoSchedule}]}": "policy.windowsNodeTaints[0].value",
+		"policy: {windowsNodeTaints: [{key: 'a:b', effect: NoSchedule}]}":            "at '/policy/windowsNodeTaints/0/key'",
+		"policy: {windowsNodeTaints: [{key: os, value: 'a,b', effect: NoSchedule}]}": "at '/policy/windowsNodeTaints/0/value'",
 	} {
 		_, stderr, err := e2eutil.RunHelm(t, e2eutil.TemplateArgs(t, e2eutil.ValuesFile(t, "engine: hybrid\n"+values+"\n"))...)
 		if err == nil || !strings.Contains(stderr, says) {
