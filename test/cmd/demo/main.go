@@ -311,8 +311,8 @@ func (d *demo) run(ctx context.Context) error {
 }
 
 // addNodes creates the fake nodes: Ready, labelled as the kubelet labels them, Windows ones tainted
-// os=windows:NoSchedule, and without the not-ready taint the node lifecycle controller would lift (no
-// controller-manager runs; no kubelet either, so nothing ever starts on them).
+// os=windows:NoSchedule, and without the not-ready taint the node lifecycle controller would lift (that
+// controller does not run here; no kubelet either, so nothing ever starts on them).
 func (d *demo) addNodes(ctx context.Context) error {
 	d.detail("nodes (all Ready, no kubelet):")
 	var linux, windows []string

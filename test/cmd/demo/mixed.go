@@ -84,7 +84,7 @@ func (d *demo) mixedClusters(ctx context.Context) error {
 			return fmt.Errorf("creating DaemonSet %s/%s: %w", ns, ds.Name, err)
 		}
 		d.warnings.Take()
-		// No controller-manager runs: the DaemonSet controller's own rule says which nodes get a pod.
+		// The DaemonSet controller does not run here: its own rule says which nodes would get a pod.
 		var targets, onWindows []string
 		for i := range nodeList.Items {
 			if run, _ := daemon.NodeShouldRunDaemonPod(logr.Discard(), &nodeList.Items[i], ds); run {
