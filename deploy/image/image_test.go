@@ -571,13 +571,19 @@ func TestChart(t *testing.T) {
 	if values.Image.Tag != "" {
 		t.Errorf("values.yaml image.tag %q: the chart should default to its appVersion", values.Image.Tag)
 	}
-	// The rule the deployment applies; if it changes, defaultRef must follow.
-	dep, err := os.ReadFile(filepath.Join(chartDir, "templates", "deployment.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rule := `image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"`; !bytes.Contains(dep, []byte(rule)) {
-		t.Errorf("deployment.yaml no longer says %s", rule)
+	// The rule the deployment applies (through the wincompat.image helper, which only puts
+	// global.imageRegistry in front); if it changes, defaultRef must follow.
+	for file, rule := range map[string]string{
+		"deployment.yaml": `image: {{ include "wincompat.image" . | quote }}`,
+		"_helpers.tpl":    `{{- printf "%s:%v" $repository (.Values.image.tag | default .Chart.AppVersion) -}}`,
+	} {
+		b, err := os.ReadFile(filepath.Join(chartDir, "templates", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(rule)) {
+			t.Errorf("%s no longer says %s", file, rule)
+		}
 	}
 
 	want := values.Image.Repository + ":" + chart.AppVersion
