@@ -45,9 +45,11 @@ namespace, namespace-labels, namespace-annotations (k=v,...) and policy. See dep
 A Helm post-renderer:
   helm template my-release chart/ --post-renderer wincompat --post-renderer-args mutate
   helm install  my-release chart/ --post-renderer wincompat --post-renderer-args mutate
-Helm does not post-render hooks (a pre-install Job comes out unchanged: the webhook rewrites it at
-admission, or pipe helm template into wincompat mutate), and shows a post-renderer's stderr only when it
-fails: to see the warnings, run helm template ... | wincompat mutate > /dev/null. kustomize drops a KRM
+In Helm 4, --post-renderer names a plugin: helm plugin install deploy/helm-plugin, then
+--post-renderer wincompat. Helm 3 does not post-render hooks (a pre-install Job comes out unchanged: the
+webhook rewrites it at admission, or pipe helm template into wincompat mutate; Helm 4 does), and shows a
+post-renderer's stderr only when it fails (Helm 4 never): to see the warnings, run
+helm template ... | wincompat mutate > /dev/null. kustomize drops a KRM
 function's results when it succeeds: kustomize fn run DIR --enable-exec --dry-run --results-dir DIR2
 writes them. See webhook/manifest/README.md.
 
