@@ -18,7 +18,9 @@
 //     namespaces and objects wincompat acts on (Policy.Scope), whether a pod spec is a Windows one and
 //     what a taint on a Windows node means, exported so that the webhook and the audit ask the same
 //     questions; placement_trigger.go: the Windows trigger (spec.os, node constraints, the namespace's
-//     default-os; NodeOSLabels); placement_linux.go: the Linux-by-default pin; placement_taints.go: the
+//     default-os; NodeOSLabels); placement_optin.go: the namespace labels plausibly meant to opt in that
+//     do not (NamespaceOptInMistakes), which the audit, the webhook's opt-in check and offline mutate
+//     name; placement_linux.go: the Linux-by-default pin; placement_taints.go: the
 //     tolerations of Windows nodes' taints.
 //   - strip.go: the strip table, the Linux-only fields the API server rejects on a Windows pod (it
 //     drives stripping, the README's table and the tests); strip_injectors.go: the opt-outs of sidecar
@@ -45,11 +47,14 @@
 //   - the change record (record*.go): Change (record_change.go) and its encoding in the
 //     wincompat.io/changes annotations (record_codec.go writes it, record_decode.go reads it: rule codes
 //     instead of prose, the strips of one object as one entry, what the tables give back left out),
-//     which later passes and the audit read back;
+//     which later passes and the audit read back; record_severity.go: what a change asks of the
+//     user (info or warning) and the order warnings come in; record_news.go: what a record gained in
+//     one request (the admission policies' changes, which the webhook reports as warnings);
+//     record_notkept.go: the marker for an old value the admission policies could not keep;
 //   - policyfile*: the Policy itself. policyfile.go: its keys, Load and Default (from default.yaml,
 //     printed by `wincompat policy`); policyfile_validate.go: its checks; policyfile_mirrors.go: the
-//     registry mirrors, in containerd hosts.toml's order and capabilities; policyfile_jsonschema.go: the
-//     chart's JSON Schema of it. The strict YAML reader is the leaf package strictyaml.
+//     registry mirrors, in containerd hosts.toml's order and capabilities; policyfile_jsonschema.go and
+//     policyfile_chartschema.go: the chart's JSON Schema of it, with the checks of single values. The strict YAML reader is the leaf package strictyaml.
 //
 // README.md in this directory describes every change wincompat makes and why.
 package policy
