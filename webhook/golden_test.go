@@ -115,6 +115,27 @@ func (c *goldenCase) facts() policy.Facts {
 	return f
 }
 
+// forEachCreateCase runs f as a subtest of every golden case reviewed as a CREATE; the UPDATE cases
+// (of ephemeral containers) are skipped, saying why for the caller.
+func forEachCreateCase(t *testing.T, whyNotUpdate string, f func(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind)) {
+	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range cases {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
+			c, pol, gvk := loadCase(t, in)
+			if c.facts().Operation != policy.Create {
+				t.Skip("an UPDATE of ephemeral containers: " + whyNotUpdate)
+			}
+			f(t, c, pol, gvk)
+		})
+	}
+}
+
 func loadCase(t *testing.T, path string) (*goldenCase, *policy.Policy, schema.GroupVersionKind) {
 	t.Helper()
 	data, err := os.ReadFile(path)

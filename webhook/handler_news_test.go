@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -55,55 +54,41 @@ func reviewCase(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.Grou
 // as a CREATE (the webhook standing in for the policies, whose record is the same format), and the two
 // give the same warnings. Sent again as an UPDATE of itself, it gets only what the pass finds again.
 func TestRecordedChangesAreReported(t *testing.T) {
-	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	compared := 0
-	for _, in := range cases {
-		if strings.HasSuffix(in, ".out.yaml") {
-			continue
+	forEachCreateCase(t, "the record is not written there", func(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind) {
+		if _, set := c.facts().Namespace.Labels[policy.LabelMode]; set || pol.Mode == policy.ModeWarn {
+			t.Skip("warn mode changes nothing and reports what it would do (TestWarnModeSaysWhatEnforceDoes)")
 		}
-		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
-		t.Run(name, func(t *testing.T) {
-			c, pol, gvk := loadCase(t, in)
-			if c.facts().Operation != policy.Create {
-				t.Skip("an UPDATE of ephemeral containers: the record is not written there")
-			}
-			if _, set := c.facts().Namespace.Labels[policy.LabelMode]; set || pol.Mode == policy.ModeWarn {
-				t.Skip("warn mode changes nothing and reports what it would do (TestWarnModeSaysWhatEnforceDoes)")
-			}
-			if res, err := MutateResolving(context.Background(), pol, gvk, c.Object, c.facts(), nil); err == nil && res.Decision.Linux {
-				t.Skip("pinned to Linux: the admission policies do not pin, and a pinned object is no longer the webhook's")
-			}
-			first := reviewCase(t, c, pol, gvk, admissionv1.Create, c.Object, nil)
-			if len(first.Patch) == 0 || !first.Allowed {
-				t.Skip("nothing changed")
-			}
-			changed := applyPatch(t, c.Object, first.Patch)
-			again := reviewCase(t, c, pol, gvk, admissionv1.Create, changed, nil)
-			if !again.Allowed {
-				t.Fatalf("refused once changed: %v", again.Result)
-			}
-			// The changes' warnings: the findings (what needs action, what was read from a registry)
-			// are made again by each pass, on the object it is given, and the webhook's stand-in here
-			// gives it one that is already pinned to a build.
-			got, want := changeWarnings(again.Warnings), changeWarnings(first.Warnings)
-			if !slices.Equal(got, want) {
-				t.Errorf("created as changed, it reports\n  %s\ncreated as it came\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-			}
-			compared++
-			if gvk.Kind == "Pod" {
-				return
-			}
-			// An UPDATE that keeps the record and changes nothing reports no change again; one whose
-			// record gained an entry (the admission policies stripping a field sent again) reports it.
-			update := reviewCase(t, c, pol, gvk, admissionv1.Update, changed, changed)
-			if w := changeWarnings(update.Warnings); len(w) > 0 {
-				t.Errorf("an UPDATE that changes nothing reports\n  %s", strings.Join(w, "\n  "))
-			}
-		})
-	}
+		if res, err := MutateResolving(context.Background(), pol, gvk, c.Object, c.facts(), nil); err == nil && res.Decision.Linux {
+			t.Skip("pinned to Linux: the admission policies do not pin, and a pinned object is no longer the webhook's")
+		}
+		first := reviewCase(t, c, pol, gvk, admissionv1.Create, c.Object, nil)
+		if len(first.Patch) == 0 || !first.Allowed {
+			t.Skip("nothing changed")
+		}
+		changed := applyPatch(t, c.Object, first.Patch)
+		again := reviewCase(t, c, pol, gvk, admissionv1.Create, changed, nil)
+		if !again.Allowed {
+			t.Fatalf("refused once changed: %v", again.Result)
+		}
+		// The changes' warnings: the findings (what needs action, what was read from a registry)
+		// are made again by each pass, on the object it is given, and the webhook's stand-in here
+		// gives it one that is already pinned to a build.
+		got, want := changeWarnings(again.Warnings), changeWarnings(first.Warnings)
+		if !slices.Equal(got, want) {
+			t.Errorf("created as changed, it reports\n  %s\ncreated as it came\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		compared++
+		if gvk.Kind == "Pod" {
+			return
+		}
+		// An UPDATE that keeps the record and changes nothing reports no change again; one whose
+		// record gained an entry (the admission policies stripping a field sent again) reports it.
+		update := reviewCase(t, c, pol, gvk, admissionv1.Update, changed, changed)
+		if w := changeWarnings(update.Warnings); len(w) > 0 {
+			t.Errorf("an UPDATE that changes nothing reports\n  %s", strings.Join(w, "\n  "))
+		}
+	})
 	if compared < 20 {
 		t.Errorf("only %d golden cases compared", compared)
 	}

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -31,109 +30,95 @@ func (caseImages) Warm(policy.ImageRequest) map[string]policy.Image             
 // annotations and the metrics: every golden case is reviewed in its namespace as it is (enforce) and
 // again labelled wincompat.io/mode=warn, and once more under a policy whose default mode is warn.
 func TestWarnModeSaysWhatEnforceDoes(t *testing.T) {
-	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	compared := 0
-	for _, in := range cases {
-		if strings.HasSuffix(in, ".out.yaml") {
-			continue
+	forEachCreateCase(t, "the same path, covered by the CREATE cases", func(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind) {
+		facts := c.facts()
+		review := func(pol *policy.Policy, labels map[string]string) (admission.Response, *Metrics) {
+			current := &atomic.Pointer[policy.Policy]{}
+			current.Store(pol)
+			m := NewMetrics(prometheus.NewRegistry())
+			cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: labels}, Version: goldenVersion, Metrics: m, Log: logr.Discard()}
+			if facts.Cluster != nil {
+				cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
+			}
+			if facts.Images != nil {
+				cfg.Images = caseImages(facts.Images)
+			}
+			newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
+			if gvk.Kind == "Pod" {
+				newHandler, resource = NewPodHandler, "pods"
+			}
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				UID: "uid", Namespace: facts.Namespace.Name, Operation: admissionv1.Create,
+				Kind:     metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+				Resource: metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
+				Object:   runtime.RawExtension{Raw: c.Object},
+			}}
+			return newHandler(cfg).Handle(context.Background(), req), m
 		}
-		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
-		t.Run(name, func(t *testing.T) {
-			c, pol, gvk := loadCase(t, in)
-			facts := c.facts()
-			if facts.Operation != policy.Create {
-				t.Skip("an UPDATE of ephemeral containers: the same path, covered by the CREATE cases")
+		labels := maps.Clone(facts.Namespace.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if _, set := labels[policy.LabelMode]; set {
+			t.Skip("the case sets the mode itself")
+		}
+		enforce, _ := review(pol, labels)
+		warnLabels := maps.Clone(labels)
+		warnLabels[policy.LabelMode] = policy.ModeWarn
+		warnPolicy := *pol
+		warnPolicy.Mode = policy.ModeWarn
+		for how, w := range map[string]struct {
+			pol    *policy.Policy
+			labels map[string]string
+		}{"labelled": {pol, warnLabels}, "policy default": {&warnPolicy, labels}} {
+			warn, m := review(w.pol, w.labels)
+			if !warn.Allowed || len(warn.Patch) > 0 || warn.PatchType != nil {
+				t.Fatalf("%s: warn mode changed or refused the object: %+v", how, warn.AdmissionResponse)
 			}
-			review := func(pol *policy.Policy, labels map[string]string) (admission.Response, *Metrics) {
-				current := &atomic.Pointer[policy.Policy]{}
-				current.Store(pol)
-				m := NewMetrics(prometheus.NewRegistry())
-				cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: labels}, Version: goldenVersion, Metrics: m, Log: logr.Discard()}
-				if facts.Cluster != nil {
-					cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
+			if !enforce.Allowed {
+				// The refusal is shown marked as wincompat's, once, and the same in both modes.
+				reason, marked := strings.CutPrefix(enforce.Result.Message, "wincompat: ")
+				if !marked || strings.HasPrefix(reason, "wincompat") {
+					t.Errorf("%s: enforce refused with %q, want one \"wincompat: \" mark", how, enforce.Result.Message)
 				}
-				if facts.Images != nil {
-					cfg.Images = caseImages(facts.Images)
+				if want := "wincompat (warn mode): action needed: would have refused it: " + reason; !slices.Equal(warn.Warnings, []string{want}) {
+					t.Errorf("%s: enforce refused (%s) but warn mode warns %q, want %q", how, enforce.Result.Message, warn.Warnings, want)
 				}
-				newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
-				if gvk.Kind == "Pod" {
-					newHandler, resource = NewPodHandler, "pods"
-				}
-				req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-					UID: "uid", Namespace: facts.Namespace.Name, Operation: admissionv1.Create,
-					Kind:     metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-					Resource: metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
-					Object:   runtime.RawExtension{Raw: c.Object},
-				}}
-				return newHandler(cfg).Handle(context.Background(), req), m
-			}
-			labels := maps.Clone(facts.Namespace.Labels)
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			if _, set := labels[policy.LabelMode]; set {
-				t.Skip("the case sets the mode itself")
-			}
-			enforce, _ := review(pol, labels)
-			warnLabels := maps.Clone(labels)
-			warnLabels[policy.LabelMode] = policy.ModeWarn
-			warnPolicy := *pol
-			warnPolicy.Mode = policy.ModeWarn
-			for how, w := range map[string]struct {
-				pol    *policy.Policy
-				labels map[string]string
-			}{"labelled": {pol, warnLabels}, "policy default": {&warnPolicy, labels}} {
-				warn, m := review(w.pol, w.labels)
-				if !warn.Allowed || len(warn.Patch) > 0 || warn.PatchType != nil {
-					t.Fatalf("%s: warn mode changed or refused the object: %+v", how, warn.AdmissionResponse)
-				}
-				if !enforce.Allowed {
-					// The refusal is shown marked as wincompat's, once, and the same in both modes.
-					reason, marked := strings.CutPrefix(enforce.Result.Message, "wincompat: ")
-					if !marked || strings.HasPrefix(reason, "wincompat") {
-						t.Errorf("%s: enforce refused with %q, want one \"wincompat: \" mark", how, enforce.Result.Message)
-					}
-					if want := "wincompat (warn mode): action needed: would have refused it: " + reason; !slices.Equal(warn.Warnings, []string{want}) {
-						t.Errorf("%s: enforce refused (%s) but warn mode warns %q, want %q", how, enforce.Result.Message, warn.Warnings, want)
-					}
-					if got := warn.AuditAnnotations["would-deny"]; got != enforce.Result.Message {
-						t.Errorf("%s: audit annotation would-deny %q, want the refusal %q", how, got, enforce.Result.Message)
-					}
-				}
-				for _, k := range []string{"changes", "build", "build-source"} {
-					if enforce.AuditAnnotations[k] != warn.AuditAnnotations["would-"+k] {
-						t.Errorf("%s: audit annotation %s: enforce %q, warn mode would-%s %q", how, k, enforce.AuditAnnotations[k], k, warn.AuditAnnotations["would-"+k])
-					}
-					if _, set := warn.AuditAnnotations[k]; set {
-						t.Errorf("%s: warn mode claims a change it did not make: %s", how, k)
-					}
-				}
-				if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 && warn.AuditAnnotations["mode"] != policy.ModeWarn {
-					t.Errorf("%s: the audit annotations do not say warn mode: %v", how, warn.AuditAnnotations)
-				}
-				if news := recordNewsWarnings(t, gvk, c.Object); len(news) > 0 && enforce.Allowed {
-					// Enforce mode also reports what the record the object arrived with holds (on CREATE,
-					// all of it); warn mode changed nothing and nothing else changed the object: the
-					// admission policies are not bound there.
-					got, want := setOf(append(warn.Warnings, conditional(news)...)), setOf(conditional(enforce.Warnings))
-					if !slices.Equal(got, want) {
-						t.Errorf("%s: warnings with the record's\n got %q\nwant %q", how, got, want)
-					}
-				} else if got, want := warn.Warnings, conditional(enforce.Warnings); enforce.Allowed && !slices.Equal(got, want) {
-					t.Errorf("%s: warnings\n got %q\nwant %q", how, got, want)
-				}
-				if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 {
-					if got := testutil.ToFloat64(m.admissions.WithLabelValues(resourceLabel(gvk.Kind), "CREATE", "mutated", policy.ModeWarn)); got != 1 {
-						t.Errorf("%s: wincompat_admission_total{result=mutated,mode=warn} = %v", how, got)
-					}
-					compared++
+				if got := warn.AuditAnnotations["would-deny"]; got != enforce.Result.Message {
+					t.Errorf("%s: audit annotation would-deny %q, want the refusal %q", how, got, enforce.Result.Message)
 				}
 			}
-		})
-	}
+			for _, k := range []string{"changes", "build", "build-source"} {
+				if enforce.AuditAnnotations[k] != warn.AuditAnnotations["would-"+k] {
+					t.Errorf("%s: audit annotation %s: enforce %q, warn mode would-%s %q", how, k, enforce.AuditAnnotations[k], k, warn.AuditAnnotations["would-"+k])
+				}
+				if _, set := warn.AuditAnnotations[k]; set {
+					t.Errorf("%s: warn mode claims a change it did not make: %s", how, k)
+				}
+			}
+			if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 && warn.AuditAnnotations["mode"] != policy.ModeWarn {
+				t.Errorf("%s: the audit annotations do not say warn mode: %v", how, warn.AuditAnnotations)
+			}
+			if news := recordNewsWarnings(t, gvk, c.Object); len(news) > 0 && enforce.Allowed {
+				// Enforce mode also reports what the record the object arrived with holds (on CREATE,
+				// all of it); warn mode changed nothing and nothing else changed the object: the
+				// admission policies are not bound there.
+				got, want := setOf(append(warn.Warnings, conditional(news)...)), setOf(conditional(enforce.Warnings))
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: warnings with the record's\n got %q\nwant %q", how, got, want)
+				}
+			} else if got, want := warn.Warnings, conditional(enforce.Warnings); enforce.Allowed && !slices.Equal(got, want) {
+				t.Errorf("%s: warnings\n got %q\nwant %q", how, got, want)
+			}
+			if len(enforce.Patch) > 0 && len(enforce.AuditAnnotations) > 0 {
+				if got := testutil.ToFloat64(m.admissions.WithLabelValues(resourceLabel(gvk.Kind), "CREATE", "mutated", policy.ModeWarn)); got != 1 {
+					t.Errorf("%s: wincompat_admission_total{result=mutated,mode=warn} = %v", how, got)
+				}
+				compared++
+			}
+		}
+	})
 	if compared < 40 {
 		t.Errorf("only %d reviews compared enforce with warn mode on a change; the cases should give more", compared)
 	}

@@ -96,12 +96,20 @@ func LoadCorpusAsRendered(t *testing.T) []Workload {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "..", "shared", "corpus", "charts")
+	out := loadWorkloads(t, dir)
+	if len(out) == 0 {
+		t.Fatalf("no workloads in %s: the corpus of chart renderings is required", dir)
+	}
+	return out
+}
+
+// loadWorkloads reads dir's *.yaml files and returns their Pods and workloads as written, each a fresh
+// copy, in file order.
+func loadWorkloads(t *testing.T, dir string) []Workload {
+	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatalf("no chart renderings (*.yaml) in %s: the corpus is required", dir)
 	}
 	var out []Workload
 	for _, path := range paths {
@@ -110,14 +118,10 @@ func LoadCorpusAsRendered(t *testing.T) []Workload {
 			t.Fatalf("%s: %v", path, err)
 		}
 		for _, obj := range docs {
-			if _, ok := TemplatePaths[obj.GetKind()]; !ok {
-				continue
+			if _, ok := TemplatePaths[obj.GetKind()]; ok {
+				out = append(out, Workload{File: filepath.Base(path), Obj: obj})
 			}
-			out = append(out, Workload{File: filepath.Base(path), Obj: obj})
 		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no workloads in %s", dir)
 	}
 	return out
 }

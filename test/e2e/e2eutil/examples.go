@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/wincompat/wincompat/test/controlplane"
-	"github.com/wincompat/wincompat/test/fixtures"
 )
 
 // LoadExamples reads deploy/examples/*.yaml, the manifests the README tells a new user to apply, and
@@ -16,21 +15,9 @@ func LoadExamples(t *testing.T) []Workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := filepath.Glob(filepath.Join(root, "deploy", "examples", "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no examples in deploy/examples: %v", err)
-	}
-	var out []Workload
-	for _, path := range paths {
-		docs, err := fixtures.ReadDocuments(path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		for _, obj := range docs {
-			if _, ok := TemplatePaths[obj.GetKind()]; ok {
-				out = append(out, Workload{File: filepath.Base(path), Obj: obj})
-			}
-		}
+	out := loadWorkloads(t, filepath.Join(root, "deploy", "examples"))
+	if len(out) == 0 {
+		t.Fatal("no Pods or workloads in deploy/examples")
 	}
 	return out
 }

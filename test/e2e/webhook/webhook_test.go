@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,26 +30,18 @@ import (
 // wincompat has answered in this process. The in-process server registers its series in
 // controller-runtime's registry, the one its /metrics endpoint serves.
 func admissionReviews(t *testing.T) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gathering metrics: %v", err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != "wincompat_admission_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
+	return counterSum(t, "wincompat_admission_total", "", "")
 }
 
 // webhookRequests is how many reviews the in-process server was sent on path, as controller-runtime's
 // instrumentation of each registered path counts them.
 func webhookRequests(t *testing.T, path string) float64 {
+	return counterSum(t, "controller_runtime_webhook_requests_total", "webhook", path)
+}
+
+// counterSum adds up the counter family name's series, only those whose label is value when label is
+// set.
+func counterSum(t *testing.T, name, label, value string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -56,14 +49,14 @@ func webhookRequests(t *testing.T, path string) float64 {
 	}
 	var sum float64
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && l.GetValue() == path {
-					sum += m.GetCounter().GetValue()
-				}
+			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == label && l.GetValue() == value
+			}) {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
