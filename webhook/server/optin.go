@@ -70,7 +70,7 @@ func (c optInCheck) Handle(ctx context.Context, req admission.Request) admission
 
 // optInWarning is the warning of one mistake: what wincompat did not do, the label, and the fix.
 func optInWarning(ns string, m policy.OptInMistake) string {
-	return "wincompat: this Windows pod was not changed, namespace " + ns + " is not opted in: " + m.String() + " (" + m.Command(ns) + ")"
+	return "wincompat: left this Windows pod unchanged: in namespace " + ns + ", " + m.String() + " (" + m.Command(ns) + ")"
 }
 
 // namespaceLabels reads a namespace's labels from the cache, else from the API server; ok is false

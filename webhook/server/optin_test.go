@@ -36,7 +36,7 @@ func TestOptInCheck(t *testing.T) {
 	byAffinityNotWindows := &corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"windows"}}}}}}}},
 		Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}
-	const want = `wincompat: this Windows pod was not changed, namespace yes is not opted in: label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does; set wincompat.io/enabled=true (kubectl label namespace yes wincompat.io/enabled=true --overwrite)`
+	const want = `wincompat: left this Windows pod unchanged: in namespace yes, label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does; set wincompat.io/enabled=true (kubectl label namespace yes wincompat.io/enabled=true --overwrite)`
 	for _, tc := range []struct {
 		name, ns string
 		op       admissionv1.Operation

@@ -288,7 +288,7 @@ func TestWebhookScope(t *testing.T) {
 		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be set for a windows pod") {
 			t.Fatalf("want the API server's own refusal of a Windows pod with Linux-only fields, got %v", err)
 		}
-		want := []string{`wincompat: this Windows pod was not changed, namespace scope-yes is not opted in: label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does; set wincompat.io/enabled=true (kubectl label namespace scope-yes wincompat.io/enabled=true --overwrite)`}
+		want := []string{`wincompat: left this Windows pod unchanged: in namespace scope-yes, label wincompat.io/enabled=yes does not opt the namespace in: only the value "true" does; set wincompat.io/enabled=true (kubectl label namespace scope-yes wincompat.io/enabled=true --overwrite)`}
 		if got := e2eutil.WincompatWarnings(cl.Warnings.Take()); !slices.Equal(got, want) {
 			t.Errorf("warnings with the refusal:\n got %q\nwant %q", got, want)
 		}
