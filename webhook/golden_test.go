@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,11 +10,18 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -113,6 +121,43 @@ func (c *goldenCase) facts() policy.Facts {
 		f.Cluster.Revisions = c.Cluster.Revisions
 	}
 	return f
+}
+
+// reviewCase reviews a golden case's object raw (old the stored one on UPDATE) with its policy and
+// facts, in enforce mode.
+func reviewCase(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind, op admissionv1.Operation, raw, old []byte) admission.Response {
+	t.Helper()
+	resp, _ := reviewCaseIn(t, c, pol, gvk, c.facts().Namespace.Labels, op, raw, old)
+	return resp
+}
+
+// reviewCaseIn is reviewCase in a namespace of the given labels, with the metrics the review recorded.
+func reviewCaseIn(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind, labels map[string]string, op admissionv1.Operation, raw, old []byte) (admission.Response, *Metrics) {
+	t.Helper()
+	facts := c.facts()
+	current := &atomic.Pointer[policy.Policy]{}
+	current.Store(pol)
+	m := NewMetrics(prometheus.NewRegistry())
+	cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: labels}, Version: goldenVersion,
+		Metrics: m, Log: logr.Discard()}
+	if facts.Cluster != nil {
+		cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
+	}
+	if facts.Images != nil {
+		cfg.Images = caseImages(facts.Images)
+	}
+	newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
+	if gvk.Kind == "Pod" {
+		newHandler, resource = NewPodHandler, "pods"
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "uid", Namespace: facts.Namespace.Name, Operation: op,
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
+		Object:    runtime.RawExtension{Raw: raw},
+		OldObject: runtime.RawExtension{Raw: old},
+	}}
+	return newHandler(cfg).Handle(context.Background(), req), m
 }
 
 // forEachCreateCase runs f as a subtest of every golden case reviewed as a CREATE; the UPDATE cases

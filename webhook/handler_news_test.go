@@ -10,42 +10,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
 )
-
-// reviewCase reviews a golden case's object raw (old the stored one on UPDATE) with its policy and
-// facts, in enforce mode.
-func reviewCase(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind, op admissionv1.Operation, raw, old []byte) admission.Response {
-	t.Helper()
-	facts := c.facts()
-	current := &atomic.Pointer[policy.Policy]{}
-	current.Store(pol)
-	cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: facts.Namespace.Labels}, Version: goldenVersion,
-		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard()}
-	if facts.Cluster != nil {
-		cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
-	}
-	if facts.Images != nil {
-		cfg.Images = caseImages(facts.Images)
-	}
-	newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
-	if gvk.Kind == "Pod" {
-		newHandler, resource = NewPodHandler, "pods"
-	}
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID: "uid", Namespace: facts.Namespace.Name, Operation: op,
-		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
-		Object:    runtime.RawExtension{Raw: raw},
-		OldObject: runtime.RawExtension{Raw: old},
-	}}
-	return newHandler(cfg).Handle(context.Background(), req)
-}
 
 // In hybrid the admission policies change the object and record it before the webhook sees it, and
 // they cannot warn: the webhook reports what the record gained in the request. So an object another

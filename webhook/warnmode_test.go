@@ -5,15 +5,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -34,27 +29,7 @@ func TestWarnModeSaysWhatEnforceDoes(t *testing.T) {
 	forEachCreateCase(t, "the same path, covered by the CREATE cases", func(t *testing.T, c *goldenCase, pol *policy.Policy, gvk schema.GroupVersionKind) {
 		facts := c.facts()
 		review := func(pol *policy.Policy, labels map[string]string) (admission.Response, *Metrics) {
-			current := &atomic.Pointer[policy.Policy]{}
-			current.Store(pol)
-			m := NewMetrics(prometheus.NewRegistry())
-			cfg := Config{Policy: current, Namespaces: namespaces{facts.Namespace.Name: labels}, Version: goldenVersion, Metrics: m, Log: logr.Discard()}
-			if facts.Cluster != nil {
-				cfg.Cluster = func(context.Context) (*policy.Cluster, error) { return facts.Cluster, nil }
-			}
-			if facts.Images != nil {
-				cfg.Images = caseImages(facts.Images)
-			}
-			newHandler, resource := NewWorkloadHandler, strings.ToLower(gvk.Kind)+"s"
-			if gvk.Kind == "Pod" {
-				newHandler, resource = NewPodHandler, "pods"
-			}
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				UID: "uid", Namespace: facts.Namespace.Name, Operation: admissionv1.Create,
-				Kind:     metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-				Resource: metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource},
-				Object:   runtime.RawExtension{Raw: c.Object},
-			}}
-			return newHandler(cfg).Handle(context.Background(), req), m
+			return reviewCaseIn(t, c, pol, gvk, labels, admissionv1.Create, c.Object, nil)
 		}
 		labels := maps.Clone(facts.Namespace.Labels)
 		if labels == nil {
