@@ -275,8 +275,9 @@ func testEnginesWarnAlike(t *testing.T, cl *e2eutil.Cluster, examples []e2eutil.
 	t.Logf("%d objects of the corpus and goldens and %d examples: %d warned otherwise in hybrid than through the webhook alone", compared, len(examples), len(warnedOtherwise))
 }
 
-// wincompatWarnings are wincompat's warnings among those the API server returned, sorted: hybrid's
-// list the admission policies' changes (their record's order) before the webhook's own.
+// wincompatWarnings are wincompat's warnings among those the API server returned, in the order it
+// returned them: the order is part of what the user sees (what needs action first), so the engines
+// must agree on it too.
 func wincompatWarnings(all []string) []string {
 	var out []string
 	for _, w := range all {
@@ -284,7 +285,6 @@ func wincompatWarnings(all []string) []string {
 			out = append(out, w)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -292,6 +292,9 @@ func wincompatWarnings(all []string) []string {
 func warningsDiffer(webhook, hybrid []string) string {
 	if slices.Equal(webhook, hybrid) {
 		return ""
+	}
+	if slices.Equal(slices.Sorted(slices.Values(webhook)), slices.Sorted(slices.Values(hybrid))) {
+		return fmt.Sprintf("hybrid warned in another order\n  %s\nthan the webhook alone\n  %s", strings.Join(hybrid, "\n  "), strings.Join(webhook, "\n  "))
 	}
 	var only, missing []string
 	for _, w := range hybrid {
