@@ -55,7 +55,8 @@ func (cl *Cluster) WaitForWindowsNodes(t *testing.T, ns string, pods []*corev1.P
 	}
 }
 
-// SetWebhookFailurePolicy sets every webhook of wincompat's configuration to fp.
+// SetWebhookFailurePolicy sets every webhook of wincompat's configuration to fp, except the opt-in
+// hint, which only warns and which the chart renders Ignore in every configuration.
 func SetWebhookFailurePolicy(t *testing.T, cl *Cluster, fp admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	var cfg admissionregistrationv1.MutatingWebhookConfiguration
@@ -63,6 +64,9 @@ func SetWebhookFailurePolicy(t *testing.T, cl *Cluster, fp admissionregistration
 		t.Fatal(err)
 	}
 	for i := range cfg.Webhooks {
+		if cfg.Webhooks[i].Name == optInHintWebhook {
+			continue
+		}
 		cfg.Webhooks[i].FailurePolicy = &fp
 	}
 	if err := cl.C.Update(context.Background(), &cfg); err != nil {
@@ -71,3 +75,6 @@ func SetWebhookFailurePolicy(t *testing.T, cl *Cluster, fp admissionregistration
 	// The API server reads webhook configurations from its informer.
 	time.Sleep(time.Second)
 }
+
+// optInHintWebhook is the webhook that only warns of a mistyped opt-in label.
+const optInHintWebhook = "pods-opt-in.wincompat.io"
