@@ -237,15 +237,21 @@ func recordNews(req admission.Request, gvk schema.GroupVersionKind, op policy.Op
 	return policy.RecordNews(arrived, stored)
 }
 
-func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace, error) {
+// ReadNamespace reads namespace name from cache, and from live (the API server; nil for none) when the
+// cache has not seen it. The webhook configurations send a review because its namespace is labelled, so
+// it exists: the cache has not caught up with a namespace created a moment ago. Asking the API server
+// then beats passing a Windows pod through unchanged, or without the warning it should get.
+func ReadNamespace(ctx context.Context, cache, live NamespaceReader, name string) (*corev1.Namespace, error) {
 	var ns corev1.Namespace
-	err := h.namespaces.Get(ctx, client.ObjectKey{Name: name}, &ns)
-	if apierrors.IsNotFound(err) && h.namespacesLive != nil {
-		// The webhook configuration sent us this review because the namespace is labelled, so it exists:
-		// the cache has not caught up with a namespace created a moment ago. Ask the API server rather
-		// than pass a Windows pod through unchanged.
-		err = h.namespacesLive.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	err := cache.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	if apierrors.IsNotFound(err) && live != nil {
+		err = live.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	}
+	return &ns, err
+}
+
+func (h *Handler) namespace(ctx context.Context, name string) (policy.Namespace, error) {
+	ns, err := ReadNamespace(ctx, h.namespaces, h.namespacesLive, name)
 	if apierrors.IsNotFound(err) {
 		return policy.Namespace{Name: name}, nil
 	}

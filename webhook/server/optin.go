@@ -8,8 +8,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/wincompat/wincompat/policy"
@@ -39,10 +37,11 @@ func (c optInCheck) Handle(ctx context.Context, req admission.Request) admission
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.Kind.Group != "" || req.SubResource != "" {
 		return allowed
 	}
-	labels, ok := c.namespaceLabels(ctx, req.Namespace)
-	if !ok {
+	ns, err := webhook.ReadNamespace(ctx, c.namespaces, c.live, req.Namespace)
+	if err != nil {
 		return allowed
 	}
+	labels := ns.Labels
 	mistakes := policy.NamespaceOptInMistakes(labels)
 	if len(mistakes) == 0 {
 		return allowed
@@ -71,15 +70,4 @@ func (c optInCheck) Handle(ctx context.Context, req admission.Request) admission
 // optInWarning is the warning of one mistake: what wincompat did not do, the label, and the fix.
 func optInWarning(ns string, m policy.OptInMistake) string {
 	return "wincompat: left this Windows pod unchanged: in namespace " + ns + ", " + m.String() + " (" + m.Command(ns) + ")"
-}
-
-// namespaceLabels reads a namespace's labels from the cache, else from the API server; ok is false
-// when they cannot be read.
-func (c optInCheck) namespaceLabels(ctx context.Context, name string) (map[string]string, bool) {
-	var ns corev1.Namespace
-	err := c.namespaces.Get(ctx, client.ObjectKey{Name: name}, &ns)
-	if apierrors.IsNotFound(err) && c.live != nil {
-		err = c.live.Get(ctx, client.ObjectKey{Name: name}, &ns)
-	}
-	return ns.Labels, err == nil
 }
