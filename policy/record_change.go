@@ -308,7 +308,7 @@ func messages(changes []Change, would bool) []Message {
 	for i, g := range groups {
 		out[i] = Message{g.severity, describe(g.action, g.field, changes[g.first], ownersPhrase(g.owner, g.owners), would)}
 	}
-	return byAttention(out)
+	return ByAttention(out)
 }
 
 // splitOwner separates "spec.containers[app].securityContext.runAsUser" into the owner

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Severity says whether a change asks something of the user. Kubernetes has one kind of admission
 // warning, so Warnings marks what needs action and puts it first; the CLI and the KRM function's
@@ -137,15 +140,16 @@ const (
 	actionNeeded = ": action needed: "
 )
 
-// byAttention orders messages what needs action first, keeping first-seen order within each severity.
-func byAttention(ms []Message) []Message {
-	out := make([]Message, 0, len(ms))
-	for _, pass := range []bool{true, false} {
-		for _, m := range ms {
-			if (m.Severity != SeverityInfo) == pass {
-				out = append(out, m)
-			}
-		}
+// ByAttention orders messages what needs action first, keeping first-seen order within each severity.
+// Every output that shows messages (admission warnings, the CLI, KRM results) orders them so.
+func ByAttention(ms []Message) []Message {
+	slices.SortStableFunc(ms, func(a, b Message) int { return attention(a) - attention(b) })
+	return ms
+}
+
+func attention(m Message) int {
+	if m.Severity == SeverityInfo {
+		return 1
 	}
-	return out
+	return 0
 }

@@ -12,7 +12,6 @@ import (
 	"io"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -235,19 +234,11 @@ func processOne(body []byte, line int, doc *Document, opts Options) ([]byte, err
 
 // setMessages sets the document's messages, what needs action first, and Warnings their texts.
 func (d *Document) setMessages(ms []policy.Message) {
-	slices.SortStableFunc(ms, func(a, b policy.Message) int { return attention(a) - attention(b) })
-	d.Messages = ms
+	d.Messages = policy.ByAttention(ms)
 	d.Warnings = make([]string, len(ms))
 	for i, m := range ms {
 		d.Warnings[i] = m.Text
 	}
-}
-
-func attention(m policy.Message) int {
-	if m.Severity == policy.SeverityInfo {
-		return 1
-	}
-	return 0
 }
 
 // render writes the patched document, keeping comments and layout by patching the YAML tree. The JSON
