@@ -116,11 +116,12 @@ func expectHeader(h http.Header, name, want string) string {
 }
 
 // nodes -o json and -o yaml print the shape cmd/wincompat/README.md documents: lists never null, a
-// taint's "(tolerated)" as a field, a build without a catalog class with runtimeClass null.
+// taint's toleration as a field, a build without a catalog class with runtimeClass null.
 func TestNodesStructuredOutput(t *testing.T) {
 	rows := []inventory.BuildRow{
-		{Build: "10.0.20348", Names: "ltsc2022,2022", Nodes: 3, Ready: 2, Archs: []string{"amd64"},
-			Taints: []string{"os=windows:NoSchedule (tolerated)", "team=a:NoSchedule"}, RuntimeClass: "windows-2022", ClassState: "managed"},
+		{Build: "10.0.20348", Names: []string{"ltsc2022", "2022"}, Nodes: 3, Ready: 2, Archs: []string{"amd64"},
+			Taints:       []inventory.NodeTaint{{Taint: "os=windows:NoSchedule", Tolerated: true}, {Taint: "team=a:NoSchedule"}},
+			RuntimeClass: "windows-2022", ClassState: "managed"},
 		{Build: "10.0.99999", ClassState: "-"},
 	}
 	var out bytes.Buffer

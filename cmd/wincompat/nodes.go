@@ -81,8 +81,12 @@ func runNodes(kube *kubeFlags, policyFile, output string, stdout, stderr io.Writ
 			class = r.RuntimeClass + " (" + r.ClassState + ")"
 		}
 		// Nodes' labels and taints are validated, but by whoever runs the API server: escaped all the same.
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", termsafe.String(r.Build), termsafe.String(dash(r.Names)), r.Ready, r.Nodes,
-			termsafe.String(dash(strings.Join(r.Archs, ","))), termsafe.String(dash(strings.Join(r.Taints, ","))), termsafe.String(class))
+		taints := make([]string, len(r.Taints))
+		for i, t := range r.Taints {
+			taints[i] = t.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", termsafe.String(r.Build), termsafe.String(dash(strings.Join(r.Names, ","))), r.Ready, r.Nodes,
+			termsafe.String(dash(strings.Join(r.Archs, ","))), termsafe.String(dash(strings.Join(taints, ","))), termsafe.String(class))
 	}
 	_ = tw.Flush()
 	if len(findings) > 0 {
@@ -102,19 +106,13 @@ type nodesReport struct {
 }
 
 type nodesBuild struct {
-	Build         string        `json:"build"`
-	Names         []string      `json:"names"`
-	Nodes         int           `json:"nodes"`
-	Ready         int           `json:"ready"`
-	Architectures []string      `json:"architectures"`
-	Taints        []nodesTaint  `json:"taints"`
-	RuntimeClass  *runtimeClass `json:"runtimeClass"`
-}
-
-type nodesTaint struct {
-	Taint string `json:"taint"`
-	// Tolerated: Windows pods get a toleration for it.
-	Tolerated bool `json:"tolerated"`
+	Build         string                `json:"build"`
+	Names         []string              `json:"names"`
+	Nodes         int                   `json:"nodes"`
+	Ready         int                   `json:"ready"`
+	Architectures []string              `json:"architectures"`
+	Taints        []inventory.NodeTaint `json:"taints"`
+	RuntimeClass  *runtimeClass         `json:"runtimeClass"`
 }
 
 type runtimeClass struct {
@@ -122,26 +120,15 @@ type runtimeClass struct {
 	State string `json:"state"`
 }
 
-// toleratedSuffix is how inventory marks the taints Windows pods tolerate.
-const toleratedSuffix = " (tolerated)"
-
 func writeNodesData(w io.Writer, output string, rows []inventory.BuildRow, findings []string) error {
 	rep := nodesReport{Builds: []nodesBuild{}, NeedsAttention: findings}
 	if rep.NeedsAttention == nil {
 		rep.NeedsAttention = []string{}
 	}
 	for _, r := range rows {
-		b := nodesBuild{Build: r.Build, Names: []string{}, Nodes: r.Nodes, Ready: r.Ready, Architectures: r.Archs, Taints: []nodesTaint{}}
-		if r.Names != "" {
-			b.Names = strings.Split(r.Names, ",")
-		}
-		if b.Architectures == nil {
-			b.Architectures = []string{}
-		}
-		for _, t := range r.Taints {
-			name, tolerated := strings.CutSuffix(t, toleratedSuffix)
-			b.Taints = append(b.Taints, nodesTaint{Taint: name, Tolerated: tolerated})
-		}
+		// Empty lists, not null, for scripts that iterate them.
+		b := nodesBuild{Build: r.Build, Names: nonNil(r.Names), Nodes: r.Nodes, Ready: r.Ready,
+			Architectures: nonNil(r.Archs), Taints: nonNil(r.Taints)}
 		if r.RuntimeClass != "" {
 			b.RuntimeClass = &runtimeClass{Name: r.RuntimeClass, State: r.ClassState}
 		}
@@ -163,6 +150,13 @@ func writeNodesData(w io.Writer, output string, rows []inventory.BuildRow, findi
 func dash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
 	return s
 }

@@ -61,7 +61,11 @@ func TestNodesReport(t *testing.T) {
 			t.Errorf("build %s: %d/%d nodes ready, class %s; want %d/%d, %s", build, r.Ready, r.Nodes, r.ClassState, want.ready, want.nodes, want.state)
 		}
 	}
-	if taints, want := got[e2eutil.Build2022].Taints, []string{
+	var taints []string
+	for _, t := range got[e2eutil.Build2022].Taints {
+		taints = append(taints, t.String())
+	}
+	if want := []string{
 		// The API server taints a node created without a Ready condition not-ready; wincompat never tolerates it.
 		"dedicated=team-a:NoSchedule", "node.kubernetes.io/not-ready:NoSchedule", "node.kubernetes.io/os=windows:NoSchedule (tolerated)", "os=windows:NoSchedule (tolerated)",
 	}; !slices.Equal(taints, want) {

@@ -19,12 +19,26 @@ import (
 // BuildRow is one Windows build of the cluster or the catalog, for `wincompat nodes`.
 type BuildRow struct {
 	Build        string
-	Names        string // catalog names, e.g. ltsc2022
+	Names        []string // catalog names, e.g. ltsc2022
 	Nodes, Ready int
 	Archs        []string
-	Taints       []string // distinct taints of its nodes, "(tolerated)" after those Windows pods get a toleration for
-	RuntimeClass string   // the catalog's class for the build
-	ClassState   string   // "managed", "unmanaged", "missing" or "-" (no class in the catalog)
+	Taints       []NodeTaint // the distinct taints of its nodes
+	RuntimeClass string      // the catalog's class for the build
+	ClassState   string      // "managed", "unmanaged", "missing" or "-" (no class in the catalog)
+}
+
+// NodeTaint is a taint of a build's nodes, and whether Windows pods get a toleration for it.
+type NodeTaint struct {
+	Taint     string `json:"taint"`
+	Tolerated bool   `json:"tolerated"`
+}
+
+// String is the taint as `wincompat nodes` prints it: "(tolerated)" after one Windows pods tolerate.
+func (t NodeTaint) String() string {
+	if t.Tolerated {
+		return t.Taint + " (tolerated)"
+	}
+	return t.Taint
 }
 
 // eachItem lists page by page (limit and continue, client-go's pager) and calls f with each item, so
@@ -52,7 +66,7 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		r := &BuildRow{Build: build, ClassState: "-"}
 		for _, b := range p.Builds {
 			if b.Number == build {
-				r.Names, r.RuntimeClass = strings.Join(b.Names, ","), b.RuntimeClass
+				r.Names, r.RuntimeClass = b.Names, b.RuntimeClass
 			}
 		}
 		rows[build] = r
@@ -82,13 +96,12 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 		}
 		osTainted := false
 		for _, t := range n.Spec.Taints {
-			s := t.ToString()
-			if p.WindowsPodsTolerate(t) {
+			nt := NodeTaint{Taint: t.ToString(), Tolerated: p.WindowsPodsTolerate(t)}
+			if nt.Tolerated {
 				osTainted = osTainted || t.Effect != corev1.TaintEffectPreferNoSchedule
-				s += " (tolerated)"
 			}
-			if !slices.Contains(r.Taints, s) {
-				r.Taints = append(r.Taints, s)
+			if !slices.Contains(r.Taints, nt) {
+				r.Taints = append(r.Taints, nt)
 			}
 		}
 		if !osTainted {
@@ -129,7 +142,7 @@ func Report(ctx context.Context, c client.Reader, p *policy.Policy) ([]BuildRow,
 				findings = append(findings, fmt.Sprintf("RuntimeClass %s is for build %s, which has no node: its pods stay Pending", r.RuntimeClass, build))
 			}
 		}
-		slices.Sort(r.Taints)
+		slices.SortFunc(r.Taints, func(a, b NodeTaint) int { return strings.Compare(a.String(), b.String()) })
 		slices.Sort(r.Archs)
 		out = append(out, *r)
 	}

@@ -63,7 +63,7 @@ func TestReportPaged(t *testing.T) {
 		got[r.Build] = r
 	}
 	if r := got[build2022]; r.Nodes != 1234 || r.Ready != 617 || r.ClassState != "managed" ||
-		!slices.Equal(r.Taints, []string{"dedicated=team-a:NoSchedule", "os=windows:NoSchedule (tolerated)"}) {
+		!slices.Equal(r.Taints, []NodeTaint{{"dedicated=team-a:NoSchedule", false}, {"os=windows:NoSchedule", true}}) {
 		t.Errorf("2022: %+v", r)
 	}
 	if r := got[build2019]; r.Nodes != 1 || r.ClassState != "missing" {
