@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -290,14 +289,4 @@ func (cp *ControlPlane) Stop() error {
 		cp.stopErr = errors.Join(errs...)
 	})
 	return cp.stopErr
-}
-
-// FreePort returns a loopback TCP port nobody listens on yet.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
