@@ -24,3 +24,14 @@ const (
 
 	labelPodSecurityEnforce = LabelPodSecurityEnforce
 )
+
+// The gate of gated placement (build_gate.go).
+const (
+	// SchedulingGate is the scheduling gate wincompat adds to a Windows pod whose build admission could
+	// not decide: the scheduler leaves the pod alone until the leader has read its images, pinned the
+	// build and removed the gate.
+	SchedulingGate = "wincompat.io/build"
+	// LabelGated=true marks the pods that carry SchedulingGate: no field selector finds gated pods, so
+	// the leader watches this label, and holds nothing of any other pod.
+	LabelGated = "wincompat.io/gated"
+)

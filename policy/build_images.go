@@ -25,6 +25,11 @@ type Image struct {
 	// imagesWithoutWindows: deny then refuses the pod with a message to retry, rather than admit an
 	// image it could not check.
 	Busy bool
+	// Pending says the answer may still come: the registry did not answer within the admission budget
+	// (its lookup goes on), wincompat's bounds held the lookup back (Busy), or admission reads only the
+	// cache (imageResolver.mode: gate) and it held none. Where gating is on (Facts.Gate), a pod with a
+	// pending image waits behind SchedulingGate rather than take a fallback build (build_gate.go).
+	Pending bool
 	// Mirror is the mirror that answered, by its place in the registry's RegistryMirror ("#2": its
 	// host is the operator's network, and the pod's author reads this), and MirrorFor the registry
 	// the reference names; both "" when that registry answered itself.
@@ -65,6 +70,8 @@ type containerImage struct {
 	lookupErr string
 	// busy: the registry was not asked because of wincompat's own bounds (Image.Busy).
 	busy bool
+	// pending: the answer may still come (Image.Pending).
+	pending bool
 	// mirror answered for registry mirrorFor (Image.Mirror), "" when the registry itself did.
 	mirror, mirrorFor string
 }
@@ -136,7 +143,7 @@ func (p *Policy) containerImages(spec *corev1.PodSpec, facts Facts) []containerI
 			}
 		default:
 			if known {
-				ci.lookupErr, ci.busy = img.Err, img.Busy
+				ci.lookupErr, ci.busy, ci.pending = img.Err, img.Busy, img.Pending
 			}
 			if b, ok := p.BuildOfImage(c.Image); ok {
 				ci.source, ci.entries = SourceImage, []Platform{{OS: windowsOS, OSVersion: b.Number}}

@@ -60,11 +60,18 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 	}
 	p.tolerateWindowsTaints(spec, facts.Cluster, rec)
 
+	q := &buildQuery{pod: pod, facts: facts, images: images, rec: rec}
+	if !HostProcess(spec) && p.mustGate(q) {
+		gate(pod, rec)
+		return "", ""
+	}
+	// A gate the admission policies added in the same request, now that the webhook decides here.
+	removeGate(pod)
 	if HostProcess(spec) {
 		// HostProcess containers run directly on the host and work on any Windows build.
 		return "", ""
 	}
-	choice := p.chooseBuild(&buildQuery{pod: pod, facts: facts, images: images, rec: rec})
+	choice := p.chooseBuild(q)
 	chosen := numbers(choice.builds)
 	switch len(chosen) {
 	case 0:
@@ -74,7 +81,11 @@ func (p *Policy) schedule(pod *corev1.Pod, facts Facts, images []containerImage,
 		if !heldByPod(choice.source) {
 			pin(corev1.LabelWindowsBuild, b.Number, RuleBuild)
 		}
-		if choice.hyperV == nil {
+		switch {
+		case choice.hyperV != nil:
+		case facts.afterCreation:
+			p.pinClassScheduling(spec, b, facts, rec)
+		default:
 			p.setRuntimeClass(spec, b, facts, rec)
 		}
 	default:

@@ -210,9 +210,15 @@ func (p *Policy) imageBuilds(q *buildQuery) (buildChoice, bool) {
 		}
 		// Hyper-V isolation runs older images on newer hosts, where the cluster offers it.
 		if k, hosts, ok := p.hyperVPlacement(q); ok {
-			c := p.choice(hosts, source)
-			c.hyperV = &k
-			return c, true
+			if !q.facts.afterCreation {
+				c := p.choice(hosts, source)
+				c.hyperV = &k
+				return c, true
+			}
+			// runtimeClassName and overhead are fixed at creation: the builds the images were made for
+			// are pinned below, and the pod's controller can make one that is admitted with the answer.
+			q.rec.add(Change{Action: Warn, Path: "spec.runtimeClassName",
+				Reason: "Hyper-V isolated RuntimeClass " + k.name + " would run it on Windows build " + strings.Join(hosts, " or ") + ", but a gated pod can no longer name one; delete the pod to have it re-created", Rule: RuleHyperV})
 		}
 		// No ready node can run the pod. Pin the catalog builds the images were made for (else, below,
 		// those that could run them), so that an autoscaler adds the right node; schedule says the pod

@@ -67,6 +67,13 @@ type Facts struct {
 	Images map[string]Image
 	// Version is stamped into wincompat.io/version on every Windows pod processed.
 	Version string
+	// Gate lets a pod whose images are pending wait behind SchedulingGate, for the leader to decide its
+	// build after admission (build_gate.go). Only a server that runs that leader sets it: offline
+	// (`wincompat mutate`) nothing would ever remove the gate.
+	Gate bool
+	// afterCreation: the pod is stored and gated, and only what Kubernetes lets change on a gated pod
+	// may change (Ungate).
+	afterCreation bool
 }
 
 // Decision says what Decide did.
@@ -84,6 +91,8 @@ type Decision struct {
 	BuildSource string
 	// changesJSON is Changes rendered, when the object's record holds exactly them.
 	changesJSON string
+	// Gated: the pod leaves admission behind SchedulingGate, its build to be decided by the leader.
+	Gated bool
 	// Denied, when set, is why the pod must be refused (imagesWithoutWindows: deny). The object is left
 	// as it came. It is the reason alone: DeniedMessage is what the user is shown.
 	Denied string
@@ -266,7 +275,7 @@ func (p *Policy) decidePod(pod *corev1.Pod, facts Facts) Decision {
 		pod.Annotations[AnnotationBuildSource] = source
 	}
 	record := recordChanges(&pod.ObjectMeta, AnnotationChanges, rec.changes)
-	return Decision{Windows: true, Changes: rec.changes, Build: build, BuildSource: source, changesJSON: record}
+	return Decision{Windows: true, Changes: rec.changes, Build: build, BuildSource: source, Gated: Gated(pod), changesJSON: record}
 }
 
 // stripEphemeral applies the container rows of the strip table to ephemeral containers only.

@@ -157,7 +157,7 @@ var boundedShapes = []boundedShape{
 // setting.
 var constantRules = []Rule{
 	RuleWindowsOS, RuleRestrictedUser, RuleDNSPolicy, RuleHostNetwork, RuleInjectorOptOuts, RuleWindowsTolerations,
-	RuleArch, RuleRuntimeClass, RuleLinuxByDefault, RuleBuildRequestIgnored, RuleUnknownBuild, RuleAffinityAllowsNone, RuleHyperV,
+	RuleArch, RuleRuntimeClass, RuleLinuxByDefault, RuleBuildRequestIgnored, RuleUnknownBuild, RuleAffinityAllowsNone, RuleHyperV, RuleBuildGate,
 }
 
 // Every rule is either measured by a shape or said to be constant, so that a new row of any table

@@ -44,6 +44,7 @@ var recordHomes = map[Rule]string{
 	RuleWindowsNodeSelector: "spec.nodeSelector[" + corev1.LabelOSStable + "]",
 	RuleArch:                "spec.nodeSelector[" + corev1.LabelArchStable + "]",
 	RuleRuntimeClass:        "spec.runtimeClassName",
+	RuleBuildGate:           gatePath,
 }
 
 // buildPinPath is where build pins the pod with a nodeSelector and warns about the build chosen.

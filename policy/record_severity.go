@@ -35,6 +35,9 @@ var warnSeverities = map[Rule]Severity{
 	// On a template: what each pod gets when it is created, which wincompat then does itself.
 	RuleMemoryEmptyDir: SeverityInfo,
 	RuleDNSPolicy:      SeverityInfo,
+	// The gate went: the build was decided after admission, or without the registry (its image-unread
+	// warning says so and asks for action).
+	RuleBuildGate: SeverityInfo,
 
 	// Left unchanged, and not supported on Windows.
 	RuleVolumeDevices: SeverityWarning,
@@ -53,6 +56,8 @@ var warnSeverities = map[Rule]Severity{
 	RuleUnknownBuild:        SeverityWarning,
 	RuleAffinityAllowsNone:  SeverityWarning,
 	RuleImageNewerRevision:  SeverityWarning,
+	// Hyper-V isolation would run the pod, but it was created gated and can no longer name the class.
+	RuleHyperV: SeverityWarning,
 
 	// The readiness checks: what a Windows node cannot do with a pod the API server accepts.
 	RuleMemoryNoLimit:              SeverityWarning,

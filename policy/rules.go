@@ -38,6 +38,7 @@ const (
 	RuleAffinityAllowsNone   Rule = "affinity-allows-none"  // warning: required node affinity allows no build
 	RuleHyperV               Rule = "hyper-v"               // a Hyper-V RuntimeClass for images no ready node runs in process isolation
 	RuleImageNewerRevision   Rule = "image-newer-revision"  // warning: an image of a newer revision than the nodes of its build
+	RuleBuildGate            Rule = "build-gate"            // the scheduling gate of a pod whose images were not answered at admission
 	// The narrowing rewrites the policy opts into (rewrite_narrow.go).
 	RuleRunAsNonRootUser       Rule = "run-as-non-root-user"      // a non-admin user where runAsNonRoot names none
 	RuleMemoryLimitFromRequest Rule = "memory-limit-from-request" // a memory limit equal to the request
@@ -133,6 +134,8 @@ var rulesTable = func() []ruleRow {
 		{RuleHyperV, fixed("a RuntimeClass of the cluster whose handler is " + HyperVHandler + " (Hyper-V isolation): the image's build is older than every ready node's"),
 			[]string{"spec.runtimeClassName", "spec.nodeSelector", "spec.tolerations", "spec.overhead"}, nil},
 		{RuleImageNewerRevision, warning, inPlacingContainers(".image"), nil},
+		{RuleBuildGate, fixed("the image resolver's mode (imageResolver.mode): a pod whose images the registry had not described at admission waits behind the gate"),
+			[]string{gatePath, "spec.runtimeClassName", "spec.nodeSelector[*]", "spec.tolerations"}, []string{ReasonGated, reasonDecidedAfter}},
 		{RuleRunAsNonRootUser, fixed("policy userForRunAsNonRoot, with nonRootUserName"),
 			append([]string{"spec.securityContext.windowsOptions.runAsUserName"}, inPlacingContainers(".securityContext.windowsOptions.runAsUserName")...),
 			[]string{ReasonRunAsNonRootUser}},
