@@ -53,6 +53,7 @@ type Handler struct {
 	namespacesLive NamespaceReader
 	cluster        ClusterReader
 	images         ImageResolver
+	gate           bool
 	version        string
 	metrics        *Metrics
 	log            logr.Logger
@@ -70,10 +71,12 @@ type Config struct {
 	Cluster ClusterReader
 	// Images, when set, reads the Windows builds of a pod's images from their registries; nil leaves the
 	// build to tags and the other sources.
-	Images  ImageResolver
-	Version string
-	Metrics *Metrics
-	Log     logr.Logger
+	Images ImageResolver
+	// ImageMode is how Images is read (ImageModes); "" is ImageModeLookup.
+	ImageMode string
+	Version   string
+	Metrics   *Metrics
+	Log       logr.Logger
 }
 
 // NewPodHandler serves /mutate-pod: Pods on CREATE and pods/ephemeralcontainers.
@@ -83,8 +86,10 @@ func NewPodHandler(c Config) *Handler { return newHandler(c, podResources) }
 func NewWorkloadHandler(c Config) *Handler { return newHandler(c, workloadResources) }
 
 func newHandler(c Config, resources map[string]bool) *Handler {
+	images := resolverFor(c.ImageMode, c.Images)
 	return &Handler{resources: resources, policy: c.Policy, namespaces: c.Namespaces, namespacesLive: c.NamespacesLive,
-		cluster: c.Cluster, images: c.Images, version: c.Version, metrics: c.Metrics, log: c.Log}
+		cluster: c.Cluster, images: images, gate: images != nil && c.ImageMode != ImageModeFallback,
+		version: c.Version, metrics: c.Metrics, log: c.Log}
 }
 
 // Handle implements admission.Handler. Reviews it cannot understand are errors (the API server then
@@ -102,6 +107,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		o.mode = pol.Mode
 	}
 	h.metrics.observe(pol, boundedResource(resource, h.resources), string(req.Operation), o.result, o.mode, time.Since(start).Seconds(), o.decision)
+	h.metrics.gatedPod(o.gated)
 	return o.resp
 }
 
@@ -112,6 +118,8 @@ type outcome struct {
 	mode     string
 	resp     admission.Response
 	decision policy.Decision
+	// gated is why the pod was admitted behind the gate (gateReason), "" when it was not.
+	gated string
 }
 
 func (h *Handler) handle(ctx context.Context, pol *policy.Policy, req admission.Request, resource string) outcome {
@@ -142,7 +150,7 @@ func (h *Handler) handle(ctx context.Context, pol *policy.Policy, req admission.
 // decide answers a review of an object in ns. In warn mode (warnOnly) it decides as in enforce mode and
 // answers with what it would have done, changing nothing.
 func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.Request, ns policy.Namespace, op policy.Operation, warnOnly bool) outcome {
-	facts := policy.Facts{Operation: op, Namespace: ns, Version: h.version}
+	facts := policy.Facts{Operation: op, Namespace: ns, Version: h.version, Gate: h.gate}
 	var err error
 	if h.cluster != nil {
 		if facts.Cluster, err = h.cluster(ctx); err != nil {
@@ -190,14 +198,19 @@ func (h *Handler) decide(ctx context.Context, pol *policy.Policy, req admission.
 		return outcome{result: "error", resp: admission.Errored(http.StatusInternalServerError, err), decision: res.Decision}
 	}
 	h.log.Info("mutated", "namespace", req.Namespace, "kind", req.Kind.Kind, "name", res.Name,
-		"changes", len(res.Decision.Changes), "build", res.Decision.Build, "dryRun", req.DryRun != nil && *req.DryRun)
-	return outcome{result: "mutated", decision: res.Decision, resp: admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		"changes", len(res.Decision.Changes), "build", res.Decision.Build, "gated", res.GateReason, "dryRun", req.DryRun != nil && *req.DryRun)
+	o := outcome{result: "mutated", decision: res.Decision, resp: admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed:          true,
 		Patch:            patch,
 		PatchType:        new(admissionv1.PatchTypeJSONPatch),
 		Warnings:         warnings,
 		AuditAnnotations: auditAnnotations(res.Decision, ""),
 	}}}
+	if res.GateReason != "" {
+		o.gated = res.GateReason
+		o.resp.AuditAnnotations["gated"] = res.GateReason
+	}
+	return o
 }
 
 // warn answers in warn mode: the object is admitted as it came (the API server's own validation still

@@ -19,6 +19,7 @@ type Metrics struct {
 	changes    *prometheus.CounterVec
 	builds     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	gated      *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -44,8 +45,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			// slow registry are told apart from those that took longer still.
 			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 1.5, 2.5, 5},
 		}, []string{"resource"}),
+		gated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wincompat_pods_gated_total",
+			Help: "Pods admitted behind the scheduling gate wincompat.io/build, by why their images were not answered: timeout (the registry), busy (wincompat's own lookup bounds), not-cached (imageResolver.mode gate).",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.admissions, m.changes, m.builds, m.latency)
+	for _, r := range []string{gatedTimeout, gatedBusy, gatedNotCached} {
+		m.gated.WithLabelValues(r) // present at 0, so that a rate has a start
+	}
+	reg.MustRegister(m.admissions, m.changes, m.builds, m.latency, m.gated)
 	return m
 }
 
@@ -75,6 +83,14 @@ func (m *Metrics) observe(pol *policy.Policy, resource, operation, result, mode 
 		}
 		m.builds.WithLabelValues(build, source, mode).Inc()
 	}
+}
+
+// gatedPod counts a pod admitted behind the gate, for reason (gateReason's set); "" counts nothing.
+func (m *Metrics) gatedPod(reason string) {
+	if m == nil || reason == "" {
+		return
+	}
+	m.gated.WithLabelValues(reason).Inc()
 }
 
 var (

@@ -61,6 +61,8 @@ type Result struct {
 	// Record is the object's change record as it arrived, before this pass: in hybrid it holds what
 	// the admission policies changed in the same request (policy.RecordNews).
 	Record string
+	// GateReason says why a pod was left behind the gate (timeout, busy, not-cached); "" when it was not.
+	GateReason string
 }
 
 // DecodeError says the raw object does not fit its kind's schema (a string where a number belongs, say).
@@ -126,6 +128,9 @@ func MutateResolving(ctx context.Context, pol *policy.Policy, gvk schema.GroupVe
 		return Result{}, err
 	}
 	res := Result{Decision: decision, Name: nameOf(obj), Kind: before.GetObjectKind().GroupVersionKind().Kind, Record: record}
+	if decision.Gated {
+		res.GateReason = gateReason(facts.Images)
+	}
 	if decision.Denied != "" {
 		return res, nil // refused: the object stays as it came
 	}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +78,13 @@ type Options struct {
 	Misplaced *misplaced.Remediation
 	// Images, when set, reads the Windows builds of pods' images from their registries.
 	Images *ImageOptions
+	// ImageResolverMode is how admission reads Images (webhook.ImageModes; "" is lookup). In lookup and
+	// gate modes a pod whose images are not answered at admission waits behind the scheduling gate, and
+	// the leader decides its build.
+	ImageResolverMode string
+	// GateTimeout bounds how long the leader keeps a pod gated without an answer from its registry:
+	// then it removes the gate with the build the other sources give.
+	GateTimeout time.Duration
 	// Serving bounds the webhook port's connections, reads and review memory, and may require the
 	// API server's client certificate. Zero fields take the defaults.
 	Serving Serving
@@ -93,6 +102,10 @@ type Options struct {
 	Version            string
 	Log                logr.Logger
 }
+
+// MinGateTimeout is the shortest --gate-timeout: a registry gets at least this long to answer for a
+// gated pod's images. The chart asks for 30s at least; tests use less.
+const MinGateTimeout = 5 * time.Second
 
 // offer sends v unless ch already holds a pending value.
 func offer[T any](ch chan T, v T) {
@@ -139,6 +152,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Engine != "" && o.Engine != EngineWebhook && o.Engine != EngineHybrid {
 		errs = append(errs, fmt.Errorf("--engine %q: use %s (all in the webhook) or %s (the static part as MutatingAdmissionPolicies, Kubernetes 1.36 and later)", o.Engine, EngineWebhook, EngineHybrid))
+	}
+	if o.ImageResolverMode != "" && !slices.Contains(webhook.ImageModes, o.ImageResolverMode) {
+		errs = append(errs, fmt.Errorf("--image-resolver-mode %q: use %s", o.ImageResolverMode, strings.Join(webhook.ImageModes, ", ")))
+	}
+	if o.ImageResolverMode != webhook.ImageModeFallback && o.GateTimeout < MinGateTimeout {
+		errs = append(errs, fmt.Errorf("--gate-timeout %v: use at least %v, so that a slow registry can answer before the build falls back", o.GateTimeout, MinGateTimeout))
 	}
 	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
 		errs = append(errs, fmt.Errorf("--image-lookup-timeout %v: use more than 0 and at most 2s, well under the webhook's timeoutSeconds (3)", o.Images.Timeout))
@@ -300,6 +319,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	shared := webhook.Config{
 		Images:         resolver,
+		ImageMode:      o.ImageResolverMode,
 		Policy:         current,
 		Namespaces:     mgr.GetClient(),
 		NamespacesLive: mgr.GetAPIReader(),

@@ -361,13 +361,14 @@ func (r *Resolver) Lookup(ctx context.Context, req policy.ImageRequest) map[stri
 		default:
 			if _, queued := r.queued.Load(w.key); queued {
 				// Still waiting for a slot: wincompat's load, not the registry's answer.
-				out[w.image] = policy.Image{Err: r.busy, Busy: true}
+				out[w.image] = policy.Image{Err: r.busy, Busy: true, Pending: true}
 				r.c.Metrics.count(resultBusy)
 				continue
 			}
 			// The same words as a registry that refused the connection: which of the two a host does
 			// is what a pod's author would map the network by. The operator's metric says timeout.
-			out[w.image] = policy.Image{Err: w.registry + ": " + r.unreachable(fmt.Errorf("no answer within %s", r.c.Timeout))}
+			// Pending: the lookup goes on, and a pod gated for it gets its answer from the leader.
+			out[w.image] = policy.Image{Err: w.registry + ": " + r.unreachable(fmt.Errorf("no answer within %s", r.c.Timeout)), Pending: true}
 			r.c.Metrics.count(resultTimeout)
 		}
 	}
@@ -395,6 +396,30 @@ func (r *Resolver) Warm(req policy.ImageRequest) map[string]policy.Image {
 			out = make(map[string]policy.Image, len(req.Images))
 		}
 		out[image] = img
+	}
+	return out
+}
+
+// Cached returns what is cached for req's images, and starts no lookup: admission in gate mode never
+// makes wincompat connect out. An image whose reference is invalid or refused by the egress policy is
+// answered so, as Lookup answers it; an image not cached is absent from the map.
+func (r *Resolver) Cached(req policy.ImageRequest) map[string]policy.Image {
+	out := make(map[string]policy.Image, len(req.Images))
+	creds := r.credentials(req)
+	routes := newRouter(req.Mirrors)
+	for _, image := range req.Images {
+		l, ok := r.parse(image, creds, routes)
+		switch {
+		case !ok:
+			out[image] = policy.Image{Err: errInvalid}
+		case l.refusal != "":
+			out[image] = policy.Image{Err: l.refusal}
+		default:
+			if img, ok := r.cached(l); ok {
+				out[image] = img
+				r.c.Metrics.count(cachedResult(img))
+			}
+		}
 	}
 	return out
 }
@@ -562,7 +587,7 @@ func (r *Resolver) fetch(l lookup) (img policy.Image) {
 			r.c.Metrics.observe(spent)
 		}
 	}()
-	busy := policy.Image{Err: r.busy, Busy: true}
+	busy := policy.Image{Err: r.busy, Busy: true, Pending: true}
 	var failures []sourceFailure
 	msg := ""
 	for _, src := range l.sources {
