@@ -67,6 +67,8 @@ type goldenCase struct {
 	Images map[string]goldenImage `json:"images"`
 	Policy string                 `json:"policy"`
 	Object json.RawMessage        `json:"object"`
+	// Overdue, in the leader's cases (testdata/ungate), says why the gate goes without every answer.
+	Overdue string `json:"overdue"`
 }
 
 type goldenImage struct {
@@ -77,6 +79,10 @@ type goldenImage struct {
 		OSFeatures   []string `json:"osFeatures"`
 	} `json:"platforms"`
 	Err string `json:"err"`
+	// Pending: the answer may still come (a timeout, or wincompat's bounds when Busy); a pod waits
+	// behind the scheduling gate for it.
+	Pending bool `json:"pending"`
+	Busy    bool `json:"busy"`
 	// Mirror answered for MirrorFor, the registry the reference names (policy registryMirrors).
 	Mirror    string `json:"mirror"`
 	MirrorFor string `json:"mirrorFor"`
@@ -104,7 +110,9 @@ func (c *goldenCase) facts() policy.Facts {
 		if f.Images == nil {
 			f.Images = map[string]policy.Image{}
 		}
-		pi := policy.Image{Err: img.Err, Mirror: img.Mirror, MirrorFor: img.MirrorFor}
+		pi := policy.Image{Err: img.Err, Mirror: img.Mirror, MirrorFor: img.MirrorFor, Pending: img.Pending, Busy: img.Busy}
+		// As the server: where a registry is read, a pod whose images are pending may be gated.
+		f.Gate = true
 		for _, pl := range img.Platforms {
 			pi.Platforms = append(pi.Platforms, policy.Platform{OS: pl.OS, Architecture: pl.Architecture, OSVersion: pl.OSVersion, OSFeatures: pl.OSFeatures})
 		}
