@@ -534,10 +534,10 @@ func TestDeadline(t *testing.T) {
 		// wait for it. Its answer is the one every network failure gets: a pod's author must not tell
 		// a silent host from a refusing one.
 		got := r.Lookup(context.Background(), req)
-		if want := reg.host + ": " + msgUnreachable; got[req.Images[0]].Err != want {
-			t.Errorf("slow image: %+v, want Err %q", got[req.Images[0]], want)
+		if want := reg.host + ": " + msgUnreachable; got[req.Images[0]].Err != want || !got[req.Images[0]].Pending {
+			t.Errorf("slow image: %+v, want Err %q, pending (its lookup goes on)", got[req.Images[0]], want)
 		}
-		if fast := got[req.Images[1]]; fast.Err != "" || !samePlatforms(fast.Platforms, []policy.Platform{linuxAMD64}) {
+		if fast := got[req.Images[1]]; fast.Err != "" || fast.Pending || !samePlatforms(fast.Platforms, []policy.Platform{linuxAMD64}) {
 			t.Errorf("fast image: %+v", fast)
 		}
 		// The lookup went on without the review; the next review finds it cached.
@@ -855,6 +855,28 @@ func TestWarm(t *testing.T) {
 	if !samePlatforms(got[req.Images[0]].Platforms, []policy.Platform{ltsc2019}) ||
 		!samePlatforms(got[req.Images[1]].Platforms, []policy.Platform{ltsc2025}) || len(reg.requests()) != 0 {
 		t.Errorf("after Warm: %+v with requests %v", got, reg.requests())
+	}
+}
+
+// Cached is admission in gate mode: it never makes a request, answers what is cached, and leaves out
+// what is not (the webhook gates the pod); a reference that cannot be read is answered at once.
+func TestCached(t *testing.T) {
+	reg := newRegistry(t)
+	reg.pushIndex("a:1", testIndex(t, types.OCIImageIndex, ltsc2019))
+	r := newResolver(t, Config{})
+	req := policy.ImageRequest{Images: []string{reg.ref("a:1"), "not a reference"}}
+	reg.reset() // the pushes
+	got := r.Cached(req)
+	if _, ok := got[req.Images[0]]; ok || got[req.Images[1]].Err == "" || got[req.Images[1]].Pending {
+		t.Errorf("before any lookup: %+v", got)
+	}
+	time.Sleep(50 * time.Millisecond) // a lookup Cached had started would have been sent by now
+	if n := len(reg.requests()); n != 0 {
+		t.Fatalf("Cached made %d requests: %v", n, reg.requests())
+	}
+	r.Lookup(context.Background(), policy.ImageRequest{Images: req.Images[:1]})
+	if got := r.Cached(req); !samePlatforms(got[req.Images[0]].Platforms, []policy.Platform{ltsc2019}) {
+		t.Errorf("after a lookup: %+v", got)
 	}
 }
 
