@@ -80,7 +80,7 @@ e2e: build $(K8S_BINS) $(HELM) $(KUSTOMIZE) ## tests against a real kube-apiserv
 # the chart's engine there, admission of the corpus and placement by its scheduler. CI runs them on the
 # oldest supported release besides the whole suite on the default one; `make e2e-matrix` runs everything
 # on every release.
-E2E_VERSIONED := TestStripTableProbe|TestHybridWhereAdmissionPoliciesAreNotServed|TestHelmChartOnThisServer|TestCorpusAdmittedAfterMutation|TestWebhookStripsEveryLinuxOnlyField|TestWebhookWorkloadTemplates|TestPlacement|TestMixedClusterBothWays
+E2E_VERSIONED := TestStripTableProbe|TestHybridWhereAdmissionPoliciesAreNotServed|TestHelmChartOnThisServer|TestCorpusAdmittedAfterMutation|TestWebhookStripsEveryLinuxOnlyField|TestWebhookWorkloadTemplates|TestPlacement|TestMixedClusterBothWays|TestUngatePatchesAccepted
 e2e-oldest: build bin/k8s/$(K8S_OLDEST)/kube-apiserver $(HELM) ## the release-dependent e2e tests on the oldest supported release (test/k8s)
 	cd test && $(E2E_ENV) WINCOMPAT_K8S_VERSION=$(K8S_OLDEST) $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 30m -run '^($(E2E_VERSIONED))$$' ./e2e/...
 
