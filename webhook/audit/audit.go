@@ -2,7 +2,7 @@
 // works on clusters with a hundred thousand pods, and reports it per namespace, per change and per
 // object, with findings about coverage and placement. Each concern (coverage, warn mode, builds,
 // images, the migration plan, the namespace summary, the Linux side, taints, the Windows pods' volumes
-// and Services, the recorded run-time readiness warnings) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
+// and Services, the recorded run-time readiness warnings, the pods behind wincompat's scheduling gate) is one type in its own file that owns its state; the auditor here only reads and hands objects to them (README.md, "Code
 // layout").
 package audit
 
@@ -50,6 +50,9 @@ type Options struct {
 	// Images, when set, is asked what registries say of the images; nil judges images by their tags
 	// alone, so that an audit stays hermetic unless asked.
 	Images ImageResolver
+	// GateTimeout is the bound of the cluster's `wincompat serve --gate-timeout`, against which gated
+	// pods are judged; 0 is its default, DefaultGateTimeout.
+	GateTimeout time.Duration
 }
 
 // auditor reads the cluster page by page and hands each object to the concerns that judge it, each in
@@ -75,6 +78,7 @@ type auditor struct {
 	services   *services
 	readiness  *readiness
 	misplaced  *misplacedPods
+	gated      *gatedPods
 	objects    objectRows
 }
 
@@ -105,6 +109,7 @@ func newAuditor(c client.Reader, opts Options) *auditor {
 		services:  newServices(pg, nodes, out),
 		readiness: newReadiness(owners, out),
 		misplaced: newMisplaced(pol, nodes, out),
+		gated:     newGatedPods(opts.GateTimeout, out),
 		objects:   objectRows{keep: opts.Objects},
 	}
 }
@@ -240,6 +245,8 @@ func (a *auditor) readWorkloads(ctx context.Context) {
 // pod hands a pod to each concern, in the order their findings and notes have always been reported.
 func (a *auditor) pod(ctx context.Context, p *corev1.Pod) {
 	obj := "Pod/" + p.Name
+	// Any pod with wincompat's gate: the leader releases one that is not Windows (any more).
+	a.gated.pod(p, obj)
 	warnMode := a.warn.in(p.Namespace)
 	if warnMode && a.warn.wouldChange(ctx, p.Namespace, obj, p.DeepCopy()) {
 		a.summary.wouldChange(p.Namespace)

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wincompat/wincompat/policy"
@@ -34,8 +36,15 @@ func (c *coverage) pod(p *corev1.Pod, obj string, warnMode bool) (covered bool) 
 	case recorded:
 	case warnMode:
 		// Not changed on purpose: the would-change finding says what enforce mode would do.
+	case byPolicy && policy.Gated(p):
+		// Waiting for the leader, which decides its build as the webhook would have (and stamps
+		// wincompat.io/version): the gated-pod finding says so.
 	case byPolicy:
-		c.out.finding(WithoutBuildDecision, p.Namespace, obj, "admitted by wincompat's admission policies while the webhook did not answer: valid and on a Windows node, but no build was chosen (no windows-build pin or RuntimeClass); pods created now get one")
+		detail := "admitted by wincompat's admission policies while the webhook did not answer: valid and on a Windows node, but no build was chosen (no windows-build pin or RuntimeClass); pods created now get one"
+		if why := releasedWhy(p); why != "" {
+			detail = "admitted by wincompat's admission policies behind wincompat's scheduling gate while the webhook did not answer, then released without a build decision (" + why + "): no build was chosen (no windows-build pin or RuntimeClass); pods created now get one"
+		}
+		c.out.finding(WithoutBuildDecision, p.Namespace, obj, detail)
 	default:
 		c.out.finding(NotCovered, p.Namespace, obj, c.whyNotCovered(p))
 	}
@@ -59,4 +68,24 @@ func (c *coverage) whyNotCovered(p *corev1.Pod) string {
 	default:
 		return "created while wincompat was not running, or before the namespace was labelled"
 	}
+}
+
+// releasedWhy is why wincompat's gate was removed from a pod without a build decision, as its record
+// says (policy.Release: uninstalled, the namespace opted out, not a Windows pod); "" when it was not.
+// A pod whose build the leader decided carries wincompat.io/version and is never asked.
+func releasedWhy(p *corev1.Pod) string {
+	record, ok := p.Annotations[policy.AnnotationChanges]
+	if !ok {
+		return ""
+	}
+	changes, err := policy.DecodeChanges(record)
+	if err != nil {
+		return ""
+	}
+	for _, c := range slices.Backward(changes) {
+		if c.Rule == policy.RuleBuildGate && c.Action == policy.Warn && c.Path == "spec.schedulingGates" {
+			return c.Reason
+		}
+	}
+	return ""
 }

@@ -117,6 +117,9 @@ const (
 	// WithoutBuildDecision: a Windows pod the admission policies (hybrid engine) admitted while the
 	// webhook did not answer.
 	WithoutBuildDecision = "admitted-without-build-decision"
+	// GatedPod: a pod waiting behind wincompat's scheduling gate for the leader to decide its build; past
+	// the bound (Options.GateTimeout), the leader cannot.
+	GatedPod = "gated-pod"
 )
 
 // Finding is something a platform engineer should look at.
