@@ -102,7 +102,7 @@ func newServeCommand(stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&resolveImages, "resolve-images", true, "read each Windows pod's images from their registries to learn which Windows builds can run them;\nfalse leaves the build to tags, annotations and the cluster")
 	fl.DurationVar(&imageOpts.Timeout, "image-lookup-timeout", time.Second, "how long one review waits for registries (at most 2s); past it the pod is gated (or, with --image-resolver-mode=fallback,\nits build falls back to the other sources, with a warning)")
 	fl.StringVar(&o.ImageResolverMode, "image-resolver-mode", webhook.ImageModeLookup, "lookup: read registries within --image-lookup-timeout, gate pods not answered; gate: read only the cache, gate every miss\n(no outbound connection from admission); fallback: never gate (the build falls back to tags and the other sources)")
-	fl.DurationVar(&o.GateTimeout, "gate-timeout", 3*time.Minute, "how long a gated pod waits for its registry before the leader removes the gate with the fallback build (at least 5s)")
+	fl.DurationVar(&o.GateTimeout, "gate-timeout", server.DefaultGateTimeout, "how long a gated pod waits for its registry before the leader removes the gate with the fallback build (at least 5s)")
 	fl.DurationVar(&imageOpts.TagTTL, "image-tag-ttl", 5*time.Minute, "how long an image tag's digest is trusted before the registry is asked again")
 	fl.IntVar(&imageOpts.MaxLookups, "image-max-lookups", 64, "registry lookups in flight at most, over all images; past it a new image waits within --image-lookup-timeout,\nthen its build falls back, with a warning")
 	fl.IntVar(&imageOpts.MaxLookupsPerRegistry, "image-max-lookups-per-registry", 16, "registry lookups in flight at most to one registry host (0: a quarter of --image-max-lookups)")

@@ -83,7 +83,7 @@ type Options struct {
 	// the leader decides its build.
 	ImageResolverMode string
 	// GateTimeout bounds how long the leader keeps a pod gated without an answer from its registry:
-	// then it removes the gate with the build the other sources give.
+	// then it removes the gate with the build the other sources give. 0 is DefaultGateTimeout.
 	GateTimeout time.Duration
 	// Serving bounds the webhook port's connections, reads and review memory, and may require the
 	// API server's client certificate. Zero fields take the defaults.
@@ -106,6 +106,18 @@ type Options struct {
 // MinGateTimeout is the shortest --gate-timeout: a registry gets at least this long to answer for a
 // gated pod's images. The chart asks for 30s at least; tests use less.
 const MinGateTimeout = 5 * time.Second
+
+// DefaultGateTimeout is --gate-timeout's default: long enough for a registry that is slow on a busy
+// morning, short enough that a pod waits minutes, not hours, for one that never answers.
+const DefaultGateTimeout = 3 * time.Minute
+
+// gateTimeout is GateTimeout, or its default.
+func (o *Options) gateTimeout() time.Duration {
+	if o.GateTimeout == 0 {
+		return DefaultGateTimeout
+	}
+	return o.GateTimeout
+}
 
 // offer sends v unless ch already holds a pending value.
 func offer[T any](ch chan T, v T) {
@@ -156,7 +168,7 @@ func (o *Options) Validate() error {
 	if o.ImageResolverMode != "" && !slices.Contains(webhook.ImageModes, o.ImageResolverMode) {
 		errs = append(errs, fmt.Errorf("--image-resolver-mode %q: use %s", o.ImageResolverMode, strings.Join(webhook.ImageModes, ", ")))
 	}
-	if o.ImageResolverMode != webhook.ImageModeFallback && o.GateTimeout < MinGateTimeout {
+	if o.GateTimeout != 0 && o.GateTimeout < MinGateTimeout {
 		errs = append(errs, fmt.Errorf("--gate-timeout %v: use at least %v, so that a slow registry can answer before the build falls back", o.GateTimeout, MinGateTimeout))
 	}
 	if o.Images != nil && (o.Images.Timeout <= 0 || o.Images.Timeout > 2*time.Second) {
@@ -329,6 +341,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Log:            o.Log.WithName("admission"),
 	}
 	sharedMisplacedMetrics() // served by every replica; the leader's counts
+	sharedGatedMetrics()     // likewise
 	srv := mgr.GetWebhookServer()
 	// One budget for every path: the bound is on the process's memory.
 	limits := webhook.Limits{Budget: bytebudget.New(o.Serving.ReviewBytes), ReadTimeout: o.Serving.ReadTimeout, ReviewTimeout: reviewTimeout,
@@ -393,6 +406,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			}
 			synced = append(synced, w.HasSynced)
 		}
+		// Pods admitted behind the gate (either engine) wait for the leader whatever the mode is now.
+		g := newGatedController(m, shared, current, o.GateTimeout, o.Log.WithName("gated"))
+		if err := g.SetupWithManager(ctx, m); err != nil {
+			return fmt.Errorf("gated-pods controller: %w", err)
+		}
+		synced = append(synced, g.HasSynced)
 		if err := m.Add(leaderSynced(m.GetCache(), watched, synced, sharedLeaderGauge())); err != nil {
 			return err
 		}
