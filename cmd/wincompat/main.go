@@ -24,6 +24,7 @@ Usage:
   wincompat mutate [flags]      rewrite manifests offline (files, directories or stdin; Helm post-renderer)
   wincompat audit [flags]       report what wincompat changed, where, and what needs attention
   wincompat nodes [flags]       show the cluster's Windows builds, taints and RuntimeClasses, and what is missing
+  wincompat ungate [flags]      release the pods waiting behind wincompat's scheduling gate (after uninstalling)
   wincompat policy [flags]      validate a policy file and print the effective policy
   wincompat completion SHELL    print the shell completion script: bash, zsh, fish or powershell
   wincompat version             print the version
@@ -126,6 +127,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newMutateCommand(stdin, stdout, stderr),
 		newAuditCommand(stdout, stderr),
 		newNodesCommand(stdout, stderr),
+		newUngateCommand(stdout, stderr),
 		newPolicyCommand(stdout, stderr),
 		&cobra.Command{
 			Use: "version", Short: "print the version", Args: noArgs,
