@@ -407,7 +407,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			synced = append(synced, w.HasSynced)
 		}
 		// Pods admitted behind the gate (either engine) wait for the leader whatever the mode is now.
-		g := newGatedController(m, shared, current, o.GateTimeout, o.Log.WithName("gated"))
+		g := newGatedController(m, shared, current, o.gateTimeout(), o.Log.WithName("gated"))
 		if err := g.SetupWithManager(ctx, m); err != nil {
 			return fmt.Errorf("gated-pods controller: %w", err)
 		}
