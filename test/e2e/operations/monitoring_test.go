@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/wincompat/wincompat/webhook/server"
 
+	"github.com/wincompat/wincompat/test/controlplane"
 	"github.com/wincompat/wincompat/test/e2e/e2eutil"
 )
 
@@ -84,6 +87,68 @@ func TestMonitoringQueries(t *testing.T) {
 		if !used[n] && !used[family+"_bucket"] && !used[family] {
 			t.Errorf("wincompat exports %s, which no dashboard panel shows", n)
 		}
+	}
+}
+
+// TestAlertsHaveRunbooks: every alert the chart renders has its row in the chart README's alert table
+// (what fires it, what to do), every row is an alert the chart renders, and a row's link to a runbook
+// in the README leads to a heading there.
+func TestAlertsHaveRunbooks(t *testing.T) {
+	objs := e2eutil.RenderChart(t, e2eutil.ValuesFile(t, monitoringValues))
+	rendered := map[string]bool{}
+	for _, q := range monitoringQueries(t, objs) {
+		if name, ok := strings.CutPrefix(q.where, "alert "); ok {
+			rendered[name] = true
+		}
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "deploy", "helm", "wincompat", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if heading, ok := strings.CutPrefix(line, "#"); ok {
+			heading = strings.ToLower(strings.TrimSpace(strings.TrimLeft(heading, "#")))
+			anchors[strings.Map(func(r rune) rune {
+				switch {
+				case r == ' ':
+					return '-'
+				case r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+					return r
+				}
+				return -1
+			}, heading)] = true
+		}
+	}
+	rows := map[string]bool{}
+	row := regexp.MustCompile("^\\| `(Wincompat[A-Za-z]+)` \\|")
+	link := regexp.MustCompile(`\]\(#([a-z0-9-]+)\)`)
+	for _, line := range strings.Split(string(readme), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		rows[m[1]] = true
+		if !rendered[m[1]] {
+			t.Errorf("the README's alert table has %s, which the chart does not render", m[1])
+		}
+		for _, l := range link.FindAllStringSubmatch(line, -1) {
+			if !anchors[l[1]] {
+				t.Errorf("%s's row links to #%s, which is no heading of the README", m[1], l[1])
+			}
+		}
+	}
+	for name := range rendered {
+		if !rows[name] {
+			t.Errorf("the chart renders %s, which the README's alert table does not describe", name)
+		}
+	}
+	if len(rendered) == 0 {
+		t.Fatal("the chart rendered no alert")
 	}
 }
 
