@@ -69,7 +69,9 @@ func ownWritesActions(t *testing.T) map[string]string {
 		`$handler | toJson`:                                                 toJSON(handler),
 		`$handler`:                                                          handler,
 		`.Values.tls.secretName | toJson`:                                   toJSON(values.TLS.SecretName),
-		`.Values.tls.secretName`:                                            values.TLS.SecretName,
+		// policy.OSTaintKeys and the default policy's windowsNodeTaints (os).
+		`$taintKeys | uniq | toJson | quote`: strconv.Quote(toJSON(policy.OSTaintKeys())),
+		`.Values.tls.secretName`:             values.TLS.SecretName,
 		// misplacedPods.remediate's rule and validation: rendered, so that they are compiled too.
 		`if and .Values.misplacedPods.watch .Values.misplacedPods.remediate.enabled`: "",
 		`end`: "",

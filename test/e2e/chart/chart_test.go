@@ -187,17 +187,19 @@ func TestHelmChartImageResolver(t *testing.T) {
 		secretRules    []string // every rule on Secrets: kind, verbs, resourceNames
 		podPullSecrets bool     // the policy's podImagePullSecrets
 	}{
-		{"default values", "", []string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"}, nil, false},
+		{"default values", "", []string{"--resolve-images=true", "--image-resolver-mode=lookup", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"}, nil, false},
+		// Gated placement reads only the cache at admission: still image resolution, by the leader.
+		{"gate mode", "imageResolver: {mode: gate, gateTimeout: 1m30s}\n", []string{"--resolve-images=true", "--image-resolver-mode=gate", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"}, nil, false},
 		{"off", "imageResolver: {enabled: false, pullSecret: registry-creds, podPullSecrets: true}\n",
-			[]string{"--resolve-images=false"}, nil, false},
+			[]string{"--resolve-images=false", "--image-resolver-mode=lookup"}, nil, false},
 		{"pull secret", "imageResolver: {pullSecret: registry-creds, pullSecretNamespaces: wincompat.io/registry-credentials=true, timeout: 0.5s, maxLookups: 16, maxLookupsPerRegistry: 4, allowPrivateNetworks: true}\nwebhook: {timeoutSeconds: 1}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-max-lookups-per-registry=4", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=true", "--image-pull-secret=registry-creds", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
+			[]string{"--resolve-images=true", "--image-resolver-mode=lookup", "--image-lookup-timeout=0.5s", "--image-tag-ttl=5m", "--image-max-lookups=16", "--image-max-lookups-per-registry=4", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=true", "--image-pull-secret=registry-creds", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
 			[]string{`Role get ["registry-creds"]`}, false},
 		{"cloud credentials", "imageResolver: {cloudCredentials: [ecr, acr], ecrRegions: [us-east-1, cn-north-1], azureCloud: AzureChinaCloud, pullSecretNamespaces: wincompat.io/registry-credentials=true}\nwebhook: {clientAuth: {caConfigMap: apiserver-ca}}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false", "--image-cloud-credentials=ecr,acr", "--image-ecr-regions=us-east-1,cn-north-1", "--image-azure-cloud=AzureChinaCloud", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
+			[]string{"--resolve-images=true", "--image-resolver-mode=lookup", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false", "--image-cloud-credentials=ecr,acr", "--image-ecr-regions=us-east-1,cn-north-1", "--image-azure-cloud=AzureChinaCloud", "--image-pull-secret-namespaces=wincompat.io/registry-credentials=true"},
 			nil, false},
 		{"pods' pull secrets", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\nwebhook: {clientAuth: {caConfigMap: apiserver-ca}}\n",
-			[]string{"--resolve-images=true", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"},
+			[]string{"--resolve-images=true", "--image-resolver-mode=lookup", "--image-lookup-timeout=1s", "--image-tag-ttl=5m", "--image-max-lookups=64", "--image-max-lookups-per-registry=16", "--image-bytes-in-flight=32Mi", "--image-allow-private-networks=false"},
 			[]string{`ClusterRole get []`}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,7 +226,7 @@ func TestHelmChartImageResolver(t *testing.T) {
 					// Cluster-wide Secret read stays outside the allowlist: it is the one finding, and only
 					// when asked for.
 					var want []string
-					if tc.podPullSecrets && obj.GetKind() == "ClusterRole" {
+					if tc.podPullSecrets && obj.GetKind() == "ClusterRole" && obj.GetName() == "wincompat" {
 						want = []string{"ClusterRole grants get on /secrets, which wincompat has no use for"}
 					}
 					if got := e2eutil.RBACFindings(obj); !slices.Equal(got, want) {
@@ -255,6 +257,9 @@ func TestHelmChartImageResolver(t *testing.T) {
 		{"podImagePullSecrets without its RBAC", "policy: {podImagePullSecrets: true}\n",
 			"policy.podImagePullSecrets is true but imageResolver.podPullSecrets is not"},
 		{"no lookups at all", "imageResolver: {maxLookups: 0}\n", `at '/imageResolver/maxLookups': minimum: got 0, want 1`},
+		// A registry slow for a minute must not turn every gated pod into a fallback.
+		{"gate timeout under 30s", "imageResolver: {gateTimeout: 29s}\n", "imageResolver.gateTimeout 29s: use at least 30s"},
+		{"an unknown mode", "imageResolver: {mode: cache}\n", `at '/imageResolver/mode': value must be one of 'lookup', 'gate', 'fallback'`},
 		// Any caller of the webhook port names the namespace whose pull secrets would be read.
 		{"pods' pull secrets without client certificates", "imageResolver: {podPullSecrets: true}\npolicy: {podImagePullSecrets: true}\n",
 			"imageResolver.podPullSecrets needs webhook.clientAuth.caConfigMap"},

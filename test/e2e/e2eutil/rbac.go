@@ -27,7 +27,10 @@ var allowedRBAC = map[string]map[string]rbacGrant{
 		// misplacedPods: watch pods and the kubelet's Events; with remediation on, ask a pod's
 		// PodDisruptionBudget by an eviction in dry run, then delete it, both pinned by the chart's
 		// ValidatingAdmissionPolicy (evictions only in dry run, deletes only of the pods remediation picks).
-		"/pods":          {any: []string{"list", "watch", "delete"}},
+		// Gated placement: the leader reads gated pods and patches each to pin its build and remove the
+		// gate, pinned by the same policy (only a pod carrying the gate, only that update); the chart's
+		// uninstall hook lists and patches pods to remove the gate.
+		"/pods":          {any: []string{"get", "list", "watch", "patch", "delete"}},
 		"/pods/eviction": {any: []string{"create"}},
 		"/events":        {any: []string{"list", "watch"}},
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   {byName: []string{"get", "update"}},

@@ -52,6 +52,34 @@ webhook.timeoutSeconds, so wincompat must stop waiting for registries and fall b
 {{- $t -}}
 {{- end -}}
 
+{{- /* imageResolver.gateTimeout, checked: a duration of whole hours, minutes and seconds, at least 30s, so
+that a slow registry gets its chance before the leader falls back. */ -}}
+{{- define "wincompat.gateTimeout" -}}
+{{- $t := toString .Values.imageResolver.gateTimeout -}}
+{{- if not (regexMatch "^([0-9]+(h|m|s))+$" $t) -}}
+{{- fail (printf "imageResolver.gateTimeout %q: use a duration such as 3m, 90s or 1m30s" $t) -}}
+{{- end -}}
+{{- $seconds := 0 -}}
+{{- range regexFindAll "[0-9]+[hms]" $t -1 -}}
+{{- $n := atoi (trimSuffix "h" (trimSuffix "m" (trimSuffix "s" .))) -}}
+{{- $seconds = add $seconds (mul $n (get (dict "h" 3600 "m" 60 "s" 1) (substr (sub (len .) 1 | int) (len .) .))) -}}
+{{- end -}}
+{{- if lt (int $seconds) 30 -}}
+{{- fail (printf "imageResolver.gateTimeout %s: use at least 30s, so that a slow registry can answer before the leader removes the gate with the fallback build" $t) -}}
+{{- end -}}
+{{- $t -}}
+{{- end -}}
+
+{{- /* imageResolver.mode, checked: "true" when Windows pods may wait behind the scheduling gate (lookup and
+gate), "" with fallback. */ -}}
+{{- define "wincompat.gating" -}}
+{{- $mode := toString .Values.imageResolver.mode -}}
+{{- if not (has $mode (list "lookup" "gate" "fallback")) -}}
+{{- fail (printf "imageResolver.mode %q: use lookup, gate or fallback" $mode) -}}
+{{- end -}}
+{{- if ne $mode "fallback" }}true{{ end -}}
+{{- end -}}
+
 {{- /* Whether wincompat reads the pods' own imagePullSecrets: RBAC and the policy follow this one switch. */ -}}
 {{- define "wincompat.podPullSecrets" -}}
 {{- if and .Values.imageResolver.enabled .Values.imageResolver.podPullSecrets -}}

@@ -26,8 +26,10 @@ edit. The keys the chart knows at each level, for values-check.yaml: an object n
   "cloudCredentials": null,
   "ecrRegions": null,
   "enabled": null,
+  "gateTimeout": null,
   "maxLookups": null,
   "maxLookupsPerRegistry": null,
+  "mode": null,
   "podPullSecrets": null,
   "pullSecret": null,
   "pullSecretNamespaces": null,
@@ -150,6 +152,9 @@ edit. The keys the chart knows at each level, for values-check.yaml: an object n
   "secretName": null
  },
  "tolerations": null,
+ "uninstall": {
+  "ungatePods": null
+ },
  "webhook": {
   "clientAuth": {
    "caConfigMap": null,
