@@ -111,6 +111,12 @@ func MergePhases(results []*load.Result, phases []Phase) (Phase, error) {
 			}
 			m.Wincompat.ImageLookups[k] += v
 		}
+		for k, v := range p.Wincompat.Gated {
+			if m.Wincompat.Gated == nil {
+				m.Wincompat.Gated = map[string]float64{}
+			}
+			m.Wincompat.Gated[k] += v
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(phases[0].Processes)) {
 		var u Usage

@@ -22,6 +22,9 @@ type Admissions struct {
 	// ImageLookups is wincompat_image_lookups_total by result (hit, miss, error, timeout, busy): the images
 	// the reviews asked the resolver for. Empty when wincompat serves without image resolution.
 	ImageLookups map[string]float64 `json:"imageLookups,omitempty"`
+	// Gated is wincompat_pods_gated_total by reason (timeout, busy, not-cached): the pods admitted behind
+	// the scheduling gate because their images had no answer at admission.
+	Gated map[string]float64 `json:"gated,omitempty"`
 }
 
 // ScrapeFamilies reads every metric family of a Prometheus text endpoint.
@@ -48,13 +51,14 @@ func ScrapeFamilies(ctx context.Context, url string) (map[string]*dto.MetricFami
 
 // ScrapeAdmissions reads wincompat's admission counters from its metrics endpoint.
 func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
-	a := Admissions{ByResult: map[string]float64{}, ImageLookups: map[string]float64{}}
+	a := Admissions{ByResult: map[string]float64{}, ImageLookups: map[string]float64{}, Gated: map[string]float64{}}
 	families, err := ScrapeFamilies(ctx, url)
 	if err != nil {
 		return a, err
 	}
 	sumByResult(families["wincompat_admission_total"], a.ByResult)
 	sumByResult(families["wincompat_image_lookups_total"], a.ImageLookups)
+	sumByLabel(families["wincompat_pods_gated_total"], "reason", a.Gated)
 	if f := families["wincompat_admission_duration_seconds"]; f != nil {
 		for _, m := range f.GetMetric() {
 			a.HandlerSeconds += m.GetHistogram().GetSampleSum()
@@ -65,10 +69,13 @@ func ScrapeAdmissions(ctx context.Context, url string) (Admissions, error) {
 }
 
 // sumByResult adds counter family f's values into by, by their "result" label; f may be nil.
-func sumByResult(f *dto.MetricFamily, by map[string]float64) {
+func sumByResult(f *dto.MetricFamily, by map[string]float64) { sumByLabel(f, "result", by) }
+
+// sumByLabel adds counter family f's values into by, by their label; f may be nil.
+func sumByLabel(f *dto.MetricFamily, label string, by map[string]float64) {
 	for _, m := range f.GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "result" {
+			if l.GetName() == label {
 				by[l.GetValue()] += m.GetCounter().GetValue()
 			}
 		}
@@ -79,6 +86,7 @@ func sumByResult(f *dto.MetricFamily, by map[string]float64) {
 func (a Admissions) Sub(before Admissions) Admissions {
 	return Admissions{
 		ByResult: subCounts(a.ByResult, before.ByResult), ImageLookups: subCounts(a.ImageLookups, before.ImageLookups),
+		Gated:          subCounts(a.Gated, before.Gated),
 		HandlerSeconds: a.HandlerSeconds - before.HandlerSeconds, Count: a.Count - before.Count,
 	}
 }

@@ -22,9 +22,19 @@ import (
 // so that the slow phase knows what to expect.
 const imageLookupTimeout = time.Second
 
-// slowRegistryDelay is added to every manifest request in the slow phase: past the deadline, so that
-// every review is answered at it, with the fallback.
-const slowRegistryDelay = imageLookupTimeout + 500*time.Millisecond
+// slowRegistryDelay is added to every manifest request in the slow phases: past the deadline, so that
+// in lookup mode every review is answered at it and its pod gated, and gate mode reads no registry.
+const slowRegistryDelay = 2 * time.Second
+
+// The image phases, each selectable with -image-phases.
+const (
+	phaseHit      = "hit"
+	phaseMiss     = "miss"
+	phaseSlow     = "slow"      // the registry slow, --image-resolver-mode=lookup (the default)
+	phaseSlowGate = "slow-gate" // the same registry, --image-resolver-mode=gate
+)
+
+var imagePhases = []string{phaseHit, phaseMiss, phaseSlow, phaseSlowGate}
 
 // wantBuild is the one build both images of the pods were made for: with no node in the cluster,
 // wincompat pins what the images were made for, from their manifests.
@@ -32,9 +42,11 @@ const wantBuild = "10.0.20348"
 
 // runImages measures reviews of the chart pod whose two images wincompat reads from a registry: a
 // registry from go-containerregistry on loopback in this process, holding an OCI index and a Docker
-// manifest list whose tags name no build, and a second `wincompat serve` with image resolution on. Its
-// phases: every image cached (hit; at the maximum and at e.loadFraction of it), every image new
-// (miss; at e.imageMissRate), and every image new on a registry slower than the deadline (slow).
+// manifest list whose tags name no build, and a second `wincompat serve` with image resolution on, in
+// lookup mode. Its phases: every image cached (hit; at the maximum and at e.loadFraction of it), every
+// image new (miss; at e.imageMissRate), every image new on a registry slower than the deadline (slow:
+// the pods gated), and the same on a third `wincompat serve` in gate mode, which reads only its cache
+// (slow-gate: every pod gated, no registry request). -image-phases selects among them.
 func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 	reg := registrytest.Start()
 	defer reg.Close()
@@ -52,8 +64,7 @@ func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 	if err != nil {
 		return nil, err
 	}
-	server, meter, err := e.launch(ctx, "wincompat-images", port, "--resolve-images=true", "--image-lookup-timeout="+imageLookupTimeout.String(),
-		"--image-allow-private-networks") // the registry is on loopback
+	server, meter, err := e.launch(ctx, "wincompat-images", port, imageServerFlags(webhook.ImageModeLookup)...)
 	if err != nil {
 		return nil, err
 	}
@@ -71,26 +82,69 @@ func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 		res.Phases = append(res.Phases, perf.ImagePhase{Scenario: r.Name, Description: r.Description, BodyBytes: r.BodyBytes(), Load: load, Phase: p})
 	}
 
+	if e.imagePhase(phaseHit) {
+		if err := e.imageHit(ctx, t, client, web, agent, add); err != nil {
+			return nil, err
+		}
+	}
+	if e.imagePhase(phaseMiss) {
+		if err := e.imageMiss(ctx, t, client, reg, web, agent, add); err != nil {
+			return nil, err
+		}
+	}
+	// Half the connections busy waiting for the deadline: the open loop's latency stays the server's.
+	slowRate := float64(e.connections) / 2 / imageLookupTimeout.Seconds()
+	if e.imagePhase(phaseSlowGate) {
+		// Before the lookup mode's slow phase, whose lookups go on in the background after it.
+		if err := e.imageSlowGate(ctx, reg, web, agent, slowRate, add); err != nil {
+			return nil, err
+		}
+	}
+	if e.imagePhase(phaseSlow) {
+		if err := e.imageSlow(ctx, t, client, reg, web, agent, slowRate, add); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// imageServerFlags are the flags of an image server in mode (--image-resolver-mode).
+func imageServerFlags(mode string) []string {
+	return []string{"--resolve-images=true", "--image-lookup-timeout=" + imageLookupTimeout.String(), "--image-resolver-mode=" + mode,
+		"--image-allow-private-networks"} // the registry is on loopback
+}
+
+// imagePhase says whether -image-phases selects phase.
+func (e *env) imagePhase(phase string) bool { return e.imagePhaseSet[phase] }
+
+type addImagePhase func(r *perf.Review, load string, p perf.Phase)
+
+// imageHit: every image cached, at the maximum and at e.loadFraction of it.
+func (e *env) imageHit(ctx context.Context, t target, client *perf.ReviewClient, web, agent string, add addImagePhase) error {
 	hitPod := perf.WindowsChartPod(namespace, web, agent)
 	hit, err := perf.NewReview("image-hit",
 		"the chart pod with two images whose tags name no build (an OCI index with 2019, 2022 and Linux entries, a Docker manifest list with a 2022 entry), both in wincompat's cache",
 		hitPod, namespace, admissionv1.Create, perf.WithPatch, "mutated")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The first answer reads both images from the registry and fills the cache.
 	if err := e.pinsFromManifests(ctx, client, hit, hitPod); err != nil {
-		return nil, err
+		return err
 	}
 	s, err := e.maxAndFixed(ctx, t, hit)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.checkLookups(hit, "max", s.Max, "hit")
 	e.checkLookups(hit, "fixed", s.Fixed, "hit")
 	add(hit, "max", s.Max)
 	add(hit, fmt.Sprintf("%.0f/s", s.Fixed.TargetRate), s.Fixed)
+	return nil
+}
 
+// imageMiss: every image new, at e.imageMissRate.
+func (e *env) imageMiss(ctx context.Context, t target, client *perf.ReviewClient, reg *registrytest.Registry, web, agent string, add addImagePhase) error {
 	// Each review of a miss names two tags no review named before, pushed as new tags of the same
 	// manifests: a manifest GET (and the registry's ping) per image, as the first pod of a new release.
 	missRate := e.imageMissRate
@@ -98,38 +152,92 @@ func (e *env) runImages(ctx context.Context) (_ *perf.ImageResults, err error) {
 		"the image-hit pod naming two tags no review named before (new tags of the same manifests): each image read from the registry within the review",
 		web, agent, missRate)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A one-shot review's first answer takes its first pod.
 	if err := e.pinsFromManifests(ctx, client, miss, missPods[0]); err != nil {
-		return nil, err
+		return err
 	}
 	p, err := e.atRate(ctx, t, client, miss, missRate)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.checkLookups(miss, "fixed", p, "miss")
 	printPhase(fmt.Sprintf("%s, %.0f/s", miss.Name, missRate), p)
 	add(miss, fmt.Sprintf("%.0f/s", missRate), p)
+	return nil
+}
 
-	// Half the connections busy waiting for the deadline: the open loop's latency stays the server's.
-	slowRate := float64(e.connections) / 2 / imageLookupTimeout.Seconds()
+// imageSlow: every image new on a registry slowRegistryDelay late, in lookup mode: each review waits
+// the deadline, then its pod is gated for the leader (reason timeout).
+func (e *env) imageSlow(ctx context.Context, t target, client *perf.ReviewClient, reg *registrytest.Registry, web, agent string, rate float64, add addImagePhase) error {
 	slow, _, err := e.freshTags(reg, "image-slow",
-		fmt.Sprintf("the image-miss pod on a registry that takes %v longer than the %v lookup deadline: answered at the deadline with the other build sources, the lookups going on in the background", slowRegistryDelay-imageLookupTimeout, imageLookupTimeout),
-		web, agent, slowRate)
+		fmt.Sprintf("the image-miss pod on a registry %v late, %v past the lookup deadline (--image-resolver-mode=lookup): answered at the deadline, the pod gated, the lookups going on in the background", slowRegistryDelay, slowRegistryDelay-imageLookupTimeout),
+		web, agent, rate)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	reg.SetDelay(slowRegistryDelay)
-	p, err = e.atRate(ctx, t, client, slow, slowRate)
+	p, err := e.atRate(ctx, t, client, slow, rate)
 	reg.SetDelay(0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.checkLookups(slow, "fixed", p, "timeout")
-	printPhase(fmt.Sprintf("%s, %.0f/s", slow.Name, slowRate), p)
-	add(slow, fmt.Sprintf("%.0f/s", slowRate), p)
-	return res, nil
+	e.checkGated(slow, "fixed", p, "timeout")
+	printPhase(fmt.Sprintf("%s, %.0f/s", slow.Name, rate), p)
+	add(slow, fmt.Sprintf("%.0f/s", rate), p)
+	return nil
+}
+
+// imageSlowGate: the image-slow reviews answered by a `wincompat serve` in gate mode, which reads only
+// its resolver's cache: every pod gated (reason not-cached), and the registry never asked.
+func (e *env) imageSlowGate(ctx context.Context, reg *registrytest.Registry, web, agent string, rate float64, add addImagePhase) (err error) {
+	port, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	server, meter, err := e.launch(ctx, "wincompat-images-gate", port, imageServerFlags(webhook.ImageModeGate)...)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, server.Stop(10*time.Second)) }()
+	client, err := perf.NewReviewClient(port, webhook.PodPath, e.caPEM, e.connections)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	r, _, err := e.freshTags(reg, "image-slow-gate",
+		fmt.Sprintf("the image-slow pod on the same registry, %v late, answered by a wincompat serve with --image-resolver-mode=gate: from its cache alone, the pod gated, no registry request", slowRegistryDelay),
+		web, agent, rate)
+	if err != nil {
+		return err
+	}
+	reg.SetDelay(slowRegistryDelay)
+	requests := reg.Requests.Load()
+	p, err := e.atRate(ctx, target{port, meter}, client, r, rate)
+	requests = reg.Requests.Load() - requests
+	reg.SetDelay(0)
+	if err != nil {
+		return err
+	}
+	if requests != 0 || len(p.Wincompat.ImageLookups) != 0 {
+		e.failures = append(e.failures, fmt.Sprintf("%s: gate mode asked the registry for %d manifests (wincompat counted image lookups %v), want none",
+			r.Name, requests, p.Wincompat.ImageLookups))
+	}
+	e.checkGated(r, "fixed", p, "not-cached")
+	printPhase(fmt.Sprintf("%s, %.0f/s", r.Name, rate), p)
+	add(r, fmt.Sprintf("%.0f/s", rate), p)
+	return nil
+}
+
+// checkGated checks that every review answered in p had its pod gated, for reason, and none for another.
+func (e *env) checkGated(r *perf.Review, phase string, p perf.Phase, reason string) {
+	got := p.Wincompat.Gated
+	if got[reason] != float64(p.OK) || len(got) > 1 || p.OK == 0 {
+		e.failures = append(e.failures, fmt.Sprintf("%s (%s): %d reviews answered, wincompat counted pods gated %v, not %d %q",
+			r.Name, phase, p.OK, got, p.OK, reason))
+	}
 }
 
 // freshTags is a one-shot review of chart pods, each naming new tags of web and agent, enough for a

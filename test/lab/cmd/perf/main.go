@@ -7,7 +7,8 @@
 //   - apiserver: pods created through a real kube-apiserver with wincompat's MutatingWebhookConfiguration
 //     installed and with no webhook at all, in alternating phases of the same run;
 //   - images: a second `wincompat serve` with image resolution on, answering reviews of pods whose images
-//     it reads from a registry on loopback: cached, new, and on a registry slower than the deadline.
+//     it reads from a registry on loopback: cached, new, and on a registry slower than the deadline; and
+//     a third in --image-resolver-mode=gate on that slow registry (-image-phases selects).
 //
 // Usage (from test/, after `make build k8s`; `make perf` does all of it):
 //
@@ -22,7 +23,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +58,7 @@ type config struct {
 	kyvernoProcs                  int
 	profileDir                    string
 	imageMissRate                 float64
+	imagePhaseSet                 map[string]bool
 	serverFlags                   []string
 }
 
@@ -83,6 +87,20 @@ func main() {
 	fl.BoolVar(&c.apiServer, "apiserver", true, "run the pod creations through kube-apiserver")
 	fl.BoolVar(&c.images, "images", true, "run the image-resolution reviews: a second wincompat serve reading images from a registry on loopback")
 	fl.Float64Var(&c.imageMissRate, "image-miss-rate", 100, "reviews per second of the image-miss phase, each naming two images no review named before")
+	c.imagePhaseSet = map[string]bool{}
+	for _, p := range imagePhases {
+		c.imagePhaseSet[p] = true
+	}
+	fl.Func("image-phases", "the image phases to run, comma-separated: "+strings.Join(imagePhases, ", ")+" (default all)", func(v string) error {
+		c.imagePhaseSet = map[string]bool{}
+		for _, p := range strings.Split(v, ",") {
+			if !slices.Contains(imagePhases, p) {
+				return fmt.Errorf("%q is none of %s", p, strings.Join(imagePhases, ", "))
+			}
+			c.imagePhaseSet[p] = true
+		}
+		return nil
+	})
 	fl.Func("server-flag", "a further flag for wincompat serve, e.g. --pprof-bind-address=127.0.0.1:6060 to profile it under load; repeatable", func(v string) error {
 		c.serverFlags = append(c.serverFlags, v)
 		return nil

@@ -61,8 +61,8 @@ func goals(r *perf.Results) []perf.Goal {
 	return append(out, engineGoals(r)...)
 }
 
-// imageGoals are issue 13's: the warm cache costs within 5% of the tags-only review, and a cold cache
-// on a slow registry is answered within the deadline plus 100 ms.
+// imageGoals: the warm cache costs within 5% of the tags-only review, a cold cache on a slow registry is
+// answered within the deadline plus 100 ms, and in gate mode the slow registry costs admission nothing.
 func imageGoals(r *perf.Results) []perf.Goal {
 	if r.Images == nil {
 		return nil
@@ -80,15 +80,23 @@ func imageGoals(r *perf.Results) []perf.Goal {
 		})
 	}
 	for _, p := range r.Images.Phases {
-		if p.Scenario != "image-slow" {
-			continue
+		switch p.Scenario {
+		case "image-slow":
+			limit := r.Images.LookupTimeoutMs + 100
+			out = append(out, perf.Goal{
+				Goal:     fmt.Sprintf("image-slow: every review answered within the %.0f ms deadline + 100 ms on a registry %.0f ms slower than it", r.Images.LookupTimeoutMs, r.Images.SlowRegistryDelayMs-r.Images.LookupTimeoutMs),
+				Measured: fmt.Sprintf("max %.1f ms, p50 %.1f ms, p99 %.1f ms, %d errors, %d missed", p.Latency.Max, p.Latency.P50, p.Latency.P99, p.Errors, p.Missed),
+				Met:      p.Latency.Max <= limit && p.Errors+p.Missed == 0 && p.OK > 0,
+			})
+		case "image-slow-gate":
+			// The registry's delay must not reach admission at all: a review as fast as any that reads
+			// nothing from it (its pod is gated; the run fails if the registry was asked).
+			out = append(out, perf.Goal{
+				Goal:     fmt.Sprintf("image-slow-gate: every review answered within 100 ms on a registry %.0f ms late, in gate mode", r.Images.SlowRegistryDelayMs),
+				Measured: fmt.Sprintf("max %.1f ms, p50 %.2f ms, p99 %.2f ms, %d errors, %d missed", p.Latency.Max, p.Latency.P50, p.Latency.P99, p.Errors, p.Missed),
+				Met:      p.Latency.Max <= 100 && p.Errors+p.Missed == 0 && p.OK > 0,
+			})
 		}
-		limit := r.Images.LookupTimeoutMs + 100
-		out = append(out, perf.Goal{
-			Goal:     fmt.Sprintf("image-slow: every review answered within the %.0f ms deadline + 100 ms on a registry %.0f ms slower than it", r.Images.LookupTimeoutMs, r.Images.SlowRegistryDelayMs-r.Images.LookupTimeoutMs),
-			Measured: fmt.Sprintf("max %.1f ms, p50 %.1f ms, %d errors, %d missed", p.Latency.Max, p.Latency.P50, p.Errors, p.Missed),
-			Met:      p.Latency.Max <= limit && p.Errors+p.Missed == 0 && p.OK > 0,
-		})
 	}
 	return out
 }
@@ -163,7 +171,7 @@ func printSummary(out io.Writer, r *perf.Results) {
 		fmt.Fprintf(out, "\nimage resolution, a second wincompat serve GOMAXPROCS=%d, %d keep-alive connections, %gs phases, lookup deadline %.0f ms; latency in ms; lookups per review\n",
 			im.GOMAXPROCS, im.Connections, im.PhaseSeconds, im.LookupTimeoutMs)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "review\tphase\treviews/s\tp50\tp90\tp99\tp99.9\tmax\terrors\tmissed\thit\tmiss\ttimeout\terror\tCPU µs/review\tRSS peak MiB\tgenerator+registry cores\tother cores\t")
+		fmt.Fprintln(tw, "review\tphase\treviews/s\tp50\tp90\tp99\tp99.9\tmax\terrors\tmissed\thit\tmiss\ttimeout\terror\tgated\tCPU µs/review\tRSS peak MiB\tgenerator+registry cores\tother cores\t")
 		for _, p := range im.Phases {
 			l, w := p.Latency, p.Processes["wincompat"]
 			per := func(result string) float64 {
@@ -172,9 +180,16 @@ func printSummary(out io.Writer, r *perf.Results) {
 				}
 				return p.Wincompat.ImageLookups[result] / float64(p.OK)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
+			gated := 0.0
+			for _, n := range p.Wincompat.Gated {
+				gated += n
+			}
+			if p.OK > 0 {
+				gated /= float64(p.OK)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
 				p.Scenario, p.Load, p.Throughput, l.P50, l.P90, l.P99, l.P999, l.Max, p.Errors, p.Missed,
-				per("hit"), per("miss"), per("timeout"), per("error"), w.CPUMicrosPerOp, w.RSSPeakMiB, p.Processes["perf"].Cores, p.OtherCores)
+				per("hit"), per("miss"), per("timeout"), per("error"), gated, w.CPUMicrosPerOp, w.RSSPeakMiB, p.Processes["perf"].Cores, p.OtherCores)
 		}
 		tw.Flush()
 	}
