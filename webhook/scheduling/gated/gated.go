@@ -125,7 +125,7 @@ func (c *Controller) gaugeEvery(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		c.gauge(ctx)
+		c.gauge(ctx, c.pods)
 		select {
 		case <-ctx.Done():
 			return
@@ -134,9 +134,10 @@ func (c *Controller) gaugeEvery(ctx context.Context, interval time.Duration) {
 	}
 }
 
-func (c *Controller) gauge(ctx context.Context) {
+// gauge counts the gated pods of the cache pods.
+func (c *Controller) gauge(ctx context.Context, pods client.Reader) {
 	var list corev1.PodList
-	if err := c.pods.List(ctx, &list); err != nil {
+	if err := pods.List(ctx, &list); err != nil {
 		return
 	}
 	now := c.Now()

@@ -2,6 +2,7 @@ package gated
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -9,9 +10,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -84,7 +88,7 @@ type harness struct {
 
 // newHarness is a controller over a fake API server holding pods, an opted-in and another namespace,
 // and a cluster of 2019 and 2025 nodes; beforePatch, when set, runs before each patch reaches it.
-func newHarness(t *testing.T, images *resolver, now time.Time, beforePatch func(client.WithWatch), pods ...*corev1.Pod) *harness {
+func newHarness(t *testing.T, images *resolver, now time.Time, beforePatch func(client.WithWatch, client.Patch) error, pods ...*corev1.Pod) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -102,7 +106,9 @@ func newHarness(t *testing.T, images *resolver, now time.Time, beforePatch func(
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			h.patches++
 			if beforePatch != nil {
-				beforePatch(c)
+				if err := beforePatch(c, p); err != nil {
+					return err
+				}
 			}
 			return c.Patch(ctx, obj, p, opts...)
 		},
@@ -286,9 +292,9 @@ func TestReleasedOutOfScope(t *testing.T) {
 // change.
 func TestConflictRetried(t *testing.T) {
 	changedOnce := false
-	change := func(c client.WithWatch) {
+	change := func(c client.WithWatch, _ client.Patch) error {
 		if changedOnce {
-			return
+			return nil
 		}
 		changedOnce = true
 		var p corev1.Pod
@@ -296,9 +302,7 @@ func TestConflictRetried(t *testing.T) {
 			panic(err)
 		}
 		p.Labels["team"] = "web"
-		if err := c.Update(context.Background(), &p); err != nil {
-			panic(err)
-		}
+		return c.Update(context.Background(), &p)
 	}
 	h := newHarness(t, answered(), created.Add(2*time.Second), change, gatedPod("app", optedIn, policy.SchedulingGate))
 	if res := h.reconcile(t, "app", optedIn); res.RequeueAfter != conflictRetry {
@@ -315,6 +319,74 @@ func TestConflictRetried(t *testing.T) {
 	}
 	if e := h.event(t); !strings.HasPrefix(e, "Normal "+ReasonDecided) {
 		t.Errorf("Event %q", e)
+	}
+}
+
+// refusePins stands for an admission policy that refuses any write pinning a build.
+func refusePins(_ client.WithWatch, p client.Patch) error {
+	data, err := p.Data(nil)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(string(data), "nodeSelector") {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "app", errors.New("denied by an admission policy"))
+	}
+	return nil
+}
+
+// TestRefusedWriteRetried: within the bound, a decision the API server refuses is recorded as a Warning
+// and tried again; the pod keeps its gate.
+func TestRefusedWriteRetried(t *testing.T) {
+	h := newHarness(t, answered(), created.Add(2*time.Second), refusePins, gatedPod("app", optedIn, policy.SchedulingGate))
+	if _, err := h.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: optedIn, Name: "app"}}); err == nil {
+		t.Fatal("no error for a refused write: it would not be tried again")
+	}
+	if !policy.Gated(h.pod(t, "app", optedIn)) {
+		t.Error("ungated by a refused write")
+	}
+	if e := h.event(t); !strings.HasPrefix(e, "Warning "+ReasonUngateFailed+" could not remove the gate") || !strings.Contains(e, "denied by an admission policy") {
+		t.Errorf("Event %q", e)
+	}
+}
+
+// TestRefusedWriteReleasedAtBound: past the bound, a pod whose decision cannot be written is not kept
+// gated: the gate alone goes, and the Event says why.
+func TestRefusedWriteReleasedAtBound(t *testing.T) {
+	h := newHarness(t, answered(), created.Add(testBound+time.Second), refusePins, gatedPod("app", optedIn, policy.SchedulingGate))
+	h.reconcile(t, "app", optedIn)
+	p := h.pod(t, "app", optedIn)
+	if !withoutGate(p) || p.Annotations[policy.AnnotationBuild] != "" {
+		t.Fatalf("gates %v, labels %v, build %q: want released, nothing pinned", gates(p), p.Labels, p.Annotations[policy.AnnotationBuild])
+	}
+	if e := h.event(t); !strings.HasPrefix(e, "Normal "+ReasonReleased+" gate removed without a build decision: the write of the build decided was refused") {
+		t.Errorf("Event %q", e)
+	}
+}
+
+func withoutGate(p *corev1.Pod) bool {
+	_, labelled := p.Labels[policy.LabelGated]
+	return !policy.Gated(p) && !labelled
+}
+
+// TestGauges: pods within the bound wait, those past it are overdue; a pod without wincompat's gate
+// counts for neither.
+func TestGauges(t *testing.T) {
+	now := created.Add(testBound + time.Minute)
+	young := gatedPod("young", optedIn, policy.SchedulingGate)
+	young.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+	h := newHarness(t, nil, now, nil, young, gatedPod("old", optedIn, policy.SchedulingGate), gatedPod("theirs", optedIn, otherGate))
+	h.c.gauge(context.Background(), h.client)
+	for state, want := range map[string]float64{stateWaiting: 1, stateOverdue: 1} {
+		if got := testutil.ToFloat64(h.c.Metrics.pods.WithLabelValues(state)); got != want {
+			t.Errorf("%s: %v, want %v", state, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(h.c.Metrics.oldest); got != (testBound + time.Minute).Seconds() {
+		t.Errorf("oldest %vs", got)
+	}
+	h.c.Metrics.reset()
+	if got := testutil.ToFloat64(h.c.Metrics.pods.WithLabelValues(stateOverdue)); got != 0 {
+		t.Errorf("overdue %v after reset", got)
 	}
 }
 

@@ -58,7 +58,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(res.Patch) == 0 {
 		return reconcile.Result{}, nil
 	}
-	if err := c.write(ctx, pod, res); err != nil {
+	err = c.write(ctx, pod, res.Patch)
+	if err != nil && left <= 0 && !apierrors.IsNotFound(err) && !changed(err) {
+		// Past the bound a pod is not kept gated because its decision cannot be written (an admission
+		// policy or validation refusing a pin): the gate alone goes, the build undecided.
+		why := "the write of the build decided was refused: " + err.Error()
+		if released, rerr := releasePatch(raw, why); rerr == nil && c.write(ctx, pod, released) == nil {
+			c.Log.Error(err, "gate removed without the build decided, whose write was refused", "pod", req.NamespacedName)
+			c.Metrics.ungated(outcomeReleased, waited)
+			c.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonReleased, "Ungate", "%s", releasedNote(why))
+			return reconcile.Result{}, nil
+		}
+	}
+	if err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
 			return reconcile.Result{}, nil
