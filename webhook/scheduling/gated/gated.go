@@ -60,9 +60,11 @@ type Controller struct {
 	synced toolscache.InformerSynced
 }
 
-// Workers is how many gated pods are handled at once. Each waits at most the resolver's admission
-// budget on a read; reads of one image join one lookup.
-const Workers = 4
+// Workers is how many gated pods are handled at once. A worker mostly waits: on a read of a pending
+// image, up to the resolver's admission budget (reads of one image join one lookup, and the resolver
+// bounds the lookups in flight), then on the API server: so at least 16 pods a second are looked at
+// while their registry is silent, and an answered pod takes milliseconds.
+const Workers = 16
 
 // gaugeEvery is how often the gauges are computed from the cache.
 const gaugeEvery = 10 * time.Second
