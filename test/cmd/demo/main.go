@@ -17,7 +17,9 @@
 // pods using those images show the builds wincompat reads from the registry: a 2022 image on the 2025
 // node, a multi-platform image allowed on every build that runs it, a 2019 image on the 2019 node, a
 // Linux-only sidecar warned about; and `wincompat mutate` on the first pod without and with
-// --resolve-images. Then MCR's images read from a mirror on loopback, air-gapped (mirrors.go), a private
+// --resolve-images. Then a pod whose registry answers past the admission budget, stored behind
+// wincompat's scheduling gate and placed once the leader has read it (gated.go). Then MCR's images read
+// from a mirror on loopback, air-gapped (mirrors.go), a private
 // ECR image read with IRSA against fake STS and ECR endpoints (cloud.go), mixed clusters both ways
 // (mixed.go), warn mode (warnmode.go), a pod failing on the wrong build reported and made again
 // (misplaced.go), the policy guard (policy.go), hostile input (hostile.go) and admission while
@@ -274,6 +276,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.fromImages(ctx); err != nil {
+		return err
+	}
+	if err := d.gatedPlacement(ctx); err != nil {
 		return err
 	}
 	if err := d.mirrors(ctx); err != nil {
