@@ -198,3 +198,17 @@ func gateNames(p *corev1.Pod) string {
 	}
 	return "[" + strings.Join(names, ", ") + "]"
 }
+
+// auditFinding runs the audit on pod's namespace and returns the detail of its finding of kind, "" for none.
+func (d *demo) auditFinding(ctx context.Context, pod *corev1.Pod, kind string) (string, error) {
+	rep, err := audit.Run(ctx, d.c, audit.Options{Namespaces: []string{pod.Namespace}})
+	if err != nil {
+		return "", err
+	}
+	for _, f := range rep.Findings {
+		if f.Kind == kind && f.Object == "Pod/"+pod.Name {
+			return f.Detail, nil
+		}
+	}
+	return "", nil
+}
