@@ -90,7 +90,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, m ctrl.Manager) error
 		return fmt.Errorf("the gated pods' informer: %w", err)
 	}
 	c.pods, c.synced = pods, inf.HasSynced
-	if err := m.Add(pods); err != nil {
+	if err := m.Add(leaderOnly(pods)); err != nil {
 		return err
 	}
 	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -117,6 +117,12 @@ func (c *Controller) SetupWithManager(ctx context.Context, m ctrl.Manager) error
 		WithOptions(controller.Options{SkipNameValidation: new(true), MaxConcurrentReconciles: Workers}).
 		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{}, noDeletes)).
 		Complete(c)
+}
+
+// leaderOnly runs r once this replica leads. A cache says it needs no Lease (the manager starts its
+// own caches before the election), so added as it is, every replica would hold the gated pods.
+func leaderOnly(r manager.Runnable) manager.Runnable {
+	return manager.RunnableFunc(r.Start)
 }
 
 // HasSynced reports whether the gated pods' cache has listed what exists; false before SetupWithManager.

@@ -13,15 +13,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/wincompat/wincompat/policy"
@@ -387,6 +391,21 @@ func TestGauges(t *testing.T) {
 	h.c.Metrics.reset()
 	if got := testutil.ToFloat64(h.c.Metrics.pods.WithLabelValues(stateOverdue)); got != 0 {
 		t.Errorf("overdue %v after reset", got)
+	}
+}
+
+// TestCacheOnLeaderOnly: the cache of gated pods runs in the manager's group of runnables that start
+// once the Lease is held, never with the caches every replica starts.
+func TestCacheOnLeaderOnly(t *testing.T) {
+	c, err := cache.New(&rest.Config{Host: "https://127.0.0.1:1"}, cache.Options{Scheme: clientgoscheme.Scheme, Mapper: meta.NewDefaultRESTMapper(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := any(c).(manager.LeaderElectionRunnable); !ok || l.NeedLeaderElection() {
+		t.Fatal("a cache now needs the Lease by itself: leaderOnly may go")
+	}
+	if l, ok := leaderOnly(c).(manager.LeaderElectionRunnable); ok && !l.NeedLeaderElection() {
+		t.Error("the gated pods' cache would start on every replica")
 	}
 }
 
