@@ -14,14 +14,15 @@
 // wincompat.io/os=windows the webhook stamps too), the removal of mount propagation
 // and the Linux-only injector opt-outs; pods also get the emptyDir, dnsPolicy, huge pages and deprecated
 // annotation rewrites, the Pod Security restricted adjustments, the rewrites that narrow where the
-// policy turns them on (rewrite_narrow.go), the OS nodeSelector and the configured tolerations. The
-// build, RuntimeClass, image resolution and tolerations of the taints found on nodes stay with the
-// webhook (see README.md here for what differs and why).
+// policy turns them on (rewrite_narrow.go), the OS nodeSelector and the configured tolerations, and the
+// scheduling gate on pods whose build only their images could decide (build_schedule.go). The build,
+// RuntimeClass, image resolution and tolerations of the taints found on nodes stay with the webhook and
+// the leader (see README.md here for what differs and why).
 //
 // Each generator sits in the file named after its Go twin in policy: placement_trigger.go (the Windows
 // test, spec.os), placement_scope.go (the skip label), strip.go (the strip table), strip_injectors.go
 // (the injector opt-outs), rewrite.go and rewrite_narrow.go (the rewrites), build_schedule.go (the OS
-// nodeSelector), placement_taints.go (the policy's tolerations) and record.go (the change record). This
+// nodeSelector and the scheduling gate), placement_taints.go (the policy's tolerations) and record.go (the change record). This
 // file renders the policies and bindings and joins the generators' parts in the Go decision's order;
 // changes.go is the pods policies' changes matchCondition, cel.go the CEL text they share and
 // containers.go the walkers over the lists of containers.
@@ -95,6 +96,10 @@ type Options struct {
 	// DefaultParamsName in kube-system when empty. Whoever may write it decides the user name and the
 	// tolerations Windows pods get, so it belongs in a namespace where only administrators write.
 	ParamsName, ParamsNamespace string
+	// NoGate keeps Windows pods ungated (params' gate "false"): the chart sets it where
+	// imageResolver.mode is fallback, in which the webhook never gates either. The zero value gates, as
+	// the chart and wincompat serve do by default.
+	NoGate bool
 }
 
 // DefaultParamsName is the params ConfigMap's name where Options names none (the chart names it
@@ -405,10 +410,15 @@ func render(s shape, defaultWindows bool) (vars []admissionregistrationv1.Variab
 		changes = podChanges(s, defaultWindows, vars, all.any)
 	}
 	vars = append(vars, admissionregistrationv1.Variable{Name: "records", Expression: all.records})
+	patch = fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate)
+	if s.pod {
+		// Unrecorded, like the OS label, and after it: with a record to write or none.
+		patch = fmt.Sprintf("(%s) +\n  %s", patch, gateOps(s))
+	}
 	return append(vars, []admissionregistrationv1.Variable{
 		{Name: "recorded", Expression: fmt.Sprintf("%s.?annotations[?%s].orValue('')", meta, quote(recordKey))},
 		{Name: "record", Expression: recordExpr},
-	}...), fmt.Sprintf("size(variables.records) == 0 ? %s :\n  %s + %s +\n  %s", unchanged, prelude, all.ops, annotate), changes
+	}...), patch, changes
 }
 
 // removeEach is the part that removes what the variable l lists: maps of a JSON pointer ("ptr") and the

@@ -63,7 +63,7 @@ func TestRenderFollowsTheTables(t *testing.T) {
 	if want := 2*len(shapes) + 2; len(r.Policies) != want {
 		t.Fatalf("%d policies for %d shapes, want %d", len(r.Policies), len(shapes), want)
 	}
-	podsOnly := []string{paramVersion, paramPodSecurityRestricted, paramUserForRunAsNonRoot, paramMemoryFromRequests, paramDefaultMemoryLimit, paramWindowsNodeTaints}
+	podsOnly := []string{paramVersion, paramPodSecurityRestricted, paramUserForRunAsNonRoot, paramMemoryFromRequests, paramDefaultMemoryLimit, paramWindowsNodeTaints, paramGate}
 	for _, p := range r.Policies {
 		var all strings.Builder
 		for _, m := range p.Spec.MatchConditions {

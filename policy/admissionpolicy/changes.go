@@ -16,7 +16,8 @@ import (
 
 // podChanges is the pods policies' last matchCondition: false exactly when the patch would be empty,
 // which is when there is no record to write (recordsAny, the parts' conditions, with no entry built)
-// and the pod has the marker of this version and the OS label (osLabel). The API server
+// and the pod has the marker of this version and the OS label (osLabel), and the scheduling gate and its
+// label where it is to wait behind the gate (gatePending). The API server
 // then skips the variables, the patch, and the encode, apply and decode of the pod around an empty
 // patch. That is every reinvocation of the policy after its own change (the API server reinvokes an
 // IfNeeded policy that changed the object; README.md, "Reinvocation") unless a later webhook gave it
@@ -28,10 +29,10 @@ import (
 // template in the namespace, Linux ones too; they keep the patch's own test (size(records) == 0).
 func podChanges(s shape, defaultWindows bool, vars []admissionregistrationv1.Variable, recordsAny string) string {
 	// The variables are bound, and so evaluated, only past the first clauses.
-	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s || %s.?labels[?%s].orValue('') != %s ||\n%s ||\n%s",
+	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s || %s.?labels[?%s].orValue('') != %s ||\n%s ||\n%s ||\n%s",
 		trigger(s, defaultWindows), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), param(paramVersion),
 		optional(s.meta), quote(policy.LabelOS), quote(string(corev1.Windows)),
-		tooLarge(s), inlineVariables(recordsAny, vars))
+		gatePending(s), tooLarge(s), inlineVariables(recordsAny, vars))
 }
 
 // changesItemLimit is how many items the record loops over (tooLarge) a pod may have for changes to

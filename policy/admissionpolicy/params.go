@@ -39,9 +39,14 @@ const (
 	// by commas; "" for none. Keys, values and effects of a valid policy hold no comma, colon or equals
 	// sign, and need no escaping in JSON.
 	paramWindowsNodeTaints = "windowsNodeTaints"
+	// paramGate: "true" where a Windows pod that nothing pins to a build waits behind
+	// policy.SchedulingGate for the webhook or the leader to decide it; "false" with Options.NoGate
+	// (imageResolver.mode fallback, where the webhook never gates either).
+	paramGate = "gate"
 )
 
-// Params is the data of the params ConfigMap that makes the policies do what pol says.
+// Params is the data of the params ConfigMap that makes the policies do what pol (and opts, for the gate)
+// says.
 func Params(pol *policy.Policy, opts Options) map[string]string {
 	var taints []string
 	for _, t := range pol.WindowsNodeTaints {
@@ -57,6 +62,7 @@ func Params(pol *policy.Policy, opts Options) map[string]string {
 		paramDefaultMemoryLimit:    pol.DefaultMemoryLimit(),
 		paramInjectorOptOuts:       strings.Join(pol.InjectorOptOuts, ","),
 		paramWindowsNodeTaints:     strings.Join(taints, ","),
+		paramGate:                  boolParam(!opts.NoGate),
 	}
 }
 
