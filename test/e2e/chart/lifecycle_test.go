@@ -50,6 +50,9 @@ func TestChartLifecycle(t *testing.T) {
 	e2eutil.SetUpNamespace(ctx, t, c, e2eutil.OwnNamespace, nil, nil)
 	const apps = "apps"
 	e2eutil.SetUpNamespace(ctx, t, c, apps, map[string]string{policy.LabelEnabled: "true"}, nil)
+	// Where pods wait behind wincompat's gate when it is uninstalled.
+	const waiting = "waiting"
+	e2eutil.SetUpNamespace(ctx, t, c, waiting, nil, nil)
 	before := clusterObjects(t, cp)
 	pods := &lifecyclePods{t: t, c: c, ns: apps}
 	pods.rejected("before install")
@@ -140,16 +143,36 @@ func TestChartLifecycle(t *testing.T) {
 	}
 	pods.rewritten("self-managed TLS again", bothEngines)
 
-	// Uninstall. helm deletes the release's objects while the replica still runs, as the leader of a
-	// Deployment being deleted does; then it stops.
+	// Uninstall with pods waiting behind wincompat's scheduling gate that no leader will decide: the
+	// replica stops first (a leader would decide them), as when wincompat is scaled to zero and then
+	// uninstalled. helm deletes the release's objects, then runs the post-delete hook and waits for its
+	// Job, which releases them: only wincompat's gate goes, another gate stays.
+	// The pods the admission policies gated while no replica answered (TLS by cert-manager) are the
+	// leader's to decide now, through the chart's RBAC and own-writes policy.
+	took := e2eutil.WaitUntil(t, 30*time.Second, "the leader to decide the pods gated while no replica answered", func() bool {
+		var list corev1.PodList
+		if err := c.List(ctx, &list, client.InNamespace(apps)); err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(list.Items, func(p corev1.Pod) bool { return policy.Gated(&p) })
+	})
+	t.Logf("no pod of %s gated after %v", apps, took.Round(time.Millisecond))
+	if err := running.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	gated := gatedPods(t, c, waiting)
+	hook := e2eutil.PlayHookJob(t, cl, e2eutil.OwnNamespace, "wincompat-ungate")
 	start := time.Now()
 	if out, err := rel.Helm("uninstall", "wincompat"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	t.Logf("helm uninstall in %v", time.Since(start).Round(time.Millisecond))
-	if err := running.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
+	out, ran, err := hook.Wait(10 * time.Second)
+	if err != nil {
+		t.Fatalf("the post-delete hook: %v\n%s", err, out)
 	}
+	t.Logf("the post-delete hook ran %v: %s", ran.Round(time.Millisecond), strings.TrimSpace(out))
+	gated.released(t, c)
 	waitForAdmissionPolicies(t, c, 0)
 	for _, list := range []client.ObjectList{&admissionregistrationv1.MutatingWebhookConfigurationList{},
 		&admissionregistrationv1.ValidatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingAdmissionPolicyList{},
@@ -174,7 +197,7 @@ func TestChartLifecycle(t *testing.T) {
 	// namespaces and pods are the test's own.
 	var left []string
 	for _, key := range clusterObjects(t, cp) {
-		if !slices.Contains(before, key) && !strings.Contains(key, " "+apps+"/") {
+		if !slices.Contains(before, key) && !strings.Contains(key, " "+apps+"/") && !strings.Contains(key, " "+waiting+"/") {
 			left = append(left, key)
 		}
 	}
@@ -182,6 +205,57 @@ func TestChartLifecycle(t *testing.T) {
 		"node.k8s.io/runtimeclasses windows-2019", "node.k8s.io/runtimeclasses windows-2022", "node.k8s.io/runtimeclasses windows-2025"}
 	if !slices.Equal(left, want) {
 		t.Errorf("left after uninstall:\n  %s\nwant (the chart README's list):\n  %s", strings.Join(left, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// waitingPods are pods created behind scheduling gates: wincompat's, wincompat's and another's, another's.
+type waitingPods struct{ ours, both, foreign *corev1.Pod }
+
+// foreignGate is a gate wincompat did not add.
+const foreignGate = "example.com/capacity"
+
+// gatedPods creates pods that carry wincompat's gate and label, as admission leaves a pod whose build it
+// could not decide (the API server takes gates at creation from anyone), one with another gate too, and
+// one with another gate alone.
+func gatedPods(t *testing.T, c client.Client, ns string) waitingPods {
+	t.Helper()
+	pod := func(name string, gates ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows}, Containers: []corev1.Container{{Name: "app", Image: "mcr.microsoft.com/windows/nanoserver:ltsc2022"}}}}
+		for _, g := range gates {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+			if g == policy.SchedulingGate {
+				p.Labels[policy.LabelGated] = "true"
+			}
+		}
+		e2eutil.Create(context.Background(), t, c, p)
+		return p
+	}
+	return waitingPods{ours: pod("gated", policy.SchedulingGate), both: pod("gated-twice", foreignGate, policy.SchedulingGate), foreign: pod("gated-by-another", foreignGate)}
+}
+
+// released: no pod keeps wincompat's gate or label, each says why in its record, and another's gate
+// stays where it was.
+func (w waitingPods) released(t *testing.T, c client.Client) {
+	t.Helper()
+	for _, tc := range []struct {
+		pod   *corev1.Pod
+		gates []string
+	}{{w.ours, nil}, {w.both, []string{foreignGate}}, {w.foreign, []string{foreignGate}}} {
+		var p corev1.Pod
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.pod), &p); err != nil {
+			t.Fatal(err)
+		}
+		var gates []string
+		for _, g := range p.Spec.SchedulingGates {
+			gates = append(gates, g.Name)
+		}
+		if !slices.Equal(gates, tc.gates) || p.Labels[policy.LabelGated] != "" || p.Labels["app"] != p.Name {
+			t.Errorf("after uninstall, pod %s has gates %q and labels %v; want gates %q, no %s", p.Name, gates, p.Labels, tc.gates, policy.LabelGated)
+		}
+		if wasOurs := tc.pod != w.foreign; wasOurs != strings.Contains(p.Annotations[policy.AnnotationChanges], "wincompat was uninstalled") {
+			t.Errorf("after uninstall, pod %s's record: %q", p.Name, p.Annotations[policy.AnnotationChanges])
+		}
 	}
 }
 
