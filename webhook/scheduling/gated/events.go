@@ -26,7 +26,7 @@ type EventRow struct {
 func Events() []EventRow {
 	return []EventRow{
 		{ReasonDecided, corev1.EventTypeNormal, "the gate was removed with the build the registry's answers give (the build, its source, how long the pod waited)"},
-		{ReasonFallback, corev1.EventTypeWarning, "the gate was removed without every answer: the bound (`--gate-timeout`) passed, or a registry answered with an error; the build comes from the tags, namespace, cluster or default (why, the build, its source)"},
+		{ReasonFallback, corev1.EventTypeWarning, "the gate was removed without every answer: the bound (`--gate-timeout`) passed, or a registry answered with an error (a failed lookup, not found, unauthorized); the build comes from the tags, namespace, cluster or default (why, the build, its source)"},
 		{ReasonReleased, corev1.EventTypeNormal, "the gate was removed and nothing decided: the pod is no longer in scope (its namespace opted out, the skip label) or not a Windows pod, or, past the bound, the API server refused the write of its decision"},
 		{ReasonUngateFailed, corev1.EventTypeWarning, "the API server refused the write that removes the gate (RBAC, an admission policy, validation); the controller tries again"},
 	}

@@ -90,7 +90,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case overdue != "" || failed != "":
 		why := overdue
 		if why == "" {
-			why = "the registry answered with an error: " + failed
+			why = "no build from the registry, which answered: " + failed
 		}
 		outcome, note, kind, reason = outcomeFallback, fallbackNote(why, d.Build, d.BuildSource, waited), corev1.EventTypeWarning, ReasonFallback
 	default:
