@@ -270,6 +270,21 @@ func TestFallbackAtBound(t *testing.T) {
 	}
 }
 
+// TestFailedAnswerFallsBackAtOnce: a registry that answered with an error gives no build: the gate goes
+// at once, the build from the other sources, and the Warning quotes the failure.
+func TestFailedAnswerFallsBackAtOnce(t *testing.T) {
+	images := &resolver{answers: map[string]policy.Image{heldBack: {Err: "registry.example: unauthorized"}}}
+	h := newHarness(t, images, created.Add(2*time.Second), nil, gatedPod("app", optedIn, policy.SchedulingGate))
+	h.reconcile(t, "app", optedIn)
+	p := h.pod(t, "app", optedIn)
+	if policy.Gated(p) || p.Annotations[policy.AnnotationBuildSource] == policy.SourceImageManifest {
+		t.Fatalf("gates %v, build source %q", gates(p), p.Annotations[policy.AnnotationBuildSource])
+	}
+	if e := h.event(t); !strings.HasPrefix(e, "Warning "+ReasonFallback+" no build from the registry, which answered: registry.example: unauthorized") {
+		t.Errorf("Event %q", e)
+	}
+}
+
 // TestReleasedOutOfScope: a gated pod whose namespace is not opted in (any more) is released at once:
 // the gate goes, nothing is pinned, its images are not read.
 func TestReleasedOutOfScope(t *testing.T) {
