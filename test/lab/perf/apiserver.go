@@ -112,8 +112,9 @@ func waitForProbe(ctx context.Context, cs kubernetes.Interface, probe *corev1.Po
 }
 
 // AdmissionPolicySwitch binds and unbinds wincompat's MutatingAdmissionPolicies (rendered from the
-// default policy, as `wincompat policy export` prints them). The policies stay; only their bindings
-// come and go.
+// default policy, as `wincompat policy export` prints them, without the scheduling gate: the engines'
+// webhook reads no registry, so it never gates, and every engine compared makes the same rewrite). The
+// policies stay; only their bindings come and go.
 type AdmissionPolicySwitch struct {
 	cs       kubernetes.Interface
 	bindings []admissionregistrationv1.MutatingAdmissionPolicyBinding
@@ -121,7 +122,7 @@ type AdmissionPolicySwitch struct {
 
 // NewAdmissionPolicySwitch creates the admission policies, unbound.
 func NewAdmissionPolicySwitch(ctx context.Context, cs kubernetes.Interface) (*AdmissionPolicySwitch, error) {
-	r := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf"})
+	r := admissionpolicy.Render(policy.Default(), admissionpolicy.Options{Version: "perf", NoGate: true})
 	policies, bindings := r.Policies, r.Bindings
 	// The params first: a binding without them refuses what it selects.
 	if _, err := cs.CoreV1().ConfigMaps(r.Params.Namespace).Create(ctx, &r.Params, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
