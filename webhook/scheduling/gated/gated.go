@@ -58,6 +58,7 @@ type Controller struct {
 
 	pods   cache.Cache
 	synced toolscache.InformerSynced
+	sweeps chan event.GenericEvent
 }
 
 // Workers is how many gated pods are handled at once. A worker mostly waits: on a read of a pending
@@ -70,6 +71,7 @@ const Workers = 16
 const gaugeEvery = 10 * time.Second
 
 func (c *Controller) init() {
+	c.sweeps = make(chan event.GenericEvent)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -105,6 +107,15 @@ func (c *Controller) SetupWithManager(ctx context.Context, m ctrl.Manager) error
 	})); err != nil {
 		return err
 	}
+	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !pods.WaitForCacheSync(ctx) {
+			return nil
+		}
+		c.sweepEvery(ctx, sweepInterval)
+		return nil
+	})); err != nil {
+		return err
+	}
 	// The pod leaves the selection when its gate goes: nothing to do then.
 	noDeletes := predicate.TypedFuncs[*corev1.Pod]{
 		CreateFunc:  func(event.TypedCreateEvent[*corev1.Pod]) bool { return true },
@@ -116,6 +127,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, m ctrl.Manager) error
 		Named("gated-pods").
 		WithOptions(controller.Options{SkipNameValidation: new(true), MaxConcurrentReconciles: Workers}).
 		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{}, noDeletes)).
+		WatchesRawSource(source.Channel(c.sweeps, &handler.EnqueueRequestForObject{})).
 		Complete(c)
 }
 
