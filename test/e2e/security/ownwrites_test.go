@@ -37,11 +37,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/wincompat/wincompat/patch"
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
 	"github.com/wincompat/wincompat/test/controlplane"
+	"github.com/wincompat/wincompat/webhook"
 	"github.com/wincompat/wincompat/webhook/certs"
 	"github.com/wincompat/wincompat/webhook/scheduling/runtimeclass"
+	"github.com/wincompat/wincompat/webhook/scheduling/ungate"
 
 	"github.com/wincompat/wincompat/test/e2e/e2eutil"
 )
@@ -566,6 +569,131 @@ func TestStolenTokenWidensNothing(t *testing.T) {
 		checkRefused(t, "updating a pod", sa.Update(ctx, undecided2), rbacRefuses(`update resource "pods"`))
 		checkRefused(t, "creating a pod", sa.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: opted, Name: "new"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}), rbacRefuses(`create resource "pods"`))
+	})
+
+	// Gated placement: RBAC lets the ServiceAccount patch any pod, which Kubernetes would let change a
+	// pod's images, add tolerations, and while it is gated add node affinity. The policy lets through
+	// only the leader's update of a pod behind wincompat's gate (webhook.Ungate, as the leader writes it)
+	// and wincompat ungate's release; anything else is refused.
+	t.Run("gated pods", func(t *testing.T) {
+		const ns = "gated-writes"
+		e2eutil.SetUpNamespace(ctx, t, admin, ns, nil, nil)
+		gatedPodWith := func(name string, edit func(*corev1.Pod), gates ...string) *corev1.Pod {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows}, NodeSelector: map[string]string{corev1.LabelOSStable: "windows"},
+					Containers: []corev1.Container{{Name: "c", Image: "mcr.microsoft.com/windows/servercore:ltsc2019"}}}}
+			if len(gates) == 0 {
+				gates = []string{policy.SchedulingGate}
+			}
+			for _, g := range gates {
+				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+				if g == policy.SchedulingGate {
+					p.Labels[policy.LabelGated] = "true"
+				}
+			}
+			if edit != nil {
+				edit(p)
+			}
+			e2eutil.Create(ctx, t, admin, p)
+			return p
+		}
+		gatedPod := func(name string, gates ...string) *corev1.Pod { return gatedPodWith(name, nil, gates...) }
+		// The leader reads the pod (get), decides with webhook.Ungate and writes the patch tested against
+		// the resourceVersion it read.
+		leaderWrites := func(p *corev1.Pod, overdue string) error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+			if err := sa.Get(ctx, client.ObjectKeyFromObject(p), u); err != nil {
+				return err
+			}
+			raw, err := u.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			facts := policy.Facts{Namespace: policy.Namespace{Name: ns, Labels: map[string]string{policy.LabelEnabled: "true"}}, Version: "v0.0.0-e2e"}
+			res, err := webhook.Ungate(&pol, raw, facts, overdue)
+			if err != nil {
+				return err
+			}
+			if len(res.Patch) == 0 {
+				return fmt.Errorf("webhook.Ungate changed nothing: %+v", res.Decision)
+			}
+			ops := append(patch.Patch{{Op: "test", Path: "/metadata/resourceVersion", Value: u.GetResourceVersion()}}, res.Patch...)
+			data, err := ops.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			t.Logf("the leader's update of %s: %s", p.Name, data)
+			return sa.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name}}, client.RawPatch(types.JSONPatchType, data))
+		}
+		stored := func(p *corev1.Pod) *corev1.Pod {
+			var got corev1.Pod
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+				t.Fatal(err)
+			}
+			return &got
+		}
+
+		// Allowed: the leader's decision, with the registry's answer or past the bound, on a pod with
+		// required node affinity of its own and on one with another gate too (which stays).
+		decided := gatedPod("decided")
+		if err := leaderWrites(decided, ""); err != nil {
+			t.Errorf("the leader's update of a gated pod: %v", err)
+		} else if p := stored(decided); policy.Gated(p) || p.Spec.NodeSelector[corev1.LabelWindowsBuild] == "" && p.Spec.Affinity == nil {
+			t.Errorf("the leader's update left %q gated or unpinned: %+v", p.Name, p.Spec)
+		}
+		withAffinity := gatedPodWith("own-affinity", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		})
+		if err := leaderWrites(withAffinity, "the registry did not answer within 3m"); err != nil {
+			t.Errorf("the leader's update past the bound of a pod with node affinity of its own: %v", err)
+		}
+		twice := gatedPod("gated-twice", "example.com/capacity", policy.SchedulingGate)
+		if err := leaderWrites(twice, ""); err != nil {
+			t.Errorf("the leader's update of a pod with another gate too: %v", err)
+		} else if p := stored(twice); len(p.Spec.SchedulingGates) != 1 || p.Spec.SchedulingGates[0].Name != "example.com/capacity" {
+			t.Errorf("another gate did not stay: %+v", p.Spec.SchedulingGates)
+		}
+		// Allowed: wincompat ungate's release (the leader's, for a pod out of scope, is the same write).
+		released := gatedPod("released")
+		if res, err := ungate.Run(ctx, sa, ungate.Options{Namespace: ns, Settle: time.Millisecond}); err != nil || res.Released != 1 {
+			t.Errorf("wincompat ungate as the ServiceAccount: released %d, %v; want 1", res.Released, err)
+		} else if policy.Gated(stored(released)) {
+			t.Error("wincompat ungate left the pod gated")
+		}
+
+		// Refused: every other update a patch could make.
+		const gateMsg = "may only update a pod that carries its scheduling gate"
+		jsonPatch := func(p *corev1.Pod, ops ...string) error {
+			return sa.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name}},
+				client.RawPatch(types.JSONPatchType, []byte("["+strings.Join(ops, ",")+"]")))
+		}
+		const ungateOps = `{"op":"remove","path":"/spec/schedulingGates"},{"op":"remove","path":"/metadata/labels/wincompat.io~1gated"}`
+		for _, tc := range []struct {
+			name string
+			pod  *corev1.Pod
+			ops  []string
+		}{
+			{"a pod without wincompat's gate", stored(decided), []string{`{"op":"add","path":"/metadata/annotations/wincompat.io~1build","value":"10.0.17763"}`}},
+			{"keeping the gate", gatedPod("kept"), []string{`{"op":"add","path":"/metadata/annotations","value":{"wincompat.io/build":"10.0.17763"}}`}},
+			{"another's gate removed too", gatedPod("both", "example.com/capacity", policy.SchedulingGate), []string{ungateOps}},
+			{"the image", gatedPod("image"), []string{ungateOps, `{"op":"replace","path":"/spec/containers/0/image","value":"evil.example/payload:1"}`}},
+			{"a label not wincompat's", gatedPod("label"), []string{ungateOps, `{"op":"replace","path":"/metadata/labels/app","value":"other"}`}},
+			{"an annotation not wincompat's", gatedPod("annotation"), []string{ungateOps, `{"op":"add","path":"/metadata/annotations","value":{"example.com/x":"y"}}`}},
+			{"an owner reference", gatedPod("owner"), []string{ungateOps, `{"op":"add","path":"/metadata/ownerReferences","value":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"0000-x"}]}`}},
+			{"a finalizer", gatedPod("finalizer"), []string{ungateOps, `{"op":"add","path":"/metadata/finalizers","value":["example.com/hold"]}`}},
+			{"a nodeSelector key not a build pin's", gatedPod("selector"), []string{ungateOps, `{"op":"add","path":"/spec/nodeSelector/node-role.kubernetes.io~1control-plane","value":""}`}},
+			{"a toleration of every taint", gatedPod("tolerate-all"), []string{ungateOps, `{"op":"add","path":"/spec/tolerations/-","value":{"operator":"Exists"}}`}},
+			{"a toleration of another taint", gatedPod("tolerate-other"), []string{ungateOps, `{"op":"add","path":"/spec/tolerations/-","value":{"key":"node-role.kubernetes.io/control-plane","operator":"Equal","effect":"NoSchedule"}}`}},
+			{"node affinity of another label", gatedPod("affinity"), []string{ungateOps, `{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"In","values":["n"]}]}]}}}}`}},
+			{"preferred node affinity", gatedPod("preferred"), []string{ungateOps, `{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"preference":{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"In","values":["n"]}]}}]}}}`}},
+			{"the deadline", gatedPod("deadline"), []string{ungateOps, `{"op":"add","path":"/spec/activeDeadlineSeconds","value":1}`}},
+		} {
+			checkRefused(t, "patching "+tc.name, jsonPatch(tc.pod, tc.ops...), policyRefuses(gateMsg))
+		}
+		checkRefused(t, "patching a gated pod's status", sa.Status().Patch(ctx, gatedPod("status"), client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/status/message","value":"x"}]`))),
+			rbacRefuses(`patch resource "pods/status"`))
 	})
 
 	// What a stolen token reads (SECURITY.md, "Least privilege"): the watcher's pods and Events in every
