@@ -58,6 +58,8 @@ func gatedMix(im pushedImages, heldBack string) []e2eutil.MixPod {
 //     ungated with a fallback build, a build-gate record entry and a WindowsBuildFallback Event.
 //  2. The registry answers 3s late, past the 1s admission budget: every pod is admitted gated with no
 //     build, then bound only to a node of a build that runs every image, its build from the registry.
+//     A pod that keeps the gate without its label (outside an opted-in namespace) is found by the sweep
+//     at the start of the term, and released.
 //  3. The same with --image-resolver-mode=gate: admission reads the cache alone and makes no registry
 //     request (a dry run of every pod moves neither the registry's request count nor the resolver's
 //     lookup counter), and the placement is the same.
@@ -163,10 +165,23 @@ func TestGatedPlacement(t *testing.T) {
 
 	t.Run("registry slower than admission", func(t *testing.T) {
 		start := time.Now()
+		// A pod that keeps wincompat's gate without its label, in a namespace wincompat does not admit
+		// in: the cache never holds it, the sweep at the start of the next term finds it.
+		const lost = "gated-unlabelled"
+		cl.NewNamespace(t, lost, nil)
+		unlabelled := e2eutil.ProbePod(heldBack)
+		unlabelled.Namespace, unlabelled.Spec.SchedulingGates = lost, []corev1.PodSchedulingGate{{Name: policy.SchedulingGate}}
+		if err := cl.C.Create(context.Background(), unlabelled); err != nil {
+			t.Fatal(err)
+		}
 		cl.StopServing()
 		cl.Serve(t, serve(webhook.ImageModeLookup, time.Minute))
 		reg.SetDelay(3 * time.Second)
 		placed(t, "lookup mode", "gated-lookup", createGated(t, "gated-lookup"))
+		cl.WaitForPodEvent(t, lost, unlabelled.Name, gated.ReasonReleased)
+		if err := cl.C.Get(context.Background(), client.ObjectKeyFromObject(unlabelled), unlabelled); err != nil || !e2eutil.Ungated(unlabelled) {
+			t.Errorf("the pod gated without its label: %v, gates %v", err, unlabelled.Spec.SchedulingGates)
+		}
 		t.Logf("lookup mode took %v", time.Since(start).Round(time.Millisecond))
 	})
 
