@@ -50,6 +50,9 @@ var mapOnlyDifferences = map[string]string{
 	"initContainers.*.securityContext.allowPrivilegeEscalation": "Pod Security restricted adjustments",
 	"volumes.*.emptyDir.medium":                                 "the emptyDir Memory rewrite",
 	"dnsPolicy":                                                 "the dnsPolicy rewrite",
+	"schedulingGates":                                           "the scheduling gate: with no webhook to decide the build, the pod waits for the leader (the webhook removes the gate where it decides the build)",
+	"labels.wincompat.io/gated":                                 "the scheduling gate's label, which the leader watches",
+	"status.conditions":                                         "PodScheduled=False, reason SchedulingGated: the API server's mark of a pod stored gated",
 }
 
 // TestEnginesStoreTheSameObject: issue 15. Every corpus chart workload (declared Windows) and every
@@ -62,6 +65,9 @@ var mapOnlyDifferences = map[string]string{
 // The policy is the default with the
 // rewrites that narrow turned on (enginesPolicy), and pods those rewrites act on (narrowPods) must be
 // stored by every engine as the Go decision says, also in a namespace enforcing Pod Security restricted.
+// The webhook here reads no registry, so it gates nothing and removes the gate the admission policies
+// add; the admission policies alone store Windows pods gated. TestEnginesGateAlike then restarts it
+// reading a registry, for a pod the webhook gates (an image not answered in time) and one it does not.
 func TestEnginesStoreTheSameObject(t *testing.T) {
 	ctx := context.Background()
 	cl := e2eutil.NewCluster(t)
@@ -199,6 +205,8 @@ func TestEnginesStoreTheSameObject(t *testing.T) {
 		t.Errorf("only %d objects compared: the corpus or the goldens did not load", compared)
 	}
 	t.Run("TestEnginesWarnAlike", func(t *testing.T) { testEnginesWarnAlike(t, cl, examples, compared, warnedOtherwise) })
+	// Last: it restarts wincompat reading a registry.
+	t.Run("TestEnginesGateAlike", func(t *testing.T) { testEnginesGateAlike(t, cl, &served) })
 }
 
 // testEnginesWarnAlike: the user gets the same admission warnings whichever engine changed the object.
@@ -355,6 +363,16 @@ func comparable(obj *unstructured.Unstructured) map[string]any {
 	o := obj.DeepCopy()
 	for _, f := range []string{"namespace", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"} {
 		unstructured.RemoveNestedField(o.Object, "metadata", f)
+	}
+	// A gated pod's PodScheduled condition carries the time it was stored.
+	if conditions, ok, _ := unstructured.NestedSlice(o.Object, "status", "conditions"); ok {
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok {
+				delete(m, "lastTransitionTime")
+				delete(m, "lastProbeTime")
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, conditions, "status", "conditions")
 	}
 	js, _ := json.Marshal(o.Object)
 	js = tokenVolume.ReplaceAll(js, []byte("kube-api-access-XXXXX"))
