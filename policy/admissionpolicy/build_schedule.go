@@ -62,8 +62,9 @@ func gateMissing(s shape) string {
 		optional(s.spec), quote(policy.SchedulingGate), optional(s.meta), quote(policy.LabelGated))
 }
 
-// gatePending is true when gateOps has something to add: the changes matchCondition's clause. The
-// pod's own gate and label come first, so that a pass on a pod already gated stops there.
+// gatePending is true when gateOps has something to add: the changes matchCondition's clause, after
+// tooLarge, which bounds its loops over the containers as the record's. The pod's own gate and label come
+// first, so that a pass on a pod already gated stops there.
 func gatePending(s shape) string {
 	return fmt.Sprintf("(%s && %s)", gateMissing(s), gateWanted(s, hostProcessExpr(s)))
 }

@@ -32,7 +32,7 @@ func podChanges(s shape, defaultWindows bool, vars []admissionregistrationv1.Var
 	return fmt.Sprintf("!(%s) || %s.?annotations[?%s].orValue('') != %s || %s.?labels[?%s].orValue('') != %s ||\n%s ||\n%s ||\n%s",
 		trigger(s, defaultWindows), optional(s.meta), quote(policy.AnnotationAdmissionPolicy), param(paramVersion),
 		optional(s.meta), quote(policy.LabelOS), quote(string(corev1.Windows)),
-		gatePending(s), tooLarge(s), inlineVariables(recordsAny, vars))
+		tooLarge(s), gatePending(s), inlineVariables(recordsAny, vars))
 }
 
 // changesItemLimit is how many items the record loops over (tooLarge) a pod may have for changes to
