@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +58,14 @@ func TestHelmChart(t *testing.T) {
 			kinds := map[string]int{}
 			for _, obj := range objs {
 				kinds[obj.GetKind()]++
+				if _, hook := obj.GetAnnotations()["helm.sh/hook"]; hook {
+					// A hook is made anew each time (hook-delete-policy before-hook-creation): a Job's
+					// template cannot be changed in place.
+					_ = cl.C.Delete(ctx, obj.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
+					e2eutil.WaitUntil(t, 10*time.Second, "the previous hook object to go", func() bool {
+						return apierrors.IsNotFound(cl.C.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy()))
+					})
+				}
 				// Server-side apply, as `kubectl apply --server-side` or Argo CD would.
 				if err := cl.C.Patch(ctx, obj, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
 					t.Errorf("%s %s rejected by the API server: %v", obj.GetKind(), obj.GetName(), err)
