@@ -34,7 +34,8 @@ import (
 func testEnginesGateAlike(t *testing.T, cl *e2eutil.Cluster, served *policy.Policy) {
 	ctx := context.Background()
 	reg := registrytest.Start()
-	// Registered after the server's cleanup, so run before it: Close waits for the late answers.
+	// Registered before the restart's StopServing, so run after it: Close then waits only for the late
+	// answers still sleeping.
 	t.Cleanup(reg.Close)
 	answered, err := reg.PushIndex("engines/answered", "v1", types.OCIImageIndex, registrytest.Windows("10.0.20348.2227"))
 	if err != nil {

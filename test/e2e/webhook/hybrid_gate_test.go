@@ -16,7 +16,6 @@ import (
 func TestHybridChartGateParam(t *testing.T) {
 	for _, tc := range []struct{ values, want string }{
 		{"engine: hybrid\n", "true"},
-		{"engine: hybrid\nimageResolver: {mode: lookup}\n", "true"},
 		{"engine: hybrid\nimageResolver: {mode: gate}\n", "true"},
 		{"engine: hybrid\nimageResolver: {mode: fallback}\n", "false"},
 	} {
