@@ -4,7 +4,7 @@ package webhook
 // installs them (wincompat serve --engine=hybrid writes none: issue 40), do it in the API server; the
 // webhook, failurePolicy Ignore as hybrid installs it, adds what needs the cluster. With every replica
 // gone, Windows pods are still admitted valid, and wait behind wincompat's scheduling gate with no
-// build (issue 44); in webhook-only mode (failurePolicy Fail, no admission policy) the same stream
+// build; in webhook-only mode (failurePolicy Fail, no admission policy) the same stream
 // fails. Once a replica is back, its leader decides the gated pods' build and removes the gate, and the
 // scheduler binds them to the Windows node; pods admitted then get the build at admission again.
 
