@@ -73,7 +73,8 @@ func ownWritesActions(t *testing.T) map[string]string {
 		`$taintKeys | uniq | toJson | quote`: strconv.Quote(toJSON(policy.OSTaintKeys())),
 		`.Values.tls.secretName`:             values.TLS.SecretName,
 		// misplacedPods.remediate's rule and validation: rendered, so that they are compiled too.
-		`if and .Values.misplacedPods.watch .Values.misplacedPods.remediate.enabled`: "",
+		`if and .Values.misplacedPods.watch .Values.misplacedPods.remediate.enabled`:       "",
+		`if not (and .Values.misplacedPods.watch .Values.misplacedPods.remediate.enabled)`: "",
 		`end`: "",
 	}
 }

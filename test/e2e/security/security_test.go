@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,9 +21,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wincompat/wincompat/test/controlplane"
 
@@ -59,7 +63,7 @@ func bindingFindings(obj *unstructured.Unstructured, serviceAccount, namespace s
 var (
 	pinnedWrites = []string{
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations", "admissionregistration.k8s.io/validatingwebhookconfigurations",
-		"node.k8s.io/runtimeclasses", "/secrets",
+		"node.k8s.io/runtimeclasses", "/secrets", "/pods",
 	}
 	writesLeftToRBAC = []string{"/events", "events.k8s.io/events", "coordination.k8s.io/leases", "/configmaps"}
 	writeVerbs       = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
@@ -148,6 +152,41 @@ func ownWritesFindings(objs []*unstructured.Unstructured, user string) []string 
 		}
 	}
 	return findings
+}
+
+// ungateHookFindings lists what the uninstall hook's objects grant or run beyond what it needs: its
+// ClusterRole may list and patch pods and nothing else, bound to its own ServiceAccount alone, and its
+// Job's pod runs restricted, as the Deployment's does.
+func ungateHookFindings(t *testing.T, obj *unstructured.Unstructured) []string {
+	t.Helper()
+	const account = "wincompat-ungate"
+	switch obj.GetKind() {
+	case "ClusterRole":
+		rules, err := e2eutil.RoleRules(obj)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "patch"}}}
+		if !equality.Semantic.DeepEqual(rules, want) {
+			return []string{fmt.Sprintf("the uninstall hook's ClusterRole grants %+v, want %+v", rules, want)}
+		}
+	case "ClusterRoleBinding":
+		return bindingFindings(obj, account, e2eutil.OwnNamespace)
+	case "Job":
+		var job batchv1.Job
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &job); err != nil {
+			return []string{err.Error()}
+		}
+		var findings []string
+		if job.Spec.Template.Spec.ServiceAccountName != account {
+			findings = append(findings, "the uninstall hook runs as "+job.Spec.Template.Spec.ServiceAccountName)
+		}
+		for _, f := range podFindings(&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: job.Spec.Template}}, "") {
+			findings = append(findings, "the uninstall hook's pod: "+f)
+		}
+		return findings
+	}
+	return nil
 }
 
 // podFindings lists what the chart's pod does beyond the restricted profile wincompat promises: every
@@ -307,7 +346,15 @@ func TestChartSecurity(t *testing.T) {
 			for _, f := range ownWritesFindings(objs, "system:serviceaccount:"+e2eutil.OwnNamespace+":wincompat") {
 				t.Error(f)
 			}
+			hooks := map[string]int{}
 			for _, obj := range objs {
+				if _, hook := obj.GetAnnotations()["helm.sh/hook"]; hook {
+					hooks[obj.GetKind()]++
+					for _, f := range ungateHookFindings(t, obj) {
+						t.Error(f)
+					}
+					continue
+				}
 				seen[obj.GetKind()]++
 				switch obj.GetKind() {
 				case "ClusterRole", "Role":
@@ -326,6 +373,9 @@ func TestChartSecurity(t *testing.T) {
 				if seen[kind] != 1 {
 					t.Errorf("%d %s rendered, want 1: the checks above saw the wrong objects", seen[kind], kind)
 				}
+			}
+			if want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Job": 1}; !maps.Equal(hooks, want) {
+				t.Errorf("hooks rendered %v, want the uninstall hook's %v", hooks, want)
 			}
 		})
 	}
@@ -432,7 +482,12 @@ func TestChartSecurity(t *testing.T) {
 				}
 				return obj
 			},
-			"pod deletion without remediation's pin": func(kind string, obj map[string]any) map[string]any {
+			"pod writes without the pin": func(kind string, obj map[string]any) map[string]any {
+				if kind == "ValidatingAdmissionPolicy" {
+					rules, _, _ := unstructured.NestedSlice(obj, "spec", "matchConstraints", "resourceRules")
+					kept := slices.DeleteFunc(rules, func(r any) bool { return slices.Contains(r.(map[string]any)["resources"].([]any), any("pods")) })
+					_ = unstructured.SetNestedSlice(obj, kept, "spec", "matchConstraints", "resourceRules")
+				}
 				if kind == "ClusterRole" {
 					rules, _, _ := unstructured.NestedSlice(obj, "rules")
 					_ = unstructured.SetNestedSlice(obj, append(rules, map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"delete"}}), "rules")
