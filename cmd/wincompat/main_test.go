@@ -310,6 +310,21 @@ func TestPolicyExport(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "policy", "export", "--policy", "/nonexistent"); code != 1 {
 		t.Errorf("a missing policy file: exit %d, want 1", code)
 	}
+	// Policies exported without saying which serve runs beside them never gate: with none, nobody
+	// would ever remove the gate.
+	for mode, want := range map[string]string{"": "false", "fallback": "false", "lookup": "true", "gate": "true"} {
+		args := []string{"policy", "export"}
+		if mode != "" {
+			args = append(args, "--image-resolver-mode", mode)
+		}
+		code, out, stderr := runCLI(t, "", args...)
+		if code != 0 || !strings.Contains(out, "\n  gate: \""+want+"\"\n") {
+			t.Errorf("--image-resolver-mode %q: exit %d, want the params' gate %q: %s", mode, code, want, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "policy", "export", "--image-resolver-mode", "lazy"); code != 2 || !strings.Contains(stderr, "use lookup, gate, fallback") {
+		t.Errorf("an unknown mode: exit %d: %s", code, stderr)
+	}
 }
 
 // --explain and --output diff on a chart of the shared corpus, declared Windows by its namespace, are

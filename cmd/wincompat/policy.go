@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,10 +12,11 @@ import (
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/policy/admissionpolicy"
+	"github.com/wincompat/wincompat/webhook"
 )
 
 const policyUsage = `Usage: wincompat policy [--policy FILE]
-       wincompat policy export [--policy FILE] [--exclude-namespace NS]... [--params-namespace NS]
+       wincompat policy export [--policy FILE] [--exclude-namespace NS]... [--params-namespace NS] [--image-resolver-mode MODE]
 
 Validates the policy file and prints the effective policy: your file over the defaults, where a key you
 name replaces its default (a list as a whole; [] empties it) and a key you leave out or set to null keeps
@@ -29,7 +32,11 @@ tolerations for pods. Builds, RuntimeClasses, image resolution, the rewrites and
 adjustments stay with the webhook; see policy/admissionpolicy/README.md. The policies are the same for
 every policy: after a policy edit, apply the params ConfigMap (and bindings) again. Whoever may write the
 params ConfigMap decides the user name and tolerations Windows pods get: keep it in a namespace only
-administrators write to (kube-system unless --params-namespace says otherwise).
+administrators write to (kube-system unless --params-namespace says otherwise). With
+--image-resolver-mode lookup or gate (as the wincompat serve beside them runs), the policies admit a
+Windows pod they cannot give a build behind the scheduling gate wincompat.io/build, for serve's leader to
+place; the default, fallback, never gates, so that policies applied without wincompat serve never leave a
+pod gated with nobody to remove the gate.
 
 Flags:
 `
@@ -41,14 +48,19 @@ func newPolicyCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&policyFile, "policy", "", "policy file to validate (default: the built-in policy)")
 	_ = cmd.MarkFlagFilename("policy", "yaml", "yml")
 
-	var exportFile, paramsNamespace string
+	var exportFile, paramsNamespace, mode string
 	var excluded []string
 	export := newCommand("export", policyUsage, func(*cobra.Command) int {
-		return runPolicyExport(exportFile, excluded, paramsNamespace, stdout, stderr)
+		if !slices.Contains(webhook.ImageModes, mode) {
+			fmt.Fprintf(stderr, "wincompat policy export: --image-resolver-mode %q: use %s\n", mode, strings.Join(webhook.ImageModes, ", "))
+			return 2
+		}
+		return runPolicyExport(exportFile, excluded, paramsNamespace, mode == webhook.ImageModeFallback, stdout, stderr)
 	})
 	export.Flags().StringVar(&exportFile, "policy", "", "policy file to render (default: the built-in policy)")
 	export.Flags().StringArrayVar(&excluded, "exclude-namespace", nil, "a namespace never to bind, besides the policy's excludedNamespaces (wincompat's own); repeatable")
 	export.Flags().StringVar(&paramsNamespace, "params-namespace", "kube-system", "the namespace of the params ConfigMap ("+admissionpolicy.DefaultParamsName+") the bindings name; it must exist")
+	export.Flags().StringVar(&mode, "image-resolver-mode", webhook.ImageModeFallback, "the --image-resolver-mode of the wincompat serve beside the policies: lookup or gate let the policies gate\nWindows pods for its leader; fallback never gates (policies without wincompat serve)")
 	_ = export.MarkFlagFilename("policy", "yaml", "yml")
 	cmd.AddCommand(export)
 	return cmd
@@ -68,7 +80,7 @@ func runPolicy(policyFile string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runPolicyExport(policyFile string, excluded []string, paramsNamespace string, stdout, stderr io.Writer) int {
+func runPolicyExport(policyFile string, excluded []string, paramsNamespace string, noGate bool, stdout, stderr io.Writer) int {
 	p := policy.Default()
 	if policyFile != "" {
 		var err error
@@ -77,7 +89,7 @@ func runPolicyExport(policyFile string, excluded []string, paramsNamespace strin
 			return 1
 		}
 	}
-	r := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded, ParamsNamespace: paramsNamespace})
+	r := admissionpolicy.Render(p, admissionpolicy.Options{Version: version, ExcludedNamespaces: excluded, ParamsNamespace: paramsNamespace, NoGate: noGate})
 	// The params first: a binding without them refuses what it selects (parameterNotFoundAction Deny).
 	objs := []any{&r.Params}
 	for i := range r.Policies {
