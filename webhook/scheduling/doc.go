@@ -8,4 +8,8 @@
 //     cached and bounded by a deadline under the webhook's timeout.
 //   - misplaced: after admission, Windows pods that fail on their node for reasons of OS or build: an
 //     Event, a gauge and, opted in, their deletion for their controllers to make again (leader only).
+//   - gated: pods admitted behind the scheduling gate while their registry had not answered: their
+//     images read off the admission path, the build pinned, the gate removed (leader only).
+//   - ungate: releases every pod behind wincompat's gate when wincompat goes (`wincompat ungate`, the
+//     chart's uninstall hook).
 package scheduling
