@@ -84,6 +84,7 @@ func newAuditCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&a.pageSize, "page-size", 500, "objects per list request")
 	fl.StringVar(&a.auditLog, "audit-log", "", "summarise wincompat's annotations in this API server audit log instead of reading the cluster")
 	fl.DurationVar(&a.timeout, "timeout", 10*time.Minute, "give up after this long")
+	fl.DurationVar(&a.gateTimeout, "gate-timeout", audit.DefaultGateTimeout, "the cluster's wincompat serve --gate-timeout (the chart's imageResolver.gateTimeout): gated pods older are past the bound")
 	fl.StringVar(&a.builds, "builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	fl.BoolVar(&a.resolveImages, "resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
 	a.imageFlags = addImageFlags(fl, cliImageFlags{}, cliCloudsUsage,
@@ -102,7 +103,7 @@ type auditFlags struct {
 	namespaces                                           []string
 	selector, output, view, auditLog, builds, policyFile string
 	pageSize                                             int64
-	timeout                                              time.Duration
+	timeout, gateTimeout                                 time.Duration
 	resolveImages, buildsSet                             bool
 	imageFlags                                           *cliImageFlags
 }
@@ -164,7 +165,7 @@ func runAudit(a *auditFlags, stdout, stderr io.Writer) int {
 		Objects: *view == audit.ViewObjects || *output == "json", Progress: stderr,
 		// The JSON is written row by row; a table's columns need every row first.
 		ObjectsOnDisk: *output == "json",
-		Policy:        pol, Builds: buildList, Images: resolver,
+		Policy:        pol, Builds: buildList, Images: resolver, GateTimeout: a.gateTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "wincompat audit: %v\n", err)
