@@ -50,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wincompat_image_lookups_total",
-			Help: "Images answered to reviews, by result: hit (from the cache), miss (read from the registry in time), " +
+			Help: "Images answered to reviews and to the leader placing gated pods, by result: hit (from the cache), miss (read from the registry in time), " +
 				"error (the registry's error, a cached one, or an invalid reference), timeout (not in time), " +
 				"busy (not asked: too many registry lookups in flight).",
 		}, []string{"result"}),
