@@ -23,7 +23,7 @@ type kubeFlags struct{ *genericclioptions.ConfigFlags }
 // shorterUsage replaces kubectl's help of a few flags, which TestFlagHelpIsShort finds too long when
 // printed beside wincompat's own; the meaning is kubectl's.
 var shorterUsage = map[string]string{
-	"request-timeout":          "how long to wait for one API server request (1s, 2m; 0: 30s for nodes and audit, none for serve)",
+	"request-timeout":          "how long to wait for one API server request (1s, 2m; 0: 30s for nodes, audit and ungate, none for serve)",
 	"tls-server-name":          "server name to validate the API server's certificate with (default: the host contacted)",
 	"insecure-skip-tls-verify": "do not check the API server's certificate (insecure)",
 	"as":                       "user to impersonate: a regular user or system:serviceaccount:NAMESPACE:NAME",
@@ -125,11 +125,11 @@ func noKubeconfig() error {
 	return fmt.Errorf("no cluster to talk to: no kubeconfig at %s and not running in a pod; set KUBECONFIG, pass --kubeconfig FILE, or run wincompat in the cluster", clientcmd.RecommendedHomeFile)
 }
 
-// defaultRequestTimeout bounds each request of nodes and audit unless --request-timeout says
+// defaultRequestTimeout bounds each request of nodes, audit and ungate unless --request-timeout says
 // otherwise, so that an unreachable cluster fails quickly.
 const defaultRequestTimeout = 30 * time.Second
 
-// newClient is the client of the commands that read the cluster (nodes, audit).
+// newClient is the client of the commands that read the cluster (nodes, audit, ungate).
 func (k *kubeFlags) newClient() (client.Client, error) {
 	cfg, err := k.restConfig()
 	if err != nil {
