@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -39,16 +40,11 @@ func unlabelled() (labels.Selector, error) {
 
 // sweepEvery sweeps now and then every interval until ctx ends.
 func (c *Controller) sweepEvery(ctx context.Context, interval time.Duration) {
-	for {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.sweep(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "looking for pods gated without the label "+policy.LabelGated+"; trying again at the next sweep")
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
-	}
+	}, interval)
 }
 
 // sweep asks for every unbound pod that carries wincompat's gate without its label to be handled.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -44,16 +45,11 @@ func unlabelled() (labels.Selector, error) {
 
 // sweepEvery sweeps now and then every interval until ctx ends.
 func (w *Watcher) sweepEvery(ctx context.Context, interval time.Duration) {
-	for {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := w.sweep(ctx); err != nil && ctx.Err() == nil {
 			w.Log.Error(err, "looking for Windows pods without the label "+policy.LabelOS+"; trying again at the next sweep")
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
-	}
+	}, interval)
 }
 
 // sweep finds the unlabelled Windows pods in opted-in namespaces on Windows nodes, keeps their keys and
