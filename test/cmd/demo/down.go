@@ -119,16 +119,8 @@ func (d *demo) whileDown(ctx context.Context) error {
 		return err
 	}
 	d.detail("wincompat serve started again; log %s", logPath)
-	var last string
-	err = d.poll(ctx, gatedWait, func() (bool, error) {
-		if err := d.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, err
-		}
-		last = fmt.Sprintf("gates %v, node %q", pod.Spec.SchedulingGates, pod.Spec.NodeName)
-		return !policy.Gated(pod) && pod.Spec.NodeName != "", nil
-	})
-	if err != nil {
-		return fmt.Errorf("pod %s was not ungated and bound within %s of wincompat's return (%s): %w", pod.Name, gatedWait, last, err)
+	if err := d.waitPlaced(ctx, pod, " of wincompat's return"); err != nil {
+		return err
 	}
 	a, node := pod.Annotations, d.nodes[pod.Spec.NodeName]
 	if a[policy.AnnotationVersion] == "" || a[policy.AnnotationBuild] != build2025 || a[policy.AnnotationBuildSource] != policy.SourceImageManifest || node.build != build2025 {

@@ -101,16 +101,8 @@ func (d *demo) gatedPlacement(ctx context.Context) error {
 	}
 
 	// The leader reads the registry off the admission path, pins the build and removes the gate.
-	var last string
-	err = d.poll(ctx, gatedWait, func() (bool, error) {
-		if err := d.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, err
-		}
-		last = fmt.Sprintf("gates %v, node %q", pod.Spec.SchedulingGates, pod.Spec.NodeName)
-		return !policy.Gated(pod) && pod.Spec.NodeName != "", nil
-	})
-	if err != nil {
-		return fmt.Errorf("pod %s was not ungated and bound within %s (%s): %w", pod.Name, gatedWait, last, err)
+	if err := d.waitPlaced(ctx, pod, ""); err != nil {
+		return err
 	}
 	placed := time.Since(created)
 	a := pod.Annotations
@@ -211,4 +203,21 @@ func (d *demo) auditFinding(ctx context.Context, pod *corev1.Pod, kind string) (
 		}
 	}
 	return "", nil
+}
+
+// waitPlaced waits, within gatedWait, until the leader has removed wincompat's gate from pod and the
+// scheduler has bound it; pod is read again as it goes. since says from when, for the error.
+func (d *demo) waitPlaced(ctx context.Context, pod *corev1.Pod, since string) error {
+	var last string
+	err := d.poll(ctx, gatedWait, func() (bool, error) {
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err
+		}
+		last = fmt.Sprintf("gates %v, node %q", pod.Spec.SchedulingGates, pod.Spec.NodeName)
+		return !policy.Gated(pod) && pod.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("pod %s was not ungated and bound within %s%s (%s): %w", pod.Name, gatedWait, since, last, err)
+	}
+	return nil
 }

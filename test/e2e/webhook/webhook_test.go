@@ -11,14 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/server"
@@ -30,37 +28,13 @@ import (
 // wincompat has answered in this process. The in-process server registers its series in
 // controller-runtime's registry, the one its /metrics endpoint serves.
 func admissionReviews(t *testing.T) float64 {
-	return counterSum(t, "wincompat_admission_total", "", "")
+	return e2eutil.InProcessCounter(t, "wincompat_admission_total", "")
 }
 
 // webhookRequests is how many reviews the in-process server was sent on path, as controller-runtime's
 // instrumentation of each registered path counts them.
 func webhookRequests(t *testing.T, path string) float64 {
-	return counterSum(t, "controller_runtime_webhook_requests_total", "webhook", path)
-}
-
-// counterSum adds up the counter family name's series, only those whose label is value when label is
-// set.
-func counterSum(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gathering metrics: %v", err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
-				return l.GetName() == label && l.GetValue() == value
-			}) {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return e2eutil.InProcessCounter(t, "controller_runtime_webhook_requests_total", "webhook", path)
 }
 
 // Every field of the strip table (policy/strip.go), set on a pod, its security context, a container and an
