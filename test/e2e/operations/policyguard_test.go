@@ -106,6 +106,20 @@ func TestPolicyCannotTakeAdmissionDown(t *testing.T) {
 		return c.List(ctx, &maps) == nil && len(maps.Items) == len(admissionpolicy.Names()) && c.List(ctx, &rcs) == nil && len(rcs.Items) >= 2
 	})
 
+	// A pod left behind wincompat's gate where no webhook of wincompat's sees it (a namespace not opted
+	// in): the leader reads it and releases it, through the pods rule.
+	e2eutil.SetUpNamespace(ctx, t, c, "elsewhere", nil, nil)
+	gated := e2eutil.WindowsPod("elsewhere", "gated")
+	gated.Labels = map[string]string{policy.LabelGated: "true"}
+	gated.Spec.SecurityContext = nil // no wincompat strips it there
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: policy.SchedulingGate}}
+	if err := c.Create(ctx, gated); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.WaitUntil(t, 30*time.Second, "the leader to release a pod gated outside opted-in namespaces", func() bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(gated), gated) == nil && !policy.Gated(gated)
+	})
+
 	// A valid change through helm upgrade: kept once loaded.
 	const lastGoodTaint = "e2e.wincompat.io/last-good"
 	taints := `policy.windowsNodeTaints=[{"key":"os","value":"windows","effect":"NoSchedule"},{"key":"` + lastGoodTaint + `","value":"yes","effect":"NoSchedule"}]`
