@@ -62,16 +62,7 @@ build: ## build bin/wincompat, and bin/kubectl-wincompat (the same binary, as a 
 	$(COMPILE_ENV) $(GO) build $(GOFLAGS_BUILD) -o bin/wincompat ./cmd/wincompat
 	ln -sf wincompat bin/kubectl-wincompat
 
-# The e2e tests mostly wait on their control planes (test/e2e/README.md): the oldest release's control
-# plane, which only e2e-oldest needs, is compiled meanwhile at the lowest CPU priority, so that it takes
-# the cores the tests leave idle rather than minutes of its own afterwards.
-test: lint unit $(K8S_BINS) ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server (the default release, and the oldest supported one)
-	@nice -n 19 $(MAKE) --no-print-directory bin/k8s/$(K8S_OLDEST)/kube-apiserver >bin/k8s/oldest-build.log 2>&1 & oldest=$$!; \
-	$(MAKE) --no-print-directory e2e; e2e=$$?; \
-	wait $$oldest; built=$$?; \
-	if [ $$built -ne 0 ]; then echo "building the $(K8S_OLDEST) control plane failed:"; cat bin/k8s/oldest-build.log; exit $$built; fi; \
-	if [ $$e2e -ne 0 ]; then exit $$e2e; fi; \
-	$(MAKE) --no-print-directory e2e-oldest
+test: lint unit e2e e2e-oldest ## everything CI runs: lint, unit tests (goldens, fuzz seeds), e2e on a real API server (the default release, and the oldest supported one)
 
 unit: ## unit, golden and fuzz-seed tests of the main module
 	$(GO) test ./...
