@@ -24,7 +24,7 @@ import (
 // of 500ms, and one Windows chart pod is created in each engine's namespace twice:
 //   - with an image the registry answers: the webhook decides the build and stores the pod ungated;
 //     in hybrid it removes the gate the admission policies added, and stores the same object;
-//   - with an image the registry answers 3s late: the webhook stores the pod behind the gate with its
+//   - with an image the registry answers 6s late: the webhook stores the pod behind the gate with its
 //     label, no build and one build-gate record entry; hybrid stores the same object (the policies'
 //     gate kept, recorded once).
 //
@@ -61,7 +61,9 @@ func testEnginesGateAlike(t *testing.T, cl *e2eutil.Cluster, served *policy.Poli
 		gated       bool
 	}{{"gate-answered", answered, false}, {"gate-not-answered", late, true}} {
 		if c.gated {
-			reg.SetDelay(3 * time.Second) // past the budget; the second creation joins the first's lookup
+			// Well past the budget, so that the second creation still finds the first one's lookup pending on a
+			// loaded machine; it joins that lookup.
+			reg.SetDelay(6 * time.Second)
 		}
 		stored, warned := map[string]*unstructured.Unstructured{}, map[string][]string{}
 		for _, ns := range []string{nsEngineWebhook, nsEngineHybrid, nsEngineMAP} {
