@@ -27,12 +27,7 @@ const maxFindingsPerRow = 32
 func clipName(s string) string { return clipMarked(s, maxNameBytes) }
 
 // clipMarked cuts s to at most n bytes on a rune boundary, ending in clipMark when it was cut.
-func clipMarked(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return truncate.AtRune(s, n-len(clipMark)) + clipMark
-}
+func clipMarked(s string, n int) string { return truncate.Marked(s, n, clipMark) }
 
 // named is "[name]" appended to a path, the name clipped.
 func named(path, name string) string { return path + "[" + clipName(name) + "]" }

@@ -15,3 +15,19 @@ func AtRune(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Marked is s cut to at most n bytes on a rune boundary, ending in mark when it was cut.
+func Marked(s string, n int, mark string) string {
+	if len(s) <= n {
+		return s
+	}
+	return AtRune(s, n-len(mark)) + mark
+}
+
+// MaxEventNote is the API server's limit on an Event's note (events.k8s.io/v1 NoteLengthLimit): a
+// longer one is refused, and the Event lost. Names, a registry's error or an image reference a pod's
+// author chose can make a note that long.
+const MaxEventNote = 1024
+
+// EventNote is s cut to a note the API server accepts, the cut marked.
+func EventNote(s string) string { return Marked(s, MaxEventNote, "...") }

@@ -32,19 +32,6 @@ func Events() []EventRow {
 	}
 }
 
-// maxNote is the API server's limit on an Event's note (events.k8s.io/v1 NoteLengthLimit): a longer one
-// is refused, and the Event lost. A registry's error and an image reference can make it that long.
-const maxNote = 1024
-
-// eventNote cuts s to maxNote bytes, at a character boundary, marking the cut.
-func eventNote(s string) string {
-	if len(s) <= maxNote {
-		return s
-	}
-	const more = "..."
-	return truncate.AtRune(s, maxNote-len(more)) + more
-}
-
 // maxWhy bounds what a registry's error contributes to a note: the rest of the note must fit.
 const maxWhy = 512
 
@@ -56,17 +43,17 @@ func buildNote(build, source string) string {
 }
 
 func decidedNote(build, source string, waited time.Duration) string {
-	return eventNote(fmt.Sprintf("%s, decided after admission; the pod waited %s behind the gate", buildNote(build, source), waited.Round(100*time.Millisecond)))
+	return truncate.EventNote(fmt.Sprintf("%s, decided after admission; the pod waited %s behind the gate", buildNote(build, source), waited.Round(100*time.Millisecond)))
 }
 
 func fallbackNote(why, build, source string, waited time.Duration) string {
-	return eventNote(fmt.Sprintf("%s: %s; the pod waited %s behind the gate", truncate.AtRune(why, maxWhy), buildNote(build, source), waited.Round(100*time.Millisecond)))
+	return truncate.EventNote(fmt.Sprintf("%s: %s; the pod waited %s behind the gate", truncate.AtRune(why, maxWhy), buildNote(build, source), waited.Round(100*time.Millisecond)))
 }
 
 func releasedNote(why string) string {
-	return eventNote("gate removed without a build decision: " + truncate.AtRune(why, maxWhy))
+	return truncate.EventNote("gate removed without a build decision: " + truncate.AtRune(why, maxWhy))
 }
 
 func failedNote(err error) string {
-	return eventNote("could not remove the gate, tried again later: " + truncate.AtRune(err.Error(), maxWhy))
+	return truncate.EventNote("could not remove the gate, tried again later: " + truncate.AtRune(err.Error(), maxWhy))
 }

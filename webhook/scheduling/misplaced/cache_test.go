@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,16 +164,4 @@ func jsonSize(t *testing.T, obj any) int {
 		t.Fatal(err)
 	}
 	return len(js)
-}
-
-// TestEventNote: a note the API server would refuse (over 1024 bytes) is cut, never mid-character.
-func TestEventNote(t *testing.T) {
-	if got := eventNote("short"); got != "short" {
-		t.Errorf("a short note changed: %q", got)
-	}
-	long := strings.Repeat("é", 600) // 1200 bytes
-	got := eventNote(long)
-	if len(got) > maxNote || !strings.HasSuffix(got, "...") || !utf8.ValidString(got) {
-		t.Errorf("cut note of %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
-	}
 }

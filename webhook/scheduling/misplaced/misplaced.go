@@ -250,7 +250,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	fix := Explain(failure, pod.Spec.NodeName, nodeBuild, pl)
 	if w.record(req.NamespacedName, pod.UID, failure.Row.Cause) && !reported {
 		w.Log.Info("misplaced Windows pod", "pod", req.NamespacedName, "cause", failure.Row.Cause, "node", pod.Spec.NodeName)
-		w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", eventNote(fix))
+		w.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonMismatch, "Detect", "%s", truncate.EventNote(fix))
 	}
 	// An Event is written by anyone who may create Events in the namespace: it is reported, never acted on.
 	if !w.Remediation.Enabled || !fromStatus {
@@ -366,26 +366,13 @@ func (w *Watcher) remediate(ctx context.Context, pod *corev1.Pod, fix string) (r
 	note := "deleted so that " + owner.Kind + " " + owner.Name + " makes it again and admission places it: " + fix
 	ref := &corev1.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, Namespace: pod.Namespace, UID: owner.UID}
 	// The pod's Event names its controller as related: the record a later leader reads the window from.
-	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote(note))
-	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", eventNote("deleted pod "+pod.Name+": "+fix))
+	w.Recorder.Eventf(pod, ref, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", truncate.EventNote(note))
+	w.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonDeleted, "Delete", "%s", truncate.EventNote("deleted pod "+pod.Name+": "+fix))
 	return reconcile.Result{}, nil
 }
 
 // budgetRetry is how long a pod its PodDisruptionBudget protects waits before it is asked about again.
 const budgetRetry = time.Minute
-
-// maxNote is the API server's limit on an Event's note (events.k8s.io/v1; NoteLengthLimit): a longer
-// one is refused, and the Event lost. Node and controller names of 253 characters make that possible.
-const maxNote = 1024
-
-// eventNote cuts s to maxNote bytes, at a character boundary, marking the cut.
-func eventNote(s string) string {
-	if len(s) <= maxNote {
-		return s
-	}
-	const more = "..."
-	return truncate.AtRune(s, maxNote-len(more)) + more
-}
 
 // deletedBefore reports whether wincompat's Events record the deletion of a pod of owner within the
 // window: a leader keeps the window of the one before it, for as long as the API server keeps Events.
