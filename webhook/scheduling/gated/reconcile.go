@@ -13,6 +13,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/policy/truncate"
 	"github.com/wincompat/wincompat/webhook"
 )
 
@@ -58,12 +59,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(res.Patch) == 0 {
 		return reconcile.Result{}, nil
 	}
-	err = c.write(ctx, pod, res.Patch)
-	if err != nil && left <= 0 && !apierrors.IsNotFound(err) && !changed(err) {
+	err = webhook.WritePod(ctx, c.Writer, pod, res.Patch)
+	if err != nil && left <= 0 && !apierrors.IsNotFound(err) && !webhook.PodChanged(err) {
 		// Past the bound a pod is not kept gated because its decision cannot be written (an admission
 		// policy or validation refusing a pin): the gate alone goes, the build undecided.
 		why := "the write of the build decided was refused: " + err.Error()
-		if released, rerr := releasePatch(raw, why); rerr == nil && c.write(ctx, pod, released) == nil {
+		if released, rerr := webhook.Release(raw, truncate.AtRune(why, maxWhy)); rerr == nil && webhook.WritePod(ctx, c.Writer, pod, released) == nil {
 			c.Log.Error(err, "gate removed without the build decided, whose write was refused", "pod", req.NamespacedName)
 			c.Metrics.ungated(outcomeReleased, waited)
 			c.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonReleased, "Ungate", "%s", releasedNote(why))
@@ -74,7 +75,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		switch {
 		case apierrors.IsNotFound(err):
 			return reconcile.Result{}, nil
-		case changed(err):
+		case webhook.PodChanged(err):
 			// Changed since it was read: decided again from what it is now.
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}

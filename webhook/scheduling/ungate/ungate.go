@@ -12,18 +12,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/wincompat/wincompat/patch"
 	"github.com/wincompat/wincompat/policy"
+	"github.com/wincompat/wincompat/webhook"
 )
 
 // Reason is what the record of a released pod says.
@@ -117,7 +114,7 @@ func pass(ctx context.Context, c Client, o Options) (found, released int, err er
 			switch err := release(ctx, c, pod); {
 			case err == nil:
 				released++
-			case apierrors.IsNotFound(err) || changed(err):
+			case apierrors.IsNotFound(err) || webhook.PodChanged(err):
 				// Gone, or taken again by the next pass.
 			default:
 				failed = append(failed, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
@@ -136,29 +133,13 @@ func pass(ctx context.Context, c Client, o Options) (found, released int, err er
 // release removes the gate from pod as listed with one JSON patch, tested against the resourceVersion
 // read: nothing but the gate, the label and the record changes, and a pod changed since is not written.
 func release(ctx context.Context, c Client, pod *corev1.Pod) error {
-	before := pod.DeepCopy()
-	if policy.Release(pod, Reason) == nil {
-		return nil
-	}
-	raw, err := json.Marshal(before)
+	raw, err := json.Marshal(pod)
 	if err != nil {
 		return err
 	}
-	ops, err := patch.Objects(before, pod, raw)
-	if err != nil {
+	ops, err := webhook.Release(raw, Reason)
+	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops = append(patch.Patch{{Op: "test", Path: "/metadata/resourceVersion", Value: before.ResourceVersion}}, ops...)
-	data, err := ops.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: before.Namespace, Name: before.Name}}
-	return c.Patch(ctx, target, client.RawPatch(types.JSONPatchType, data))
-}
-
-// changed: the patch failed because the pod is no longer the one listed. The API server answers a
-// failed test operation 422 with the JSON patch library's words, and a conflict of its own 409.
-func changed(err error) bool {
-	return apierrors.IsConflict(err) || strings.Contains(err.Error(), "testing value /metadata/resourceVersion failed")
+	return webhook.WritePod(ctx, c, pod, ops)
 }
