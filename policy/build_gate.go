@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,13 @@ import (
 // and gates may only be removed; spec.runtimeClassName and spec.overhead never change after creation
 // (pkg/apis/core/validation ValidatePodUpdate, 1.30 and later). So a gated pod carries no build pin of
 // any kind (one could never be corrected), and Ungate pins with what may still be added.
+
+// DefaultGateTimeout is how long the leader keeps a pod behind the gate without every answer before it
+// removes the gate with the fallback build (`wincompat serve --gate-timeout`, the chart's
+// imageResolver.gateTimeout): long enough for a registry that is slow on a busy morning, short enough
+// that a pod waits minutes, not hours, for one that never answers. The audit, which reads no replica's
+// flags, judges gated pods by it unless told otherwise.
+const DefaultGateTimeout = 3 * time.Minute
 
 // gatePath is where the gate is recorded.
 const gatePath = "spec.schedulingGates"

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/wincompat/wincompat/policy"
 	"github.com/wincompat/wincompat/webhook/audit"
 	"github.com/wincompat/wincompat/webhook/termsafe"
 )
@@ -84,7 +85,7 @@ func newAuditCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&a.pageSize, "page-size", 500, "objects per list request")
 	fl.StringVar(&a.auditLog, "audit-log", "", "summarise wincompat's annotations in this API server audit log instead of reading the cluster")
 	fl.DurationVar(&a.timeout, "timeout", 10*time.Minute, "give up after this long")
-	fl.DurationVar(&a.gateTimeout, "gate-timeout", audit.DefaultGateTimeout, "the cluster's wincompat serve --gate-timeout (the chart's imageResolver.gateTimeout): gated pods older are past the bound")
+	fl.DurationVar(&a.gateTimeout, "gate-timeout", policy.DefaultGateTimeout, "the cluster's wincompat serve --gate-timeout (the chart's imageResolver.gateTimeout): gated pods older are past the bound")
 	fl.StringVar(&a.builds, "builds", "", "judge every Windows pod and template against these Windows builds, comma-separated (10.0.26100, ltsc2025, 2025)")
 	fl.BoolVar(&a.resolveImages, "resolve-images", false, "read images' platforms from their registries with your docker credentials (default: tags only)")
 	a.imageFlags = addImageFlags(fl, cliImageFlags{}, cliCloudsUsage,

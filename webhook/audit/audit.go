@@ -51,7 +51,7 @@ type Options struct {
 	// alone, so that an audit stays hermetic unless asked.
 	Images ImageResolver
 	// GateTimeout is the bound of the cluster's `wincompat serve --gate-timeout`, against which gated
-	// pods are judged; 0 is its default, DefaultGateTimeout.
+	// pods are judged; 0 is its default, policy.DefaultGateTimeout.
 	GateTimeout time.Duration
 }
 

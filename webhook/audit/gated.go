@@ -9,12 +9,6 @@ import (
 	"github.com/wincompat/wincompat/policy"
 )
 
-// DefaultGateTimeout is `wincompat serve --gate-timeout`'s default (the chart's imageResolver.gateTimeout):
-// how long the leader keeps a pod behind wincompat's scheduling gate before it removes the gate with
-// the fallback build. The audit reads no replica's flags, so it judges by this unless told otherwise
-// (Options.GateTimeout).
-const DefaultGateTimeout = 3 * time.Minute
-
 // clock is the time gated pods' ages are taken at; tests fix it.
 var clock = time.Now
 
@@ -33,7 +27,7 @@ type gatedPods struct {
 func newGatedPods(bound time.Duration, out *sink) *gatedPods {
 	said := "the --gate-timeout given"
 	if bound <= 0 {
-		bound, said = DefaultGateTimeout, "wincompat serve's default --gate-timeout; the audit cannot read the one the cluster runs with"
+		bound, said = policy.DefaultGateTimeout, "wincompat serve's default --gate-timeout; the audit cannot read the one the cluster runs with"
 	}
 	return &gatedPods{bound: bound, boundSaid: said, now: clock, out: out}
 }

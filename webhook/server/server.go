@@ -83,7 +83,7 @@ type Options struct {
 	// the leader decides its build.
 	ImageResolverMode string
 	// GateTimeout bounds how long the leader keeps a pod gated without an answer from its registry:
-	// then it removes the gate with the build the other sources give. 0 is DefaultGateTimeout.
+	// then it removes the gate with the build the other sources give. 0 is policy.DefaultGateTimeout.
 	GateTimeout time.Duration
 	// Serving bounds the webhook port's connections, reads and review memory, and may require the
 	// API server's client certificate. Zero fields take the defaults.
@@ -107,14 +107,10 @@ type Options struct {
 // gated pod's images. The chart asks for 30s at least; tests use less.
 const MinGateTimeout = 5 * time.Second
 
-// DefaultGateTimeout is --gate-timeout's default: long enough for a registry that is slow on a busy
-// morning, short enough that a pod waits minutes, not hours, for one that never answers.
-const DefaultGateTimeout = 3 * time.Minute
-
 // gateTimeout is GateTimeout, or its default.
 func (o *Options) gateTimeout() time.Duration {
 	if o.GateTimeout == 0 {
-		return DefaultGateTimeout
+		return policy.DefaultGateTimeout
 	}
 	return o.GateTimeout
 }
